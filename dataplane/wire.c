@@ -6,7 +6,8 @@
  * Shape of the parser: first the structural checks that decide how many
  * bytes the PDU claims (prefix, version, opcode, extension length, payload
  * length) against how many there are; then the CRC over exactly those
- * bytes; only then the field decode and ovr_wire_validate(), which the
+ * bytes; only then the field decode and the field checks of
+ * ovr_wire_validate(), which the
  * builder shares. Every read is bounded by a length checked before it.
  */
 #include <endian.h>
@@ -350,17 +351,9 @@ static int check_opcode_fields(const struct ovr_wire_pkt *pkt)
 	return 0;
 }
 
-int ovr_wire_validate(const struct ovr_wire_pkt *pkt)
+/* Field checks of a version-1 packet whose opcode is known. */
+static int check_fields(const struct ovr_wire_pkt *pkt, const struct op_rule *r)
 {
-	const struct op_rule *r = &op_rules[pkt->opcode];
-
-	if (pkt->opcode == OVR_OP_VERSION_REJECT)
-		return check_vrej(pkt);
-	if (pkt->version < OVR_WIRE_VERSION_MIN ||
-	    pkt->version > OVR_WIRE_VERSION_MAX)
-		return -OVR_WIRE_EVERSION;
-	if (!r->known)
-		return -OVR_WIRE_EOPCODE;
 	if ((pkt->flags & ~r->allowed) ||
 	    (pkt->flags & r->required) != r->required)
 		return -OVR_WIRE_EFLAGS;
@@ -377,6 +370,20 @@ int ovr_wire_validate(const struct ovr_wire_pkt *pkt)
 	if (!r->payload && pkt->payload_len)
 		return -OVR_WIRE_ELEN;
 	return check_opcode_fields(pkt);
+}
+
+int ovr_wire_validate(const struct ovr_wire_pkt *pkt)
+{
+	const struct op_rule *r = &op_rules[pkt->opcode];
+
+	if (pkt->opcode == OVR_OP_VERSION_REJECT)
+		return check_vrej(pkt);
+	if (pkt->version < OVR_WIRE_VERSION_MIN ||
+	    pkt->version > OVR_WIRE_VERSION_MAX)
+		return -OVR_WIRE_EVERSION;
+	if (!r->known)
+		return -OVR_WIRE_EOPCODE;
+	return check_fields(pkt, r);
 }
 
 /* ---- Build --------------------------------------------------------------- */
@@ -751,7 +758,8 @@ static int parse(const uint8_t *b, size_t len, struct ovr_wire_pkt *pkt)
 	get_ext(b + oth, pkt);
 	pkt->hdr_len = (uint32_t)hlen;
 	pkt->payload = pkt->payload_len ? b + hlen : NULL;
-	return ovr_wire_validate(pkt);
+	/* version and opcode were checked above, before the CRC */
+	return check_fields(pkt, r);
 }
 
 int ovr_wire_parse(const void *buf, size_t len, struct ovr_wire_pkt *pkt,

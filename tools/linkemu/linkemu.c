@@ -228,18 +228,14 @@ static bool wire_loses(struct ovr_link *l)
 	return chance(l, c->loss);
 }
 
-/* Queue one copy arriving after @depart plus delay, jitter, reordering. */
-static int enqueue(struct ovr_link *l, const struct lpkt *proto,
-		   uint64_t depart)
+/* Queue @p (ownership passes to the link, also on error) to arrive after
+ * @depart plus delay, jitter and reordering. */
+static int enqueue(struct ovr_link *l, struct lpkt *p, uint64_t depart)
 {
 	const struct ovr_link_cfg *c = &l->cfg;
-	struct lpkt *p = malloc(sizeof(*p) + proto->len);
 	uint64_t arrive;
 	int rc;
 
-	if (!p)
-		return -ENOMEM;
-	memcpy(p, proto, sizeof(*p) + proto->len);
 	arrive = depart + c->delay_ns + uniform(l, c->jitter_ns);
 	if (c->jitter_fifo) {
 		if (arrive < l->last_arrive_ns)
@@ -263,7 +259,7 @@ int ovr_link_send(struct ovr_link *l, uint64_t now_ns, const void *pkt,
 {
 	const struct ovr_link_cfg *c = &l->cfg;
 	uint64_t backlog, depart;
-	struct lpkt *p;
+	struct lpkt *p, *dup;
 	bool ce;
 	int rc;
 
@@ -308,12 +304,17 @@ int ovr_link_send(struct ovr_link *l, uint64_t now_ns, const void *pkt,
 		p->data[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		l->st.corrupted++;
 	}
+	/* one allocation per packet; a duplicate copies the queued original,
+	 * which only ovr_link_recv() (not running now) can take away */
 	rc = enqueue(l, p, depart);
 	if (!rc && chance(l, c->dup)) {
 		l->st.duplicated++;
-		rc = enqueue(l, p, depart);
+		dup = malloc(sizeof(*dup) + len);
+		if (!dup)
+			return -ENOMEM;
+		memcpy(dup, p, sizeof(*dup) + len);
+		rc = enqueue(l, dup, depart);
 	}
-	free(p);
 	return rc;
 }
 
