@@ -51,6 +51,22 @@ int ovr_dp_rxwin_init(struct ovr_dp_rxwin *w, uint64_t *bits, uint32_t size,
 	return 0;
 }
 
+enum ovr_dp_rx_verdict ovr_dp_rxwin_peek(const struct ovr_dp_rxwin *w,
+					 uint32_t psn)
+{
+	int32_t d;
+
+	psn &= M24;
+	d = ovr_wire_psn_diff(psn, w->ack_psn);
+	if (d < 0)
+		return OVR_DP_RX_DUP;
+	if ((uint32_t)d > w->mask)
+		return OVR_DP_RX_OUTSIDE;
+	if (d == 0)
+		return OVR_DP_RX_INORDER;
+	return bit_test(w, psn) ? OVR_DP_RX_DUP : OVR_DP_RX_OOO;
+}
+
 enum ovr_dp_rx_verdict ovr_dp_rxwin_mark(struct ovr_dp_rxwin *w, uint32_t psn)
 {
 	int32_t d;

@@ -55,6 +55,11 @@ static inline uint32_t ovr_dp_rxwin_words(uint32_t size)
 int ovr_dp_rxwin_init(struct ovr_dp_rxwin *w, uint64_t *bits, uint32_t size,
 		      uint32_t start_psn);
 
+/* What ovr_dp_rxwin_mark() would answer for @psn, without recording it
+ * (OOO also for psn == ack_psn is never returned: that is INORDER). */
+enum ovr_dp_rx_verdict ovr_dp_rxwin_peek(const struct ovr_dp_rxwin *w,
+					 uint32_t psn);
+
 /* Record the arrival of @psn (24-bit). */
 enum ovr_dp_rx_verdict ovr_dp_rxwin_mark(struct ovr_dp_rxwin *w, uint32_t psn);
 

@@ -1,0 +1,2370 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The transport engine: RC queue pairs over a lossy network. See
+ * include/ovrdma/engine.h for the interface and docs/TRANSPORT.md for the
+ * design; the short version:
+ *
+ *  - Each QP has one send PSN space for everything it sends in sequence
+ *    (its requests and its responses to the peer's READs and atomics) and
+ *    one receive window over the peer's. Every sequenced packet is
+ *    acknowledged cumulatively (ack_psn) and selectively (SACK blocks);
+ *    only lost packets are resent (RACK-style time-based loss detection,
+ *    a tail-loss probe, and an RTO with backoff as the last resort).
+ *  - Tagged data (WRITE, READ response) is placed at its target on
+ *    arrival, in any order; SEND data is placed into the receive buffer
+ *    of its MSN at its offset. A WRITE's last OVR_ENG_TAIL bytes are held
+ *    back until everything before them has landed. READ and atomic
+ *    requests execute in PSN order, exactly once (the receive window drops
+ *    retransmitted requests; responses are resent from the responder's
+ *    own send space, never re-executed).
+ *  - Completions are delivered in order: a send WR when the peer has
+ *    acknowledged all its packets (or, for READ/atomics, when the whole
+ *    response and everything before it has arrived), a receive when its
+ *    message and everything before it has arrived.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <ovrdma/compiler.h>
+
+#include "engine_impl.h"
+#include "qpstate.h"
+
+#define M24 OVR_WIRE_PSN_MASK
+#define PSN_ADD(a, n) (((a) + (n)) & M24)
+#define PSN_LT(a, b) (ovr_wire_psn_diff((a), (b)) < 0)
+
+/* Window cost of a packet: payload plus a header allowance, so that the
+ * window bounds small-message floods too. */
+#define PKT_OVERHEAD 64u
+#define PKT_COST(len) ((uint32_t)(len) + PKT_OVERHEAD)
+
+/* Largest extension header of a data-carrying request (TTH + IMMH). */
+#define DATA_HDR_MAX                                                 \
+	(sizeof(struct ovr_wire_oth) + sizeof(struct ovr_wire_tth) + \
+	 sizeof(struct ovr_wire_immh))
+
+static inline uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint32_t min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint32_t ts_of(uint64_t now)
+{
+	return (uint32_t)now | 1u; /* tsecr 0 would read as "no echo" */
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* IB's 5-bit RNR NAK timer code, in nanoseconds (code 0 is the longest). */
+static uint64_t rnr_ns(unsigned int code)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,     40,     60,     80,     120,
+		160,	240,   320,   480,    640,    960,    1280,   1920,
+		2560,	3840,  5120,  7680,   10240,  15360,  20480,  30720,
+		40960,	61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+
+	return (uint64_t)us[code & 31] * 1000;
+}
+
+/* Local ACK timeout of ibv_modify_qp: 4.096 us * 2^timeout. */
+static uint64_t ack_timeout_ns(unsigned int t)
+{
+	return t ? 4096ull << (t > 31 ? 31 : t) : 0;
+}
+
+static uint32_t mtu_bytes(uint32_t mtu)
+{
+	return mtu >= OVR_MTU_256 && mtu <= OVR_MTU_4096 ? 128u << mtu : 0;
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
+{
+	*cfg = (struct ovr_eng_cfg){
+		.max_qp = 1024,
+		.max_mr = 4096,
+		.max_pdu = 4096 + 128,
+		.window_pkts = 512,
+		.sb_pool = 256,
+		.init_rto_ns = 1000000, /* 1 ms until the first sample */
+		.min_rto_ns = 200000,
+		.max_rto_ns = 500000000,
+		.ack_delay_ns = 5000,
+		.ack_every = 4,
+		.tx_burst = 16,
+		.cc = NULL,
+		.cc_init_cwnd = 0,
+		.line_rate_bps = 0,
+		.seed = 0,
+	};
+}
+
+/* ---- list of QPs with something to do --------------------------------- */
+
+static void qp_activate(struct ovr_eng *e, struct eng_qp *qp)
+{
+	if (qp->active)
+		return;
+	qp->active = true;
+	qp->act_next = &e->act;
+	qp->act_prev = e->act.act_prev;
+	e->act.act_prev->act_next = qp;
+	e->act.act_prev = qp;
+}
+
+static void qp_deactivate(struct eng_qp *qp)
+{
+	if (!qp->active)
+		return;
+	qp->act_prev->act_next = qp->act_next;
+	qp->act_next->act_prev = qp->act_prev;
+	qp->act_next = qp->act_prev = NULL;
+	qp->active = false;
+}
+
+/* ---- create / destroy --------------------------------------------------- */
+
+struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
+			       const struct ovr_eng_ops *ops, void *ctx)
+{
+	struct ovr_eng *e;
+	uint32_t maxqp, i;
+	uint64_t seed;
+
+	if (!cfg || !ops || !ops->tx_alloc || !ops->tx || !ops->cqe ||
+	    !cfg->max_qp || cfg->max_qp > (1u << 20) || !cfg->max_mr ||
+	    cfg->window_pkts < OVR_DP_RXWIN_MIN ||
+	    cfg->window_pkts > OVR_DP_RXWIN_MAX ||
+	    (cfg->window_pkts & (cfg->window_pkts - 1)) || !cfg->sb_pool ||
+	    cfg->max_pdu < DATA_HDR_MAX + OVR_WIRE_CRC_LEN + 256 ||
+	    cfg->max_pdu > OVR_WIRE_MAX_PDU || !cfg->tx_burst ||
+	    !cfg->ack_every) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (cfg->cc && ovr_cc_ops_validate(cfg->cc)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->cfg = *cfg;
+	e->ops = *ops;
+	e->ctx = ctx;
+	e->cc = cfg->cc ? cfg->cc : &ovr_cc_fixed;
+	e->max_seg = cfg->max_pdu - (uint32_t)DATA_HDR_MAX - OVR_WIRE_CRC_LEN;
+	seed = cfg->seed;
+	if (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = (uint64_t)(uintptr_t)e ^ 0x9e3779b97f4a7c15ull;
+	e->mrs = ovr_mr_create(pow2_at_least(cfg->max_mr), seed);
+	maxqp = pow2_at_least(cfg->max_qp);
+	for (e->qp_bits = 0; (1u << e->qp_bits) < maxqp; e->qp_bits++)
+		;
+	e->qp_gen = (uint32_t)(seed >> 40);
+	e->qps = calloc(maxqp, sizeof(*e->qps));
+	e->sb_size = sizeof(struct eng_sb) +
+		     cfg->window_pkts * sizeof(struct eng_pkt);
+	e->sb_mem = calloc(cfg->sb_pool, e->sb_size);
+	e->rxbits_mem =
+		calloc((size_t)maxqp * ovr_dp_rxwin_words(cfg->window_pkts),
+		       sizeof(uint64_t));
+	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem) {
+		ovr_eng_destroy(e);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < cfg->sb_pool; i++) {
+		struct eng_sb *sb = (struct eng_sb *)((uint8_t *)e->sb_mem +
+						      i * e->sb_size);
+
+		sb->next_free = e->sb_free;
+		e->sb_free = sb;
+	}
+	e->act.act_next = e->act.act_prev = &e->act;
+	return e;
+}
+
+static void qp_free_queues(struct eng_qp *qp)
+{
+	free(qp->sq);
+	free(qp->ssge);
+	free(qp->sinl);
+	free(qp->rq);
+	free(qp->rsge);
+	qp->sq = NULL;
+	qp->ssge = NULL;
+	qp->sinl = NULL;
+	qp->rq = NULL;
+	qp->rsge = NULL;
+}
+
+void ovr_eng_destroy(struct ovr_eng *e)
+{
+	uint32_t i;
+
+	if (!e)
+		return;
+	if (e->qps)
+		for (i = 0; i < (1u << e->qp_bits); i++)
+			qp_free_queues(&e->qps[i]);
+	free(e->qps);
+	free(e->sb_mem);
+	free(e->rxbits_mem);
+	if (e->mrs)
+		ovr_mr_destroy(e->mrs);
+	free(e);
+}
+
+/* ---- memory regions ------------------------------------------------------ */
+
+int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
+		   unsigned int access, void *host, uint32_t *key)
+{
+	int rc = ovr_mr_reg(e->mrs, pd, va, len, access, (uint8_t *)host, key);
+
+	return rc < 0 && rc != -ENOSPC && rc != -EINVAL ? -EINVAL : rc;
+}
+
+int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
+{
+	return ovr_mr_dereg(e->mrs, key);
+}
+
+/* ---- QP lookup ---------------------------------------------------------- */
+
+static struct eng_qp *qp_get(struct ovr_eng *e, uint32_t qpn)
+{
+	struct eng_qp *qp;
+
+	qpn &= M24;
+	qp = &e->qps[qpn & ((1u << e->qp_bits) - 1)];
+	return qp->in_use && qp->qpn == qpn ? qp : NULL;
+}
+
+/* ---- scoreboards ---------------------------------------------------------- */
+
+static inline struct eng_pkt *sb_pkt(struct ovr_eng *e, struct eng_qp *qp,
+				     uint32_t psn)
+{
+	return &qp->sb->pkt[psn & (e->cfg.window_pkts - 1)];
+}
+
+static bool sb_acquire(struct ovr_eng *e, struct eng_qp *qp)
+{
+	struct eng_sb *sb;
+
+	if (qp->sb)
+		return true;
+	sb = e->sb_free;
+	if (!sb) {
+		e->st.sb_waits++;
+		return false;
+	}
+	e->sb_free = sb->next_free;
+	memset(sb->pkt, 0, e->cfg.window_pkts * sizeof(struct eng_pkt));
+	qp->sb = sb;
+	return true;
+}
+
+static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
+{
+	if (!qp->sb)
+		return;
+	qp->sb->next_free = e->sb_free;
+	e->sb_free = qp->sb;
+	qp->sb = NULL;
+	qp->pipe = 0;
+	qp->nlost = 0;
+	qp->nsacked = 0;
+	qp->rto_at = qp->pto_at = qp->reo_at = 0;
+	qp->tlp_out = false;
+}
+
+/* ---- scatter / gather ------------------------------------------------- */
+
+static void sge_read(const struct eng_lsge *s, unsigned int n, uint32_t off,
+		     uint8_t *dst, uint32_t len)
+{
+	for (unsigned int i = 0; len && i < n; i++) {
+		uint32_t c;
+
+		if (off >= s[i].len) {
+			off -= s[i].len;
+			continue;
+		}
+		c = min32(s[i].len - off, len);
+		memcpy(dst, s[i].host + off, c);
+		dst += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+static void sge_write(const struct eng_lsge *s, unsigned int n, uint32_t off,
+		      const uint8_t *src, uint32_t len)
+{
+	for (unsigned int i = 0; len && i < n; i++) {
+		uint32_t c;
+
+		if (off >= s[i].len) {
+			off -= s[i].len;
+			continue;
+		}
+		c = min32(s[i].len - off, len);
+		memcpy(s[i].host + off, src, c);
+		src += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
+{
+	return &qp->ssge[(idx & qp->sq_mask) * qp->cap.max_send_sge];
+}
+
+static inline struct eng_lsge *rwqe_sge(struct eng_qp *qp, uint32_t idx)
+{
+	return &qp->rsge[(idx & qp->rq_mask) * qp->cap.max_recv_sge];
+}
+
+static void swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct eng_lsge *s = swqe_sge(qp, idx);
+
+	for (unsigned int i = 0; i < w->nsge; i++)
+		if (s[i].key)
+			ovr_mr_put(e->mrs, s[i].key);
+	w->nsge = 0;
+}
+
+static void rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
+{
+	struct eng_rwqe *r = &qp->rq[idx & qp->rq_mask];
+	struct eng_lsge *s = rwqe_sge(qp, idx);
+
+	for (unsigned int i = 0; i < r->nsge; i++)
+		if (s[i].key)
+			ovr_mr_put(e->mrs, s[i].key);
+	r->nsge = 0;
+}
+
+/* ---- completions --------------------------------------------------------- */
+
+static uint32_t wc_opcode_of(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case OVR_WR_RDMA_WRITE:
+	case OVR_WR_RDMA_WRITE_WITH_IMM:
+		return OVR_WC_RDMA_WRITE;
+	case OVR_WR_RDMA_READ:
+		return OVR_WC_RDMA_READ;
+	case OVR_WR_ATOMIC_CMP_AND_SWP:
+		return OVR_WC_COMP_SWAP;
+	case OVR_WR_ATOMIC_FETCH_AND_ADD:
+		return OVR_WC_FETCH_ADD;
+	default:
+		return OVR_WC_SEND;
+	}
+}
+
+static void complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+			  uint32_t status, uint32_t verr, bool force)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+
+	if (force || status != OVR_WC_SUCCESS || qp->sig_all ||
+	    (w->flags & OVR_SEND_SIGNALED)) {
+		struct ovr_eng_wc wc = {
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = wc_opcode_of(w->opcode),
+			.byte_len = w->len,
+			.qp_num = qp->qpn,
+			.src_qp = qp->dest_qpn,
+			.vendor_err = verr,
+		};
+
+		e->ops.cqe(e->ctx, qp->send_cq, &wc);
+	}
+	swqe_put_refs(e, qp, idx);
+}
+
+static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+			  uint32_t status, uint32_t verr)
+{
+	struct eng_rwqe *r = &qp->rq[idx & qp->rq_mask];
+	struct ovr_eng_wc wc = {
+		.wr_id = r->wr_id,
+		.status = status,
+		.opcode = r->wc_opcode,
+		.byte_len = status == OVR_WC_SUCCESS ? r->msg_len : 0,
+		.imm_data = r->imm,
+		.qp_num = qp->qpn,
+		.src_qp = qp->dest_qpn,
+		.wc_flags = status == OVR_WC_SUCCESS ? r->wc_flags : 0,
+		.vendor_err = verr,
+	};
+
+	if (status != OVR_WC_SUCCESS)
+		wc.opcode = OVR_WC_RECV;
+	e->ops.cqe(e->ctx, qp->recv_cq, &wc);
+	rwqe_put_refs(e, qp, idx);
+}
+
+static void qp_event(struct ovr_eng *e, struct eng_qp *qp,
+		     enum ovr_eng_event ev)
+{
+	if (e->ops.event)
+		e->ops.event(e->ctx, qp->user, qp->qpn, ev);
+}
+
+/*
+ * Move @qp to ERROR: the oldest uncompleted send WR completes with
+ * @head_status (unless it is FLUSH), every other one and every receive
+ * flushes. Nothing is sent afterwards except a pending NAK.
+ */
+static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t head_status,
+		     uint32_t verr)
+{
+	uint32_t i;
+
+	if (qp->state == OVR_QPS_ERR)
+		return;
+	qp->state = OVR_QPS_ERR;
+	for (i = qp->sq_cons; i != qp->sq_prod; i++) {
+		struct eng_swqe *w = &qp->sq[i & qp->sq_mask];
+		uint32_t st = OVR_WC_WR_FLUSH_ERR, ve = 0;
+
+		if (i == qp->sq_cons && head_status != OVR_WC_WR_FLUSH_ERR) {
+			st = head_status;
+			ve = verr;
+		} else if (w->state == W_LOCERR) {
+			st = w->status;
+			ve = OVR_VERR_LKEY;
+		}
+		complete_send(e, qp, i, st, ve, true);
+	}
+	qp->sq_cons = qp->sq_next = qp->sq_prod;
+	qp->rd_out = 0;
+	for (i = qp->rq_cons; i != qp->rq_prod; i++) {
+		struct eng_rwqe *r = &qp->rq[i & qp->rq_mask];
+
+		complete_recv(e, qp, i, r->bad ? r->bad : OVR_WC_WR_FLUSH_ERR,
+			      r->bad == OVR_WC_LOC_LEN_ERR ? OVR_VERR_LEN : 0);
+	}
+	qp->rq_cons = qp->rq_prod;
+	sb_release(e, qp);
+	memset(qp->stash, 0, sizeof(qp->stash));
+	memset(qp->rdq, 0, sizeof(qp->rdq));
+	qp->ack_at = 0;
+	qp->ack_now = false;
+	qp->rnr_wait = false;
+	qp->credit_wait_since = 0;
+}
+
+/* A responder-side violation: NAK it, then ERROR (verbs class C/J). */
+static void qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
+			 uint32_t psn)
+{
+	qp->nak_code = code;
+	qp->nak_timer = 0;
+	qp->nak_psn = psn;
+	qp->fatal_code = code;
+	qp->fatal_psn = psn;
+	qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+	qp_event(e, qp,
+		 code == OVR_NAK_REM_ACCESS ? OVR_EV_QP_ACCESS_ERR :
+					      OVR_EV_QP_REQ_ERR);
+	qp_activate(e, qp);
+}
+
+/* ---- QP verbs --------------------------------------------------------------- */
+
+static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap)
+{
+	uint32_t ns = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
+	uint32_t nr = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+
+	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	qp->sq = calloc(ns, sizeof(*qp->sq));
+	qp->ssge = calloc((size_t)ns * cap->max_send_sge, sizeof(*qp->ssge));
+	qp->sinl = cap->max_inline_data ? calloc(ns, cap->max_inline_data) :
+					  NULL;
+	qp->rq = calloc(nr, sizeof(*qp->rq));
+	qp->rsge = calloc((size_t)nr * cap->max_recv_sge, sizeof(*qp->rsge));
+	if (!qp->sq || !qp->ssge || (cap->max_inline_data && !qp->sinl) ||
+	    !qp->rq || !qp->rsge) {
+		qp_free_queues(qp);
+		return -ENOMEM;
+	}
+	qp->sq_mask = ns - 1;
+	qp->rq_mask = nr - 1;
+	cap->max_send_wr = ns;
+	cap->max_recv_wr = nr;
+	qp->cap = *cap;
+	return 0;
+}
+
+int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
+		      uint32_t *qpn)
+{
+	struct ovr_eng_qp_cap cap;
+	struct eng_qp *qp = NULL;
+	uint32_t n = 1u << e->qp_bits, i, gen_bits = 24 - e->qp_bits;
+	uint64_t *rxbits;
+	int rc;
+
+	if (!init || !qpn)
+		return -EINVAL;
+	cap = init->cap;
+	if (cap.max_send_wr > OVR_ENG_MAX_WR ||
+	    cap.max_recv_wr > OVR_ENG_MAX_WR ||
+	    cap.max_send_sge > OVR_ENG_MAX_SGE ||
+	    cap.max_recv_sge > OVR_ENG_MAX_SGE ||
+	    cap.max_inline_data > OVR_ENG_MAX_INLINE)
+		return -EINVAL;
+	if (e->nqp >= e->cfg.max_qp)
+		return -ENOSPC;
+	for (i = 0; i < n; i++)
+		if (!e->qps[i].in_use) {
+			qp = &e->qps[i];
+			break;
+		}
+	if (!qp)
+		return -ENOSPC;
+	rxbits = qp->rxbits;
+	memset(qp, 0, sizeof(*qp));
+	rc = qp_alloc_queues(qp, &cap);
+	if (rc)
+		return rc;
+	/* QPN = generation | slot: a packet for a destroyed QP does not
+	 * reach the next QP in that slot. Generation 0 is skipped so QPN 0
+	 * and 1 (IB's special QPs) are never used. */
+	e->qp_gen = (e->qp_gen + 1) & ((1u << gen_bits) - 1);
+	if (!e->qp_gen)
+		e->qp_gen = 1;
+	qp->qpn = (e->qp_gen << e->qp_bits) | i;
+	qp->in_use = true;
+	qp->state = OVR_QPS_RESET;
+	qp->pd = init->pd;
+	qp->send_cq = init->send_cq;
+	qp->recv_cq = init->recv_cq;
+	qp->sig_all = init->sq_sig_all;
+	qp->user = init->user;
+	qp->rxbits = e->rxbits_mem +
+		     (size_t)i * ovr_dp_rxwin_words(e->cfg.window_pkts);
+	(void)rxbits;
+	qp->st.state = OVR_QPS_RESET;
+	e->nqp++;
+	*qpn = qp->qpn;
+	return 0;
+}
+
+/* Back to RESET: everything is dropped without completions. */
+static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
+{
+	uint32_t i;
+
+	for (i = qp->sq_cons; i != qp->sq_prod; i++)
+		swqe_put_refs(e, qp, i);
+	for (i = qp->rq_cons; i != qp->rq_prod; i++)
+		rwqe_put_refs(e, qp, i);
+	sb_release(e, qp);
+	qp_deactivate(qp);
+	qp->sq_prod = qp->sq_cons = qp->sq_next = 0;
+	qp->rq_prod = qp->rq_cons = 0;
+	qp->rd_out = 0;
+	qp->q0_msn = qp->q1_msn = 1;
+	qp->rq_msn = 1;
+	qp->rd_exec_msn = qp->rd_send_msn = qp->rd_free_msn = 1;
+	qp->rd_next_msn = 1;
+	qp->credit_valid = false;
+	qp->credit_wait_since = 0;
+	memset(qp->rdq, 0, sizeof(qp->rdq));
+	memset(qp->stash, 0, sizeof(qp->stash));
+	qp->nak_code = qp->fatal_code = 0;
+	qp->ack_at = 0;
+	qp->ack_now = false;
+	qp->unacked = 0;
+	qp->rnr_wait = false;
+	qp->retries = qp->rnr_tries = 0;
+	qp->comm_est = false;
+	qp->sqd_drained = false;
+	qp->ce_count = qp->peer_ce = 0;
+	memset(&qp->st, 0, sizeof(qp->st));
+}
+
+int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+
+	if (!qp)
+		return -EINVAL;
+	qp_reset(e, qp);
+	if (qp->cc.mss)
+		e->cc->release(&qp->cc);
+	qp_free_queues(qp);
+	qp->in_use = false;
+	qp->qpn = 0;
+	e->nqp--;
+	return 0;
+}
+
+static int check_attr_values(const struct ovr_eng_qp_attr *a, unsigned int m)
+{
+	if ((m & OVR_ENG_ATTR_PATH_MTU) && !mtu_bytes(a->path_mtu))
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_TIMEOUT) && a->timeout > 31)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_RETRY_CNT) && a->retry_cnt > 7)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_RNR_RETRY) && a->rnr_retry > 7)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_MAX_QP_RD_ATOMIC) &&
+	    a->max_rd_atomic > OVR_ENG_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > OVR_ENG_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_ACCESS_FLAGS) &&
+	    (a->qp_access_flags &
+	     ~(OVR_ENG_ACCESS_LOCAL_WRITE | OVR_ENG_ACCESS_REMOTE_WRITE |
+	       OVR_ENG_ACCESS_REMOTE_READ | OVR_ENG_ACCESS_REMOTE_ATOMIC)))
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_DEST_QPN) && (a->dest_qp_num & ~M24))
+		return -EINVAL;
+	if ((m & OVR_ENG_ATTR_CAP))
+		return -EINVAL; /* resizing queues is not supported */
+	return 0;
+}
+
+static void qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	struct ovr_cc_params p;
+
+	ovr_dp_rtt_init(&qp->rtt, e->cfg.init_rto_ns, e->cfg.min_rto_ns,
+			e->cfg.max_rto_ns, 1000);
+	if (qp->cc.mss)
+		e->cc->release(&qp->cc);
+	memset(&qp->cc, 0, sizeof(qp->cc));
+	p.mss = qp->seg;
+	p.max_cwnd_bytes = e->cfg.window_pkts * PKT_COST(qp->seg);
+	p.init_cwnd_bytes = e->cfg.cc_init_cwnd ? e->cfg.cc_init_cwnd :
+						  p.max_cwnd_bytes;
+	if (p.init_cwnd_bytes > p.max_cwnd_bytes)
+		p.init_cwnd_bytes = p.max_cwnd_bytes;
+	p.line_rate_bps = e->cfg.line_rate_bps;
+	qp->cc.mss = qp->seg;
+	e->cc->init(&qp->cc, &p);
+	if (!qp->cc.mss)
+		qp->cc.mss = qp->seg;
+	qp->last_progress_ns = now;
+}
+
+int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_qp_attr *a, unsigned int mask,
+		      uint64_t now_ns)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+	uint32_t cur, next;
+
+	if (!qp || !a)
+		return -EINVAL;
+	cur = qp->state;
+	if ((mask & OVR_ENG_ATTR_CUR_STATE) && a->cur_qp_state != cur)
+		return -EINVAL;
+	next = (mask & OVR_ENG_ATTR_STATE) ? a->qp_state : cur;
+	if (next > OVR_QPS_ERR)
+		return -EINVAL;
+	if (ovr_qp_modify_check(OVR_QPT_RC, cur, next, mask))
+		return -EINVAL;
+	if (check_attr_values(a, mask))
+		return -EINVAL;
+
+	if (next == OVR_QPS_RESET) {
+		qp_reset(e, qp);
+		qp->state = OVR_QPS_RESET;
+		return 0;
+	}
+	if (next == OVR_QPS_ERR) {
+		qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+		qp_deactivate(qp);
+		return 0;
+	}
+	if (cur == OVR_QPS_RESET)
+		qp_reset(e, qp);
+	if (mask & OVR_ENG_ATTR_ACCESS_FLAGS)
+		qp->access = a->qp_access_flags;
+	if (mask & OVR_ENG_ATTR_AV)
+		qp->peer = a->peer;
+	if (mask & OVR_ENG_ATTR_PATH_MTU) {
+		qp->mtu = a->path_mtu;
+		qp->seg = min32(mtu_bytes(a->path_mtu), e->max_seg);
+	}
+	if (mask & OVR_ENG_ATTR_DEST_QPN)
+		qp->dest_qpn = a->dest_qp_num;
+	if (mask & OVR_ENG_ATTR_RQ_PSN)
+		ovr_dp_rxwin_init(&qp->rx, qp->rxbits, e->cfg.window_pkts,
+				  a->rq_psn & M24);
+	if (mask & OVR_ENG_ATTR_SQ_PSN) {
+		sb_release(e, qp);
+		qp->snd_una = qp->snd_nxt = a->sq_psn & M24;
+	}
+	if (mask & OVR_ENG_ATTR_TIMEOUT)
+		qp->timeout = a->timeout;
+	if (mask & OVR_ENG_ATTR_RETRY_CNT)
+		qp->retry_cnt = a->retry_cnt;
+	if (mask & OVR_ENG_ATTR_RNR_RETRY)
+		qp->rnr_retry = a->rnr_retry;
+	if (mask & OVR_ENG_ATTR_MIN_RNR_TIMER)
+		qp->min_rnr_timer = a->min_rnr_timer;
+	if (mask & OVR_ENG_ATTR_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = a->max_rd_atomic;
+	if (mask & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR)
+		qp_to_rts(e, qp, now_ns);
+	if (next == OVR_QPS_SQD) {
+		qp->sqd_notify = mask & OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY;
+		qp->sqd_drained = false;
+	}
+	qp->state = next;
+	qp->st.state = next;
+	qp_activate(e, qp);
+	return 0;
+}
+
+int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn, struct ovr_eng_qp_attr *a)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+
+	if (!qp || !a)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	a->qp_state = a->cur_qp_state = qp->state;
+	a->path_mtu = qp->mtu;
+	a->qp_access_flags = qp->access;
+	a->dest_qp_num = qp->dest_qpn;
+	a->rq_psn = qp->rx.ack_psn;
+	a->sq_psn = qp->snd_nxt;
+	a->peer = qp->peer;
+	a->timeout = qp->timeout;
+	a->retry_cnt = qp->retry_cnt;
+	a->rnr_retry = qp->rnr_retry;
+	a->min_rnr_timer = qp->min_rnr_timer;
+	a->max_rd_atomic = qp->max_rd_atomic;
+	a->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	a->sq_draining = qp->state == OVR_QPS_SQD && qp->sq_cons != qp->sq_next;
+	a->cap = qp->cap;
+	return 0;
+}
+
+int ovr_eng_qp_stats(struct ovr_eng *e, uint32_t qpn,
+		     struct ovr_eng_qp_stats *st)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+
+	if (!qp || !st)
+		return -EINVAL;
+	*st = qp->st;
+	st->state = qp->state;
+	st->snd_una = qp->snd_una;
+	st->snd_nxt = qp->snd_nxt;
+	st->rcv_nxt = qp->rx.ack_psn;
+	st->inflight_pkts = (qp->snd_nxt - qp->snd_una) & M24;
+	st->cwnd_bytes = qp->cc.cwnd_bytes;
+	st->srtt_ns = qp->rtt.srtt_ns;
+	st->rto_ns = qp->rtt.rto_ns;
+	return 0;
+}
+
+/* ---- posting ---------------------------------------------------------------- */
+
+static bool is_q0(uint8_t op)
+{
+	return op == OVR_WR_SEND || op == OVR_WR_SEND_WITH_IMM ||
+	       op == OVR_WR_SEND_WITH_INV || op == OVR_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static bool is_q1(uint8_t op)
+{
+	return op == OVR_WR_RDMA_READ || op == OVR_WR_ATOMIC_CMP_AND_SWP ||
+	       op == OVR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_send_wr *wr, uint64_t now_ns)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+	struct eng_swqe *w;
+	struct eng_lsge *s;
+	uint64_t total = 0;
+	uint32_t idx, i;
+	bool inl, atomic;
+
+	if (!qp || !wr)
+		return EINVAL;
+	if (qp->state < OVR_QPS_RTS)
+		return EINVAL;
+	switch (wr->opcode) {
+	case OVR_WR_RDMA_WRITE:
+	case OVR_WR_RDMA_WRITE_WITH_IMM:
+	case OVR_WR_SEND:
+	case OVR_WR_SEND_WITH_IMM:
+	case OVR_WR_SEND_WITH_INV:
+	case OVR_WR_RDMA_READ:
+	case OVR_WR_ATOMIC_CMP_AND_SWP:
+	case OVR_WR_ATOMIC_FETCH_AND_ADD:
+		break;
+	default:
+		return EINVAL;
+	}
+	if (wr->num_sge > qp->cap.max_send_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (wr->send_flags & ~(unsigned)(OVR_SEND_FENCE | OVR_SEND_SIGNALED |
+					 OVR_SEND_SOLICITED | OVR_SEND_INLINE))
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > OVR_WIRE_MAX_MSG)
+		return EINVAL;
+	atomic = wr->opcode == OVR_WR_ATOMIC_CMP_AND_SWP ||
+		 wr->opcode == OVR_WR_ATOMIC_FETCH_AND_ADD;
+	if (atomic && (wr->num_sge != 1 || total != 8))
+		return EINVAL;
+	inl = (wr->send_flags & OVR_SEND_INLINE) && !is_q1(wr->opcode);
+	if (inl && total > qp->cap.max_inline_data)
+		return EINVAL;
+	if (qp->sq_prod - qp->sq_cons > qp->sq_mask)
+		return ENOMEM;
+
+	idx = qp->sq_prod;
+	w = &qp->sq[idx & qp->sq_mask];
+	s = swqe_sge(qp, idx);
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr->wr_id;
+	w->opcode = (uint8_t)wr->opcode;
+	w->flags = (uint8_t)wr->send_flags;
+	w->len = (uint32_t)total;
+	w->rkey = wr->rkey;
+	w->raddr = wr->remote_addr;
+	w->imm = wr->opcode == OVR_WR_SEND_WITH_INV ? wr->invalidate_rkey :
+						      wr->imm_data;
+	w->cmp_add = wr->compare_add;
+	w->swap = wr->swap;
+	w->state = W_QUEUED;
+	if (inl) {
+		uint8_t *d = qp->sinl + (size_t)(idx & qp->sq_mask) *
+						qp->cap.max_inline_data;
+
+		/* the application's buffer is copied now; no key involved */
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(d, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+		}
+		w->inl = 1;
+	} else {
+		unsigned int need =
+			is_q1(wr->opcode) ? OVR_ENG_ACCESS_LOCAL_WRITE : 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			const struct ovr_eng_sge *g = &wr->sg_list[i];
+			uint8_t *host = NULL;
+
+			s[i].len = g->length;
+			s[i].key = 0;
+			s[i].host = NULL;
+			if (!g->length)
+				continue;
+			if (ovr_mr_check(e->mrs, g->lkey, qp->pd, g->addr,
+					 g->length, need, &host) ||
+			    ovr_mr_get(e->mrs, g->lkey)) {
+				w->state = W_LOCERR;
+				w->status = OVR_WC_LOC_PROT_ERR;
+				break;
+			}
+			s[i].host = host;
+			s[i].key = g->lkey;
+			w->nsge = (uint8_t)(i + 1);
+		}
+		if (w->state != W_LOCERR)
+			w->nsge = (uint8_t)wr->num_sge;
+	}
+	if (w->state != W_LOCERR) {
+		if (is_q0(w->opcode))
+			w->msn = qp->q0_msn++;
+		else if (is_q1(w->opcode))
+			w->msn = qp->q1_msn++;
+	}
+	qp->sq_prod++;
+	if (qp->state == OVR_QPS_ERR) {
+		/* verbs: a WR posted to a QP in ERROR completes flushed */
+		complete_send(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0, true);
+		qp->sq_cons = qp->sq_next = qp->sq_prod;
+		return 0;
+	}
+	(void)now_ns;
+	qp_activate(e, qp);
+	return 0;
+}
+
+static uint32_t credit_of(const struct eng_qp *qp)
+{
+	return qp->rq_msn + (qp->rq_prod - qp->rq_cons);
+}
+
+int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
+{
+	struct eng_qp *qp = qp_get(e, qpn);
+	struct eng_rwqe *r;
+	struct eng_lsge *s;
+	uint64_t total = 0;
+	uint32_t idx, i;
+
+	(void)now_ns;
+	if (!qp || !wr)
+		return EINVAL;
+	if (qp->state == OVR_QPS_RESET)
+		return EINVAL;
+	if (wr->num_sge > qp->cap.max_recv_sge || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	if (qp->rq_prod - qp->rq_cons > qp->rq_mask)
+		return ENOMEM;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > OVR_WIRE_MAX_MSG)
+		return EINVAL;
+	idx = qp->rq_prod;
+	r = &qp->rq[idx & qp->rq_mask];
+	s = rwqe_sge(qp, idx);
+	memset(r, 0, sizeof(*r));
+	r->wr_id = wr->wr_id;
+	r->cap = (uint32_t)total;
+	r->wc_opcode = OVR_WC_RECV;
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ovr_eng_sge *g = &wr->sg_list[i];
+		uint8_t *host = NULL;
+
+		s[i].len = g->length;
+		s[i].key = 0;
+		s[i].host = NULL;
+		r->nsge = (uint8_t)(i + 1);
+		if (!g->length)
+			continue;
+		if (ovr_mr_check(e->mrs, g->lkey, qp->pd, g->addr, g->length,
+				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
+		    ovr_mr_get(e->mrs, g->lkey)) {
+			r->bad = OVR_WC_LOC_PROT_ERR;
+			r->nsge = (uint8_t)i;
+			break;
+		}
+		s[i].host = host;
+		s[i].key = g->lkey;
+	}
+	qp->rq_prod++;
+	if (qp->state == OVR_QPS_ERR) {
+		complete_recv(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0);
+		qp->rq_cons = qp->rq_prod;
+		return 0;
+	}
+	/* A peer that ran out of credit learns at once that it may go on. */
+	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1) {
+		qp->ack_now = true;
+		qp_activate(e, qp);
+	}
+	return 0;
+}
+
+/* ---- transmit ----------------------------------------------------------- */
+
+static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
+		     uint64_t now)
+{
+	memset(p, 0, sizeof(*p));
+	p->version = OVR_WIRE_VERSION;
+	p->opcode = op;
+	p->dqpn = qp->dest_qpn;
+	p->sqpn = qp->qpn;
+	p->tsval = ts_of(now);
+	p->payload = NULL;
+	p->payload_len = 0;
+	if (qp->state >= OVR_QPS_RTR) {
+		p->flags = OVR_F_ACK | OVR_F_CREDIT;
+		p->ack_psn = qp->rx.ack_psn;
+		p->tsecr = qp->ts_recent;
+		p->credit = credit_of(qp);
+	}
+}
+
+/* Build @p's headers in a fresh buffer, fill the payload with @fill, seal
+ * and hand it out. Returns false when no buffer was available. */
+typedef void (*fill_fn)(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+			uint32_t off, uint32_t len, uint32_t idx);
+
+static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
+		   fill_fn fill, uint32_t off, uint32_t idx)
+{
+	void *tok = NULL;
+	uint8_t *buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+	int h;
+
+	if (!buf) {
+		e->st.tx_nobuf++;
+		return false;
+	}
+	h = ovr_wire_build_hdr(p, buf, e->cfg.max_pdu - OVR_WIRE_CRC_LEN);
+	if (ovr_unlikely(h < 0)) {
+		/* a bug, not an input problem: never send a bad PDU */
+		e->st.tx_nobuf++;
+		e->ops.tx(e->ctx, tok, 0, qp->peer, qp->user);
+		return false;
+	}
+	if (p->payload_len)
+		fill(e, qp, buf + h, off, p->payload_len, idx);
+	e->ops.tx(e->ctx, tok,
+		  (uint32_t)ovr_wire_seal(buf, (size_t)h + p->payload_len),
+		  qp->peer, qp->user);
+	e->st.tx_pkts++;
+	qp->st.tx_pkts++;
+	qp->st.tx_bytes += p->payload_len;
+	if (p->flags & OVR_F_ACK) {
+		qp->unacked = 0;
+		qp->ack_at = 0;
+		if (qp->rx.hi_psn == qp->rx.ack_psn)
+			qp->ack_now = false;
+	}
+	return true;
+}
+
+static void fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+		     uint32_t off, uint32_t len, uint32_t idx)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+
+	(void)e;
+	if (w->inl)
+		memcpy(dst,
+		       qp->sinl +
+			       (size_t)(idx & qp->sq_mask) *
+				       qp->cap.max_inline_data +
+			       off,
+		       len);
+	else
+		sge_read(swqe_sge(qp, idx), w->nsge, off, dst, len);
+}
+
+static void fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+		      uint32_t off, uint32_t len, uint32_t idx)
+{
+	(void)e;
+	memcpy(dst, qp->rdq[idx].host + off, len);
+}
+
+static uint8_t wire_op_of(uint8_t wr_op)
+{
+	switch (wr_op) {
+	case OVR_WR_SEND:
+		return OVR_OP_SEND;
+	case OVR_WR_SEND_WITH_IMM:
+		return OVR_OP_SEND_IMM;
+	case OVR_WR_SEND_WITH_INV:
+		return OVR_OP_SEND_INV;
+	case OVR_WR_RDMA_WRITE:
+		return OVR_OP_WRITE;
+	case OVR_WR_RDMA_WRITE_WITH_IMM:
+		return OVR_OP_WRITE_IMM;
+	case OVR_WR_RDMA_READ:
+		return OVR_OP_READ_REQ;
+	case OVR_WR_ATOMIC_CMP_AND_SWP:
+		return OVR_OP_ATOMIC_CS;
+	default:
+		return OVR_OP_ATOMIC_FA;
+	}
+}
+
+/* (Re)send the request segment of SQ slot @idx at offset @off. */
+static bool tx_req_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		       uint32_t off, uint32_t len, uint32_t psn, bool retx,
+		       uint64_t now)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct ovr_wire_pkt p;
+	bool last = off + len == w->len;
+
+	hdr_init(qp, &p, wire_op_of(w->opcode), now);
+	p.psn = psn;
+	if (retx)
+		p.flags |= OVR_F_RETX;
+	if (last)
+		p.flags |= OVR_F_LAST;
+	p.payload_len = len;
+	switch (w->opcode) {
+	case OVR_WR_SEND:
+	case OVR_WR_SEND_WITH_IMM:
+	case OVR_WR_SEND_WITH_INV:
+		p.u.send.msn = w->msn;
+		p.u.send.mo = off;
+		p.u.send.msg_len = w->len;
+		if (w->opcode == OVR_WR_SEND_WITH_IMM)
+			p.u.send.imm = w->imm;
+		if (w->opcode == OVR_WR_SEND_WITH_INV)
+			p.u.send.inv_rkey = w->imm;
+		if (last && (w->flags & OVR_SEND_SOLICITED))
+			p.flags |= OVR_F_SE;
+		break;
+	case OVR_WR_RDMA_WRITE:
+	case OVR_WR_RDMA_WRITE_WITH_IMM:
+		p.u.write.rkey = w->rkey;
+		p.u.write.msg_len = w->len;
+		p.u.write.va = w->raddr;
+		p.u.write.mo = off;
+		if (w->opcode == OVR_WR_RDMA_WRITE_WITH_IMM) {
+			p.u.write.msn = w->msn;
+			p.u.write.imm = w->imm;
+			if (last && (w->flags & OVR_SEND_SOLICITED))
+				p.flags |= OVR_F_SE;
+		}
+		break;
+	case OVR_WR_RDMA_READ:
+		p.flags |= OVR_F_LAST;
+		p.payload_len = 0;
+		p.u.rreq.rkey = w->rkey;
+		p.u.rreq.len = w->len;
+		p.u.rreq.va = w->raddr;
+		p.u.rreq.msn = w->msn;
+		break;
+	default:
+		p.flags |= OVR_F_LAST;
+		p.payload_len = 0;
+		p.u.areq.rkey = w->rkey;
+		p.u.areq.msn = w->msn;
+		p.u.areq.va = w->raddr;
+		if (w->opcode == OVR_WR_ATOMIC_CMP_AND_SWP) {
+			p.u.areq.compare = w->cmp_add;
+			p.u.areq.swap_add = w->swap;
+		} else {
+			p.u.areq.swap_add = w->cmp_add;
+		}
+		break;
+	}
+	return tx_pdu(e, qp, &p, fill_req, off, idx);
+}
+
+static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
+			uint32_t off, uint32_t len, uint32_t psn, bool retx,
+			uint64_t now)
+{
+	struct eng_rdq *q = &qp->rdq[slot];
+	struct ovr_wire_pkt p;
+
+	hdr_init(qp, &p,
+		 q->opcode == OVR_OP_READ_REQ ? OVR_OP_READ_RESP :
+						OVR_OP_ATOMIC_RESP,
+		 now);
+	p.psn = psn;
+	if (retx)
+		p.flags |= OVR_F_RETX;
+	if (q->opcode == OVR_OP_READ_REQ) {
+		p.u.rresp.msn = q->msn;
+		p.u.rresp.mo = off;
+		p.u.rresp.msg_len = q->len;
+		p.payload_len = len;
+		if (off + len == q->len)
+			p.flags |= OVR_F_LAST;
+	} else {
+		p.u.aresp.msn = q->msn;
+		p.u.aresp.orig = q->orig;
+		p.flags |= OVR_F_LAST;
+	}
+	return tx_pdu(e, qp, &p, fill_resp, off, slot);
+}
+
+static void send_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	struct ovr_dp_sack blk[OVR_WIRE_MAX_SACK];
+	struct ovr_wire_pkt p;
+	unsigned int n, i;
+
+	hdr_init(qp, &p, OVR_OP_ACK, now);
+	n = ovr_dp_rxwin_sack(&qp->rx, blk, OVR_WIRE_MAX_SACK);
+	p.u.ack.ce_count = qp->ce_count;
+	p.u.ack.nsack = (uint8_t)n;
+	for (i = 0; i < n; i++) {
+		p.u.ack.sack[i].start = blk[i].start;
+		p.u.ack.sack[i].end = blk[i].end;
+	}
+	if (tx_pdu(e, qp, &p, NULL, 0, 0)) {
+		qp->st.acks_sent++;
+		qp->ack_now = false;
+		qp->ack_at = 0;
+		qp->unacked = 0;
+	}
+}
+
+static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	struct ovr_wire_pkt p;
+	uint32_t state = qp->state;
+
+	/* a NAK always carries the receive state, even from ERROR */
+	if (state == OVR_QPS_ERR)
+		qp->state = OVR_QPS_RTR;
+	hdr_init(qp, &p, OVR_OP_NAK, now);
+	qp->state = state;
+	p.ack_psn = qp->nak_psn;
+	p.u.nak.code = qp->nak_code;
+	p.u.nak.rnr_timer = qp->nak_code == OVR_NAK_RNR ? qp->nak_timer : 0;
+	if (tx_pdu(e, qp, &p, NULL, 0, 0)) {
+		if (qp->nak_code == OVR_NAK_RNR)
+			qp->st.rnr_naks_sent++;
+		qp->nak_code = 0;
+	}
+}
+
+static void arm_timers(struct eng_qp *qp, uint64_t now, uint64_t ack_delay)
+{
+	uint32_t inflight = (qp->snd_nxt - qp->snd_una) & M24;
+
+	if (!qp->rto_at)
+		qp->rto_at = now + qp->rtt.rto_ns;
+	if (!qp->tlp_out)
+		qp->pto_at = now +
+			     ovr_dp_rtt_pto(&qp->rtt, inflight == 1, ack_delay);
+}
+
+/* Record a newly sent packet in the scoreboard. */
+static void sb_record(struct ovr_eng *e, struct eng_qp *qp, uint32_t psn,
+		      uint32_t off, uint32_t len, uint32_t idx, uint8_t flags,
+		      uint64_t now)
+{
+	struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+	k->xmit_ns = now;
+	k->off = off;
+	k->len = (uint16_t)len;
+	k->idx = (uint16_t)idx;
+	k->flags = flags | SB_USED;
+	k->nretx = 0;
+	qp->pipe += PKT_COST(len);
+	arm_timers(qp, now, e->cfg.ack_delay_ns);
+}
+
+static bool window_open(struct ovr_eng *e, struct eng_qp *qp, uint32_t len)
+{
+	(void)e;
+	/* an empty pipe always lets one packet out, whatever the window */
+	return !qp->pipe || qp->pipe + PKT_COST(len) <= qp->cc.cwnd_bytes;
+}
+
+static void pace(struct eng_qp *qp, uint32_t len, uint64_t now)
+{
+	if (!qp->cc.rate_bps)
+		return;
+	if (qp->next_tx_ns < now)
+		qp->next_tx_ns = now;
+	qp->next_tx_ns +=
+		(uint64_t)(len + 100) * 8 * 1000000000ull / qp->cc.rate_bps;
+}
+
+/* Resend the oldest packet marked lost. Returns 1 sent, 0 nothing to do,
+ * -1 blocked (window or buffers). */
+static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint32_t psn;
+
+	for (psn = qp->snd_una; psn != qp->snd_nxt; psn = PSN_ADD(psn, 1)) {
+		struct eng_pkt *k = sb_pkt(e, qp, psn);
+		bool ok;
+
+		if (!(k->flags & SB_LOST))
+			continue;
+		if ((k->flags & SB_RNR) && qp->rnr_wait)
+			continue;
+		if (!window_open(e, qp, k->len))
+			return -1;
+		if (k->flags & SB_RESP)
+			ok = tx_resp_seg(e, qp, k->idx, k->off, k->len, psn,
+					 true, now);
+		else
+			ok = tx_req_seg(e, qp,
+					qp->sq_cons + ((k->idx - qp->sq_cons) &
+						       qp->sq_mask),
+					k->off, k->len, psn, true, now);
+		if (!ok)
+			return -1;
+		k->flags &= (uint8_t) ~(SB_LOST | SB_RNR);
+		k->xmit_ns = now;
+		if (k->nretx < 255)
+			k->nretx++;
+		qp->nlost--;
+		qp->pipe += PKT_COST(k->len);
+		qp->st.retx_pkts++;
+		pace(qp, k->len, now);
+		arm_timers(qp, now, e->cfg.ack_delay_ns);
+		return 1;
+	}
+	return 0;
+}
+
+/* Send the next segment of a pending READ / atomic response. */
+static int tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint32_t slot, len, psn;
+	struct eng_rdq *q;
+
+	if (qp->rd_send_msn == qp->rd_exec_msn)
+		return 0;
+	slot = qp->rd_send_msn & (OVR_ENG_MAX_RD_ATOMIC - 1);
+	q = &qp->rdq[slot];
+	if (q->state != RD_READY)
+		return 0;
+	if (ovr_wire_psn_diff(qp->snd_nxt, qp->snd_una) >=
+	    (int32_t)e->cfg.window_pkts)
+		return -1;
+	len = q->opcode == OVR_OP_READ_REQ ? min32(qp->seg, q->len - q->sent) :
+					     0;
+	if (!window_open(e, qp, len) || !sb_acquire(e, qp))
+		return -1;
+	psn = qp->snd_nxt;
+	if (!tx_resp_seg(e, qp, slot, q->sent, len, psn, false, now))
+		return -1;
+	qp->snd_nxt = PSN_ADD(psn, 1);
+	q->sent += len;
+	sb_record(e, qp, psn, q->sent - len, len, slot,
+		  SB_RESP | (q->sent == q->len ? SB_LAST : 0), now);
+	pace(qp, len, now);
+	if (q->sent == q->len) {
+		q->state = RD_SENT;
+		qp->rd_send_msn++;
+	}
+	return 1;
+}
+
+/* Start or continue the request at sq_next. */
+static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	struct eng_swqe *w;
+	uint32_t idx, len, psn;
+
+	if (qp->sq_next == qp->sq_prod)
+		return 0;
+	idx = qp->sq_next;
+	w = &qp->sq[idx & qp->sq_mask];
+	if (w->state == W_LOCERR)
+		return 0; /* completes with its error once it is the oldest */
+	if (qp->rnr_wait)
+		return 0;
+	if (w->state == W_QUEUED) {
+		if (qp->state != OVR_QPS_RTS)
+			return 0; /* SQD: nothing new starts */
+		if ((w->flags & OVR_SEND_FENCE) && qp->rd_out)
+			return 0;
+		if (is_q1(w->opcode) &&
+		    qp->rd_out >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u))
+			return 0;
+		if (is_q0(w->opcode) && qp->credit_valid &&
+		    (int32_t)(w->msn - qp->peer_credit) >= 0) {
+			/* no receive posted at the peer, as far as we know:
+			 * wait, then probe (the peer NAKs RNR if still none) */
+			uint64_t probe = 2 * qp->rtt.srtt_ns;
+
+			if (probe < 20000)
+				probe = 20000;
+			if (!qp->credit_wait_since) {
+				qp->credit_wait_since = now;
+				return 0;
+			}
+			if (now < qp->credit_wait_since + probe)
+				return 0;
+		}
+	}
+	if (ovr_wire_psn_diff(qp->snd_nxt, qp->snd_una) >=
+	    (int32_t)e->cfg.window_pkts)
+		return -1;
+	len = is_q1(w->opcode) ? 0 : min32(qp->seg, w->len - w->sent);
+	if (!window_open(e, qp, len) || !sb_acquire(e, qp))
+		return -1;
+	psn = qp->snd_nxt;
+	if (!tx_req_seg(e, qp, idx, w->sent, len, psn, false, now))
+		return -1;
+	if (w->state == W_QUEUED) {
+		w->state = W_SENDING;
+		qp->credit_wait_since = 0;
+		if (is_q1(w->opcode)) {
+			qp->rd_out++;
+			qp->rdw[w->msn & (OVR_ENG_MAX_RD_ATOMIC - 1)] = idx;
+		}
+	}
+	qp->snd_nxt = PSN_ADD(psn, 1);
+	w->sent += len;
+	if (is_q1(w->opcode) || w->sent == w->len) {
+		w->state = W_SENT;
+		w->last_psn = psn;
+		qp->sq_next++;
+	}
+	sb_record(e, qp, psn, w->sent - len, len, idx & 0xffff,
+		  w->state == W_SENT ? SB_LAST : 0, now);
+	pace(qp, len, now);
+	return 1;
+}
+
+/* Send what this QP may send now, up to @burst packets. */
+static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+		      uint32_t burst)
+{
+	uint32_t n = 0;
+	int r;
+
+	if (qp->nak_code) {
+		send_nak(e, qp, now);
+		n++;
+	}
+	if (qp->state == OVR_QPS_ERR || qp->state < OVR_QPS_RTR)
+		return n;
+	while (n < burst) {
+		if (qp->cc.rate_bps && now < qp->next_tx_ns)
+			break;
+		r = 0;
+		if (qp->nlost)
+			r = tx_retx(e, qp, now);
+		if (r == 0)
+			r = tx_resp(e, qp, now);
+		if (r == 0 && qp->state >= OVR_QPS_RTS)
+			r = tx_req(e, qp, now);
+		if (r <= 0)
+			break;
+		n++;
+	}
+	if (qp->ack_now || (qp->ack_at && now >= qp->ack_at)) {
+		send_ack(e, qp, now);
+		n++;
+	}
+	return n;
+}
+
+/* ---- acknowledgements and loss detection ----------------------------- */
+
+static void rack_update(struct eng_qp *qp, const struct eng_pkt *k,
+			uint64_t now)
+{
+	/* an ACK of a resent packet sooner than min_rtt after the resend was
+	 * for the original: it says nothing about the resend's fate */
+	if (k->nretx && now - k->xmit_ns < qp->rtt.min_rtt_ns)
+		return;
+	if (k->xmit_ns >= qp->rack_xmit_ns) {
+		qp->rack_xmit_ns = k->xmit_ns;
+		qp->rack_rtt_ns = now - k->xmit_ns;
+	}
+}
+
+static void mark_lost(struct eng_qp *qp, struct eng_pkt *k)
+{
+	k->flags |= SB_LOST;
+	qp->nlost++;
+	qp->pipe -= PKT_COST(k->len);
+}
+
+/* RACK (RFC 8985 §6.2): a packet sent before the most recently delivered
+ * one, by more than the reordering window, is lost. */
+static uint32_t rack_detect(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint64_t reo = qp->rtt.min_rtt_ns / 4, deadline = 0;
+	uint32_t psn, lost = 0;
+
+	qp->reo_at = 0;
+	if (!qp->sb || !qp->nsacked)
+		return 0;
+	for (psn = qp->snd_una; psn != qp->sack_hi && psn != qp->snd_nxt;
+	     psn = PSN_ADD(psn, 1)) {
+		struct eng_pkt *k = sb_pkt(e, qp, psn);
+		uint64_t when;
+
+		if (k->flags & (SB_SACKED | SB_LOST))
+			continue;
+		if (k->xmit_ns > qp->rack_xmit_ns)
+			continue;
+		when = k->xmit_ns + qp->rack_rtt_ns + reo;
+		if (when <= now) {
+			mark_lost(qp, k);
+			lost += PKT_COST(k->len);
+			qp->st.rack_lost++;
+		} else if (!deadline || when < deadline) {
+			deadline = when;
+		}
+	}
+	qp->reo_at = deadline;
+	if (lost)
+		e->cc->on_loss(&qp->cc, now, lost);
+	return lost;
+}
+
+static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
+
+/* The packet at @psn is acknowledged cumulatively. */
+static void pkt_acked(struct eng_qp *qp, struct eng_pkt *k, uint32_t psn)
+{
+	if ((k->flags & (SB_RESP | SB_LAST)) == (SB_RESP | SB_LAST)) {
+		qp->rdq[k->idx].state = RD_FREE;
+		while (qp->rd_free_msn != qp->rd_send_msn &&
+		       qp->rdq[qp->rd_free_msn & (OVR_ENG_MAX_RD_ATOMIC - 1)]
+				       .state == RD_FREE)
+			qp->rd_free_msn++;
+	}
+	if (qp->rnr_tries && psn == qp->rnr_psn)
+		qp->rnr_tries = 0;
+	k->flags = 0;
+}
+
+static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
+		   const struct ovr_wire_pkt *p, uint64_t now)
+{
+	struct ovr_cc_ack ca = { .now_ns = now };
+	uint32_t ack = p->ack_psn, psn, delivered = 0;
+	bool progress = false;
+
+	if (p->flags & OVR_F_CREDIT) {
+		if (!qp->credit_valid ||
+		    (int32_t)(p->credit - qp->peer_credit) > 0)
+			qp->peer_credit = p->credit;
+		qp->credit_valid = true;
+	}
+	if (!qp->sb)
+		goto done;
+	if (ovr_wire_psn_diff(ack, qp->snd_una) > 0 &&
+	    ovr_wire_psn_diff(ack, qp->snd_nxt) <= 0) {
+		for (psn = qp->snd_una; psn != ack; psn = PSN_ADD(psn, 1)) {
+			struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+			if (k->flags & SB_SACKED) {
+				qp->nsacked--;
+			} else {
+				delivered += PKT_COST(k->len);
+				if (k->flags & SB_LOST)
+					qp->nlost--;
+				else
+					qp->pipe -= PKT_COST(k->len);
+				rack_update(qp, k, now);
+			}
+			pkt_acked(qp, k, psn);
+		}
+		qp->snd_una = ack;
+		progress = true;
+	}
+	if (p->opcode == OVR_OP_ACK) {
+		for (unsigned int b = 0; b < p->u.ack.nsack; b++) {
+			uint32_t s = p->u.ack.sack[b].start;
+			uint32_t t = p->u.ack.sack[b].end;
+
+			if (PSN_LT(s, qp->snd_una))
+				s = qp->snd_una;
+			if (ovr_wire_psn_diff(t, qp->snd_nxt) > 0)
+				t = qp->snd_nxt;
+			if (!PSN_LT(s, t))
+				continue;
+			for (psn = s; psn != t; psn = PSN_ADD(psn, 1)) {
+				struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+				if (k->flags & SB_SACKED)
+					continue;
+				k->flags |= SB_SACKED;
+				qp->nsacked++;
+				delivered += PKT_COST(k->len);
+				if (k->flags & SB_LOST) {
+					k->flags &=
+						(uint8_t) ~(SB_LOST | SB_RNR);
+					qp->nlost--;
+				} else {
+					qp->pipe -= PKT_COST(k->len);
+				}
+				rack_update(qp, k, now);
+			}
+			if (!qp->nsacked || PSN_LT(qp->sack_hi, t) ||
+			    PSN_LT(qp->sack_hi, qp->snd_una))
+				qp->sack_hi = t;
+		}
+		if (qp->nsacked && PSN_LT(qp->sack_hi, qp->snd_una))
+			qp->sack_hi = qp->snd_una;
+		if (ovr_wire_psn_diff(p->u.ack.ce_count, qp->peer_ce) != 0) {
+			uint32_t marks = p->u.ack.ce_count - qp->peer_ce;
+
+			qp->peer_ce = p->u.ack.ce_count;
+			ca.ce_count = marks;
+			e->cc->on_ecn(&qp->cc, now, marks);
+		}
+	}
+	if ((p->opcode == OVR_OP_ACK || p->opcode == OVR_OP_NAK) && p->tsecr) {
+		uint32_t rtt = ts_of(now) - p->tsecr;
+
+		if (rtt < 1000000000u) {
+			ovr_dp_rtt_sample(&qp->rtt, rtt);
+			ca.rtt_ns = rtt;
+		}
+	}
+	if (progress) {
+		qp->retries = 0;
+		qp->last_progress_ns = now;
+		qp->tlp_out = false;
+		qp->rto_at = qp->pto_at = 0;
+	}
+	if (delivered) {
+		ca.acked_bytes = delivered;
+		ca.inflight_bytes = qp->pipe;
+		ca.min_rtt_ns = qp->rtt.min_rtt_ns;
+		e->cc->on_ack(&qp->cc, &ca);
+	}
+	rack_detect(e, qp, now);
+	if (qp->snd_una == qp->snd_nxt) {
+		sb_release(e, qp);
+	} else if (progress) {
+		arm_timers(qp, now, e->cfg.ack_delay_ns);
+	}
+done:
+	sq_complete(e, qp);
+}
+
+/* Find the SQ slot holding request PSN @psn, if it is in flight. */
+static bool req_of_psn(struct ovr_eng *e, struct eng_qp *qp, uint32_t psn,
+		       uint32_t *idx)
+{
+	struct eng_pkt *k;
+
+	if (!qp->sb || PSN_LT(psn, qp->snd_una) || !PSN_LT(psn, qp->snd_nxt))
+		return false;
+	k = sb_pkt(e, qp, psn);
+	if (!(k->flags & SB_USED) || (k->flags & SB_RESP))
+		return false;
+	*idx = qp->sq_cons + ((k->idx - qp->sq_cons) & qp->sq_mask);
+	return true;
+}
+
+static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
+		   const struct ovr_wire_pkt *p, uint64_t now)
+{
+	uint32_t psn = p->ack_psn, idx, st;
+	struct eng_pkt *k;
+
+	/* the NAK's ack_psn names the refused packet; it acknowledges
+	 * nothing else (the refused packet may lie beyond a hole) */
+	if (p->tsecr) {
+		uint32_t rtt = ts_of(now) - p->tsecr;
+
+		if (rtt < 1000000000u)
+			ovr_dp_rtt_sample(&qp->rtt, rtt);
+	}
+	switch (p->u.nak.code) {
+	case OVR_NAK_RNR:
+		qp->st.rnr_naks_rcvd++;
+		if (!qp->sb || PSN_LT(psn, qp->snd_una) ||
+		    !PSN_LT(psn, qp->snd_nxt))
+			return;
+		k = sb_pkt(e, qp, psn);
+		if (k->flags & (SB_SACKED | SB_LOST))
+			return;
+		if (!qp->rnr_wait) {
+			qp->rnr_tries++;
+			qp->rnr_psn = psn;
+			if (qp->rnr_retry != 7 &&
+			    qp->rnr_tries > qp->rnr_retry) {
+				if (req_of_psn(e, qp, psn, &idx)) {
+					/* complete everything before it */
+					sq_complete(e, qp);
+					qp_error(
+						e, qp,
+						idx == qp->sq_cons ?
+							OVR_WC_RNR_RETRY_EXC_ERR :
+							OVR_WC_WR_FLUSH_ERR,
+						OVR_VERR_RNR);
+				}
+				return;
+			}
+			qp->rnr_wait = true;
+			qp->rnr_until = now + rnr_ns(p->u.nak.rnr_timer);
+		}
+		mark_lost(qp, k);
+		k->flags |= SB_RNR;
+		return;
+	case OVR_NAK_SEQ_ERR:
+		/* the peer's window is smaller than ours: treat as lost */
+		if (qp->sb && !PSN_LT(psn, qp->snd_una) &&
+		    PSN_LT(psn, qp->snd_nxt)) {
+			k = sb_pkt(e, qp, psn);
+			if (!(k->flags & (SB_SACKED | SB_LOST)))
+				mark_lost(qp, k);
+		}
+		return;
+	case OVR_NAK_REM_ACCESS:
+		st = OVR_WC_REM_ACCESS_ERR;
+		break;
+	case OVR_NAK_REM_OP:
+		st = OVR_WC_REM_OP_ERR;
+		break;
+	default:
+		st = OVR_WC_REM_INV_REQ_ERR;
+		break;
+	}
+	if (!req_of_psn(e, qp, psn, &idx))
+		return;
+	/* everything before the refused request was received */
+	if (qp->sb) {
+		struct ovr_wire_pkt ack = *p;
+
+		ack.opcode = OVR_OP_NAK;
+		ack.ack_psn = psn;
+		on_ack(e, qp, &ack, now);
+	}
+	if (qp->state == OVR_QPS_ERR)
+		return;
+	qp_error(e, qp, idx == qp->sq_cons ? st : OVR_WC_WR_FLUSH_ERR,
+		 p->u.nak.code);
+}
+
+/* ---- completions of the send queue --------------------------------- */
+
+static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
+{
+	while (qp->sq_cons != qp->sq_prod && qp->state != OVR_QPS_ERR) {
+		uint32_t idx = qp->sq_cons;
+		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+
+		if (w->state == W_LOCERR) {
+			qp_error(e, qp, w->status, OVR_VERR_LKEY);
+			return;
+		}
+		if (w->state != W_SENT)
+			break;
+		if (is_q1(w->opcode)) {
+			if (!w->resp_done ||
+			    ovr_wire_psn_diff(qp->rx.ack_psn,
+					      w->resp_last_psn) <= 0)
+				break;
+			qp->rd_out--;
+		} else if (ovr_wire_psn_diff(qp->snd_una, w->last_psn) <= 0) {
+			break;
+		}
+		complete_send(e, qp, idx, OVR_WC_SUCCESS, 0, false);
+		qp->sq_cons++;
+	}
+	if (qp->state == OVR_QPS_SQD && !qp->sqd_drained &&
+	    qp->sq_cons == qp->sq_next) {
+		qp->sqd_drained = true;
+		if (qp->sqd_notify)
+			qp_event(e, qp, OVR_EV_SQ_DRAINED);
+	}
+}
+
+/* ---- receive side ----------------------------------------------------- */
+
+static struct eng_rwqe *rq_slot(struct eng_qp *qp, uint32_t msn, uint32_t *idx)
+{
+	uint32_t k = msn - qp->rq_msn;
+
+	if ((int32_t)k < 0 || k >= qp->rq_prod - qp->rq_cons)
+		return NULL;
+	*idx = qp->rq_cons + k;
+	return &qp->rq[*idx & qp->rq_mask];
+}
+
+/* Everything before rx.ack_psn has arrived: release what waited on it. */
+static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
+{
+	uint32_t ack = qp->rx.ack_psn;
+
+	/* 1. WRITE tails, oldest first, so the last byte lands last */
+	for (;;) {
+		struct eng_stash *best = NULL;
+
+		for (unsigned int i = 0; i < OVR_ENG_STASH; i++) {
+			struct eng_stash *s = &qp->stash[i];
+
+			if (s->len && PSN_LT(s->psn, ack) &&
+			    (!best || PSN_LT(s->psn, best->psn)))
+				best = s;
+		}
+		if (!best)
+			break;
+		memcpy(best->dst, best->data, best->len);
+		best->len = 0;
+	}
+	/* 2. READ and atomic requests, in order, exactly once */
+	while (qp->rd_exec_msn != qp->rd_next_msn && qp->state != OVR_QPS_ERR) {
+		struct eng_rdq *q =
+			&qp->rdq[qp->rd_exec_msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
+		uint8_t *host = NULL;
+
+		if (q->state != RD_PENDING || q->msn != qp->rd_exec_msn ||
+		    !PSN_LT(q->psn, ack))
+			break;
+		if (q->opcode == OVR_OP_READ_REQ) {
+			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_READ) ||
+			    (q->len &&
+			     ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va,
+					  q->len, OVR_ENG_ACCESS_REMOTE_READ,
+					  &host))) {
+				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+				return;
+			}
+			q->host = host;
+		} else {
+			uint64_t v, nv;
+
+			if (q->va & 7) {
+				qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, q->psn);
+				return;
+			}
+			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_ATOMIC) ||
+			    ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va, 8,
+					 OVR_ENG_ACCESS_REMOTE_ATOMIC, &host)) {
+				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+				return;
+			}
+			memcpy(&v, host, 8);
+			q->orig = v;
+			if (q->opcode == OVR_OP_ATOMIC_CS)
+				nv = v == q->compare ? q->swap_add : v;
+			else
+				nv = v + q->swap_add;
+			memcpy(host, &nv, 8);
+		}
+		q->state = RD_READY;
+		qp->rd_exec_msn++;
+	}
+	/* 3. receives, in MSN order */
+	while (qp->rq_cons != qp->rq_prod && qp->state != OVR_QPS_ERR) {
+		struct eng_rwqe *r = &qp->rq[qp->rq_cons & qp->rq_mask];
+
+		if (!r->have_last || !PSN_LT(r->last_psn, ack))
+			break;
+		if ((r->wc_flags & OVR_WC_WITH_INV))
+			ovr_mr_invalidate(e->mrs, r->imm, qp->pd);
+		complete_recv(e, qp, qp->rq_cons, OVR_WC_SUCCESS, 0);
+		qp->rq_cons++;
+		qp->rq_msn++;
+	}
+	/* 4. READ / atomic requests of ours whose response is complete */
+	sq_complete(e, qp);
+}
+
+/* Place the tagged payload of a WRITE segment; false: drop it unmarked. */
+static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
+			const struct ovr_wire_pkt *p, uint8_t *dst,
+			bool inorder)
+{
+	uint32_t len = p->payload_len, tail;
+	struct eng_stash *s = NULL;
+
+	(void)e;
+	if (!(p->flags & OVR_F_LAST) || inorder || !len) {
+		memcpy(dst, p->payload, len);
+		return true;
+	}
+	/* the last segment arrived ahead of others: hold its tail back */
+	for (unsigned int i = 0; i < OVR_ENG_STASH; i++)
+		if (!qp->stash[i].len) {
+			s = &qp->stash[i];
+			break;
+		}
+	if (!s)
+		return false;
+	tail = min32(len, OVR_ENG_TAIL);
+	memcpy(dst, p->payload, len - tail);
+	s->dst = dst + len - tail;
+	s->psn = p->psn;
+	memcpy(s->data, p->payload + len - tail, tail);
+	s->len = (uint8_t)tail;
+	return true;
+}
+
+static void schedule_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+			 bool urgent)
+{
+	qp->unacked++;
+	if (urgent || qp->unacked >= e->cfg.ack_every)
+		qp->ack_now = true;
+	else if (!qp->ack_at)
+		qp->ack_at = now + e->cfg.ack_delay_ns;
+}
+
+/* A sequenced packet from the peer. */
+static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
+		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
+{
+	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(&qp->rx, p->psn);
+	struct eng_rwqe *r = NULL;
+	uint32_t ridx = 0;
+	uint8_t *host = NULL;
+
+	if (v == OVR_DP_RX_OUTSIDE) {
+		qp->st.rx_outside++;
+		if (!qp->nak_code) {
+			qp->nak_code = OVR_NAK_SEQ_ERR;
+			qp->nak_psn = p->psn;
+		}
+		return;
+	}
+	if (v == OVR_DP_RX_DUP) {
+		qp->st.rx_dup++;
+		schedule_ack(e, qp, now, true);
+		return;
+	}
+	switch (p->opcode) {
+	case OVR_OP_SEND:
+	case OVR_OP_SEND_IMM:
+	case OVR_OP_SEND_INV:
+	case OVR_OP_WRITE_IMM: {
+		uint32_t msn = p->opcode == OVR_OP_WRITE_IMM ? p->u.write.msn :
+							       p->u.send.msn;
+
+		r = rq_slot(qp, msn, &ridx);
+		if (!r) {
+			/* no receive for this message (yet): RNR */
+			if ((int32_t)(msn - qp->rq_msn) < 0) {
+				e->st.rx_bad++;
+				return;
+			}
+			qp->nak_code = OVR_NAK_RNR;
+			qp->nak_timer = qp->min_rnr_timer;
+			qp->nak_psn = p->psn;
+			return;
+		}
+		if (r->bad) {
+			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, p->psn);
+			return;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	switch (p->opcode) {
+	case OVR_OP_SEND:
+	case OVR_OP_SEND_IMM:
+	case OVR_OP_SEND_INV:
+		if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
+		    p->u.send.msg_len > r->cap) {
+			r->bad = OVR_WC_LOC_LEN_ERR;
+			qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, p->psn);
+			return;
+		}
+		sge_write(rwqe_sge(qp, ridx), r->nsge, p->u.send.mo, p->payload,
+			  p->payload_len);
+		if (p->flags & OVR_F_LAST) {
+			r->have_last = 1;
+			r->last_psn = p->psn;
+			r->msg_len = p->u.send.msg_len;
+			r->wc_opcode = OVR_WC_RECV;
+			if (p->opcode == OVR_OP_SEND_IMM) {
+				r->imm = p->u.send.imm;
+				r->wc_flags = OVR_WC_WITH_IMM;
+			} else if (p->opcode == OVR_OP_SEND_INV) {
+				r->imm = p->u.send.inv_rkey;
+				r->wc_flags = OVR_WC_WITH_INV;
+			}
+		}
+		break;
+	case OVR_OP_WRITE:
+	case OVR_OP_WRITE_IMM:
+		if (p->payload_len) {
+			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
+			    ovr_mr_check(e->mrs, p->u.write.rkey, qp->pd,
+					 p->u.write.va + p->u.write.mo,
+					 p->payload_len,
+					 OVR_ENG_ACCESS_REMOTE_WRITE, &host)) {
+				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, p->psn);
+				return;
+			}
+			if (!place_write(e, qp, p, host,
+					 v == OVR_DP_RX_INORDER))
+				return; /* no room to hold the tail: resent */
+		}
+		if (r && (p->flags & OVR_F_LAST)) {
+			r->have_last = 1;
+			r->last_psn = p->psn;
+			r->msg_len = p->u.write.msg_len;
+			r->imm = p->u.write.imm;
+			r->wc_opcode = OVR_WC_RECV_RDMA_WITH_IMM;
+			r->wc_flags = OVR_WC_WITH_IMM;
+		}
+		break;
+	case OVR_OP_READ_REQ:
+	case OVR_OP_ATOMIC_CS:
+	case OVR_OP_ATOMIC_FA: {
+		uint32_t msn = p->opcode == OVR_OP_READ_REQ ? p->u.rreq.msn :
+							      p->u.areq.msn;
+		uint32_t depth =
+			qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+		struct eng_rdq *q;
+
+		if ((int32_t)(msn - qp->rd_free_msn) < 0 ||
+		    msn - qp->rd_free_msn >= depth) {
+			qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, p->psn);
+			return;
+		}
+		q = &qp->rdq[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
+		if (q->state != RD_FREE) {
+			e->st.rx_bad++;
+			return;
+		}
+		memset(q, 0, sizeof(*q));
+		q->state = RD_PENDING;
+		q->opcode = p->opcode;
+		q->psn = p->psn;
+		q->msn = msn;
+		if (p->opcode == OVR_OP_READ_REQ) {
+			q->rkey = p->u.rreq.rkey;
+			q->va = p->u.rreq.va;
+			q->len = p->u.rreq.len;
+		} else {
+			q->rkey = p->u.areq.rkey;
+			q->va = p->u.areq.va;
+			q->len = 0;
+			q->swap_add = p->u.areq.swap_add;
+			q->compare = p->u.areq.compare;
+		}
+		if ((int32_t)(msn - qp->rd_next_msn) >= 0)
+			qp->rd_next_msn = msn + 1;
+		break;
+	}
+	case OVR_OP_READ_RESP:
+	case OVR_OP_ATOMIC_RESP: {
+		uint32_t msn = p->opcode == OVR_OP_READ_RESP ? p->u.rresp.msn :
+							       p->u.aresp.msn;
+		uint32_t idx = qp->rdw[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
+		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+		bool read = p->opcode == OVR_OP_READ_RESP;
+
+		if (qp->sq_cons == qp->sq_next ||
+		    (idx - qp->sq_cons) >= (qp->sq_next - qp->sq_cons) ||
+		    w->msn != msn || !is_q1(w->opcode) ||
+		    (w->opcode == OVR_WR_RDMA_READ) != read ||
+		    (read &&
+		     (p->u.rresp.msg_len != w->len ||
+		      (uint64_t)p->u.rresp.mo + p->payload_len > w->len))) {
+			e->st.rx_bad++;
+			return;
+		}
+		if (read) {
+			if (w->inl)
+				return;
+			sge_write(swqe_sge(qp, idx), w->nsge, p->u.rresp.mo,
+				  p->payload, p->payload_len);
+			w->resp_got += p->payload_len;
+		} else {
+			uint64_t orig = p->u.aresp.orig;
+
+			sge_write(swqe_sge(qp, idx), w->nsge, 0,
+				  (const uint8_t *)&orig, 8);
+		}
+		if (p->flags & OVR_F_LAST) {
+			w->resp_done = 1;
+			w->resp_last_psn = p->psn;
+		}
+		break;
+	}
+	default:
+		e->st.rx_bad++;
+		return;
+	}
+
+	v = ovr_dp_rxwin_mark(&qp->rx, p->psn);
+	qp->ts_recent = p->tsval;
+	qp->st.rx_pkts++;
+	qp->st.rx_bytes += p->payload_len;
+	if (ce)
+		qp->ce_count++;
+	if (v == OVR_DP_RX_OOO)
+		qp->st.rx_ooo++;
+	else
+		rx_advance(e, qp);
+	schedule_ack(e, qp, now,
+		     v == OVR_DP_RX_OOO || (p->flags & OVR_F_ACKREQ) ||
+			     qp->rx.hi_psn != qp->rx.ack_psn);
+}
+
+void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
+		bool ce)
+{
+	struct ovr_wire_pkt p;
+	struct eng_qp *qp;
+	int rc;
+
+	e->now = now;
+	e->st.rx_pkts++;
+	rc = ovr_wire_parse(pdu, len, &p, &e->wc);
+	if (rc < 0) {
+		e->st.rx_bad++;
+		if (rc == -OVR_WIRE_EVERSION && len >= 12) {
+			/* answer from the QP it was meant for, if any */
+			const uint8_t *b = pdu;
+			uint32_t dq = (uint32_t)b[5] << 16 |
+				      (uint32_t)b[6] << 8 | b[7];
+
+			qp = qp_get(e, dq);
+			if (qp) {
+				void *tok = NULL;
+				uint8_t *buf = e->ops.tx_alloc(
+					e->ctx, e->cfg.max_pdu, &tok);
+				int n;
+
+				if (!buf)
+					return;
+				n = ovr_wire_build_reject(pdu, len, buf,
+							  e->cfg.max_pdu);
+				e->ops.tx(e->ctx, tok, n > 0 ? (uint32_t)n : 0,
+					  qp->peer, qp->user);
+			}
+		}
+		return;
+	}
+	qp = qp_get(e, p.dqpn);
+	if (!qp || (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn)) {
+		e->st.rx_no_qp++;
+		return;
+	}
+	if (qp->state < OVR_QPS_RTR) {
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (p.opcode == OVR_OP_VERSION_REJECT) {
+		if (ovr_wire_version_select(p.u.vrej.min, p.u.vrej.max) < 0 &&
+		    qp->state != OVR_QPS_ERR) {
+			qp_error(e, qp, OVR_WC_FATAL_ERR, OVR_VERR_VERSION);
+			qp_event(e, qp, OVR_EV_QP_FATAL);
+		}
+		return;
+	}
+	if (qp->state == OVR_QPS_ERR) {
+		/* repeat the NAK that ended the QP to a peer still sending */
+		if (qp->fatal_code && ovr_wire_opcode_is_sequenced(p.opcode) &&
+		    !PSN_LT(p.psn, qp->fatal_psn) && !qp->nak_code) {
+			qp->nak_code = qp->fatal_code;
+			qp->nak_psn = qp->fatal_psn;
+			qp_activate(e, qp);
+		}
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (!qp->comm_est && qp->state == OVR_QPS_RTR) {
+		qp->comm_est = true;
+		qp_event(e, qp, OVR_EV_COMM_EST);
+	}
+	qp_activate(e, qp);
+	if (p.opcode == OVR_OP_NAK) {
+		on_nak(e, qp, &p, now);
+		return;
+	}
+	if (p.flags & OVR_F_ACK) {
+		if (p.opcode == OVR_OP_ACK)
+			qp->st.acks_rcvd++;
+		on_ack(e, qp, &p, now);
+		if (qp->state == OVR_QPS_ERR)
+			return;
+	}
+	if (ovr_wire_opcode_is_sequenced(p.opcode))
+		rx_seq(e, qp, &p, now, ce);
+}
+
+/* ---- timers and the poll loop --------------------------------------------- */
+
+static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint64_t to = ack_timeout_ns(qp->timeout);
+	uint32_t psn, lost = 0;
+
+	qp->rto_at = 0;
+	if (!qp->sb || qp->snd_una == qp->snd_nxt)
+		return;
+	qp->st.rto_count++;
+	qp->retries++;
+	if (to && qp->retries > qp->retry_cnt &&
+	    now - qp->last_progress_ns >= (uint64_t)(qp->retry_cnt + 1) * to) {
+		struct eng_pkt *k = sb_pkt(e, qp, qp->snd_una);
+
+		if (k->flags & SB_RESP) {
+			/* our responses go unanswered: the peer is gone */
+			qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+			qp_event(e, qp, OVR_EV_QP_FATAL);
+		} else {
+			qp_error(e, qp, OVR_WC_RETRY_EXC_ERR, OVR_VERR_RETRY);
+		}
+		return;
+	}
+	for (psn = qp->snd_una; psn != qp->snd_nxt; psn = PSN_ADD(psn, 1)) {
+		struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+		if (!(k->flags & (SB_SACKED | SB_LOST))) {
+			mark_lost(qp, k);
+			lost += PKT_COST(k->len);
+		}
+	}
+	ovr_dp_rtt_backoff(&qp->rtt);
+	e->cc->on_timeout(&qp->cc, now);
+	qp->tlp_out = false;
+	qp->pto_at = 0;
+	qp->rto_at = now + qp->rtt.rto_ns;
+	(void)lost;
+}
+
+static void on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint32_t psn;
+
+	qp->pto_at = 0;
+	if (!qp->sb || qp->snd_una == qp->snd_nxt || qp->tlp_out)
+		return;
+	/* probe with the last packet that is neither sacked nor lost */
+	for (psn = PSN_ADD(qp->snd_nxt, M24);; psn = PSN_ADD(psn, M24)) {
+		struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+		if (!(k->flags & (SB_SACKED | SB_LOST))) {
+			mark_lost(qp, k);
+			break;
+		}
+		if (psn == qp->snd_una)
+			break;
+	}
+	qp->st.tlp_count++;
+	qp->tlp_out = true;
+	if (!qp->rto_at)
+		qp->rto_at = now + qp->rtt.rto_ns;
+}
+
+static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
+{
+	uint64_t t = UINT64_MAX;
+
+	if (qp->rto_at)
+		t = min64(t, qp->rto_at);
+	if (qp->pto_at)
+		t = min64(t, qp->pto_at);
+	if (qp->reo_at)
+		t = min64(t, qp->reo_at);
+	if (qp->ack_at)
+		t = min64(t, qp->ack_at);
+	if (qp->rnr_wait)
+		t = min64(t, qp->rnr_until);
+	if (qp->credit_wait_since) {
+		uint64_t probe = 2 * qp->rtt.srtt_ns;
+
+		t = min64(t, qp->credit_wait_since +
+				     (probe < 20000 ? 20000 : probe));
+	}
+	(void)e;
+	return t;
+}
+
+static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	if (qp->rnr_wait && now >= qp->rnr_until)
+		qp->rnr_wait = false;
+	if (qp->reo_at && now >= qp->reo_at)
+		rack_detect(e, qp, now);
+	if (qp->pto_at && now >= qp->pto_at)
+		on_pto(e, qp, now);
+	if (qp->rto_at && now >= qp->rto_at)
+		on_rto(e, qp, now);
+}
+
+/* Could this QP send something right now if the window allowed? */
+static bool qp_has_work(const struct eng_qp *qp)
+{
+	if (qp->nak_code || qp->ack_now)
+		return true;
+	if (qp->state == OVR_QPS_ERR)
+		return false;
+	if (qp->nlost)
+		return true;
+	if (qp->rd_send_msn != qp->rd_exec_msn)
+		return true;
+	return qp->state >= OVR_QPS_RTS && qp->sq_next != qp->sq_prod;
+}
+
+uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now, uint32_t budget)
+{
+	uint64_t next = UINT64_MAX;
+	uint32_t total = 0;
+	bool again = true;
+
+	e->now = now;
+	if (!budget)
+		budget = UINT32_MAX;
+	/* timers first, once per poll */
+	for (struct eng_qp *qp = e->act.act_next; qp != &e->act;
+	     qp = qp->act_next)
+		if (qp->state >= OVR_QPS_RTR)
+			qp_timers(e, qp, now);
+	/* then rounds of at most tx_burst packets per QP */
+	while (again && total < budget) {
+		again = false;
+		for (struct eng_qp *qp = e->act.act_next; qp != &e->act;
+		     qp = qp->act_next) {
+			uint32_t burst = min32(e->cfg.tx_burst, budget - total);
+			uint32_t n = qp_tx(e, qp, now, burst);
+
+			total += n;
+			if (n == burst)
+				again = true;
+			if (total >= budget)
+				break;
+		}
+	}
+	for (struct eng_qp *qp = e->act.act_next, *nx; qp != &e->act; qp = nx) {
+		uint64_t t = qp_deadline(e, qp);
+
+		nx = qp->act_next;
+		if (qp->cc.rate_bps && qp_has_work(qp) && qp->next_tx_ns > now)
+			t = min64(t, qp->next_tx_ns);
+		next = min64(next, t);
+		if (t == UINT64_MAX && !qp_has_work(qp) && !qp->sb)
+			qp_deactivate(qp);
+	}
+	if (total >= budget)
+		return now;
+	return next;
+}
+
+void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st)
+{
+	*st = e->st;
+	st->qps = e->nqp;
+	st->mrs = ovr_mr_count(e->mrs);
+}
+
+void ovr_eng_mem(const struct ovr_eng *e, const struct ovr_eng_qp_cap *cap,
+		 struct ovr_eng_mem *m)
+{
+	m->qp_ctx = sizeof(struct eng_qp) +
+		    ovr_dp_rxwin_words(e->cfg.window_pkts) * sizeof(uint64_t);
+	m->per_send_wqe = sizeof(struct eng_swqe) +
+			  cap->max_send_sge * sizeof(struct eng_lsge) +
+			  cap->max_inline_data;
+	m->per_recv_wqe = sizeof(struct eng_rwqe) +
+			  cap->max_recv_sge * sizeof(struct eng_lsge);
+	m->per_inflight_pkt = sizeof(struct eng_pkt);
+	m->scoreboard = e->sb_size;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal state of the transport engine (engine.c). Only the engine and
+ * its white-box tests include this file; everyone else uses
+ * include/ovrdma/engine.h.
+ */
+#ifndef OVR_DP_ENGINE_IMPL_H
+#define OVR_DP_ENGINE_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ovrdma/engine.h>
+#include <ovrdma/wire_codec.h>
+
+#include "mrtab.h"
+#include "rtt.h"
+#include "rxwin.h"
+
+/* Device limits the engine enforces (the provider reports them). */
+#define OVR_ENG_MAX_SGE 16
+#define OVR_ENG_MAX_INLINE 512
+#define OVR_ENG_MAX_WR 16384
+#define OVR_ENG_MAX_RD_ATOMIC 16
+#define OVR_ENG_STASH 4 /* WRITE tails held back per QP */
+#define OVR_ENG_TAIL 16 /* bytes of a WRITE made visible last */
+
+/* A local scatter/gather element, resolved at post time. */
+struct eng_lsge {
+	uint8_t *host;
+	uint32_t len;
+	uint32_t key; /* 0: inline or no region reference */
+};
+
+/* Send queue entry. */
+enum { W_QUEUED, W_SENDING, W_SENT, W_LOCERR };
+
+struct eng_swqe {
+	uint64_t wr_id;
+	uint64_t raddr;
+	uint64_t cmp_add; /* atomics */
+	uint64_t swap;
+	uint32_t len; /* message bytes */
+	uint32_t rkey;
+	uint32_t imm; /* immediate, or the rkey to invalidate */
+	uint32_t msn; /* queue-0 or queue-1 MSN */
+	uint32_t sent; /* bytes segmented so far */
+	uint32_t last_psn; /* valid in W_SENT */
+	uint32_t resp_got; /* READ: response bytes placed */
+	uint32_t resp_last_psn;
+	uint8_t opcode; /* enum ovr_wr_opcode */
+	uint8_t flags; /* enum ovr_send_flags */
+	uint8_t nsge;
+	uint8_t state;
+	uint8_t status; /* error status when state == W_LOCERR */
+	uint8_t resp_done; /* READ/atomic: last response segment placed */
+	uint8_t inl; /* payload is in the inline buffer */
+	uint8_t rsvd;
+};
+
+/* Receive queue entry. */
+struct eng_rwqe {
+	uint64_t wr_id;
+	uint32_t cap; /* bytes the SGEs hold */
+	uint32_t msg_len;
+	uint32_t last_psn;
+	uint32_t imm;
+	uint8_t nsge;
+	uint8_t have_last;
+	uint8_t wc_opcode; /* RECV or RECV_RDMA_WITH_IMM */
+	uint8_t wc_flags;
+	uint8_t bad; /* an lkey did not check out at post time */
+	uint8_t rsvd[3];
+};
+
+/* Responder's READ / atomic queue entry (queue-1). */
+enum { RD_FREE, RD_PENDING, RD_READY, RD_SENT };
+
+struct eng_rdq {
+	uint64_t va;
+	uint64_t swap_add;
+	uint64_t compare;
+	uint64_t orig; /* atomic result, kept for retransmission */
+	uint8_t *host; /* READ source, resolved at execution */
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t psn; /* PSN of the request */
+	uint32_t msn;
+	uint32_t sent; /* response bytes segmented */
+	uint8_t opcode; /* wire opcode of the request */
+	uint8_t state;
+	uint8_t rsvd[2];
+};
+
+/* One in-flight packet of the send PSN space. */
+enum {
+	SB_SACKED = 1,
+	SB_LOST = 2, /* waiting to be resent */
+	SB_LAST = 4,
+	SB_RESP = 8, /* a response (rd-queue slot), not a request */
+	SB_RNR = 16, /* refused with RNR: resent after rnr_until */
+	SB_USED = 32,
+};
+
+struct eng_pkt {
+	uint64_t xmit_ns; /* last (re)transmission */
+	uint32_t off; /* message offset */
+	uint16_t len; /* payload bytes */
+	uint16_t idx; /* SQ slot or rd-queue slot */
+	uint8_t flags;
+	uint8_t nretx;
+	uint16_t rsvd;
+};
+
+struct eng_sb {
+	struct eng_sb *next_free;
+	struct eng_pkt pkt[]; /* window_pkts */
+};
+
+/* A WRITE tail held back until everything before it has landed. */
+struct eng_stash {
+	uint8_t *dst;
+	uint32_t psn;
+	uint8_t len; /* 0: free */
+	uint8_t data[OVR_ENG_TAIL];
+};
+
+struct eng_qp {
+	/* identity and verbs attributes */
+	uint32_t qpn;
+	uint32_t state;
+	uint32_t pd, send_cq, recv_cq;
+	uint64_t user;
+	uint64_t peer;
+	uint32_t dest_qpn;
+	uint32_t access;
+	uint32_t mtu; /* enum ovr_mtu */
+	uint32_t seg; /* payload bytes per segment */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	bool sig_all;
+	bool in_use;
+	bool sqd_notify, sqd_drained;
+	bool comm_est;
+	struct ovr_eng_qp_cap cap;
+
+	/* send queue (requester) */
+	struct eng_swqe *sq;
+	struct eng_lsge *ssge; /* max_send_sge per slot */
+	uint8_t *sinl; /* max_inline_data per slot */
+	uint32_t sq_mask;
+	uint32_t sq_prod, sq_cons,
+		sq_next; /* posted, completed, next to send */
+	uint32_t q0_msn, q1_msn; /* next MSNs to assign */
+	uint32_t rd_out; /* READ/atomics started, not completed */
+	uint32_t rdw[OVR_ENG_MAX_RD_ATOMIC]; /* q1 msn -> SQ slot */
+	uint32_t peer_credit;
+	bool credit_valid;
+	uint64_t credit_wait_since; /* 0: not waiting */
+
+	/* send PSN space */
+	struct eng_sb *sb; /* NULL when nothing is in flight */
+	uint32_t snd_una, snd_nxt;
+	uint32_t pipe; /* bytes in flight, not sacked, not lost */
+	uint32_t nlost; /* packets marked lost, not yet resent */
+	uint32_t nsacked;
+	uint32_t sack_hi; /* one past the highest sacked PSN */
+	struct ovr_dp_rtt rtt;
+	struct ovr_cc_flow cc;
+	uint64_t rack_xmit_ns, rack_rtt_ns;
+	uint64_t rto_at, pto_at, reo_at; /* 0: not armed */
+	uint64_t rnr_until;
+	uint64_t next_tx_ns; /* pacing */
+	uint64_t last_progress_ns;
+	uint32_t retries, rnr_tries;
+	uint32_t rnr_psn;
+	bool tlp_out; /* a probe is outstanding */
+	bool rnr_wait;
+
+	/* receive PSN space */
+	struct ovr_dp_rxwin rx;
+	uint64_t *rxbits;
+	uint32_t ts_recent;
+	uint32_t ce_count;
+	uint32_t peer_ce; /* last ce_count heard from the peer */
+	uint32_t unacked; /* packets received since the last ACK sent */
+	uint64_t ack_at; /* delayed ACK deadline; 0: none */
+	bool ack_now;
+	uint8_t nak_code; /* NAK to send; 0: none */
+	uint8_t nak_timer;
+	uint32_t nak_psn;
+	uint8_t fatal_code; /* responder error that put the QP in ERR */
+	uint32_t fatal_psn;
+
+	/* receive queue */
+	struct eng_rwqe *rq;
+	struct eng_lsge *rsge;
+	uint32_t rq_mask;
+	uint32_t rq_prod, rq_cons;
+	uint32_t rq_msn; /* MSN of the message rq_cons receives */
+
+	/* responder's READ/atomic queue */
+	struct eng_rdq rdq[OVR_ENG_MAX_RD_ATOMIC];
+	uint32_t rd_exec_msn; /* next to execute */
+	uint32_t rd_send_msn; /* next whose response is unsent */
+	uint32_t rd_free_msn; /* oldest not yet acked */
+	uint32_t rd_next_msn; /* one past the highest arrived */
+
+	struct eng_stash stash[OVR_ENG_STASH];
+
+	/* engine bookkeeping */
+	struct eng_qp *act_next, *act_prev;
+	bool active;
+	struct ovr_eng_qp_stats st;
+};
+
+struct ovr_eng {
+	struct ovr_eng_cfg cfg;
+	struct ovr_eng_ops ops;
+	void *ctx;
+	const struct ovr_cc_ops *cc;
+	struct ovr_mr_table *mrs;
+	struct eng_qp *qps;
+	uint32_t qp_bits;
+	uint32_t qp_gen;
+	uint32_t nqp;
+	struct eng_qp act; /* list head of active QPs */
+	struct eng_sb *sb_free;
+	void *sb_mem;
+	size_t sb_size;
+	uint64_t *rxbits_mem;
+	uint32_t max_seg;
+	struct ovr_wire_counters wc;
+	struct ovr_eng_stats st;
+	uint64_t now;
+};
+
+#endif /* OVR_DP_ENGINE_IMPL_H */

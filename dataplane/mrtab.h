@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Memory-region table of one engine thread: the registered MRs, their
+ * keys, and the checks every work request and every inbound RDMA
+ * READ/WRITE/ATOMIC makes against them. Single-threaded: each engine
+ * thread owns its table, nothing here locks.
+ *
+ * A region is (pd, va, length, access) as the application registered it
+ * (va is the address the application sees and names in its SGEs and
+ * RETHs) plus host, where those bytes really live in this process.
+ * Access follows libibverbs: REMOTE_WRITE and REMOTE_ATOMIC require
+ * LOCAL_WRITE; local reads need no flag. A zero-length region is
+ * allowed: only zero-length accesses at its va pass its bounds.
+ *
+ * Keys: one 32-bit key serves as lkey and rkey. Its low log2(size) bits
+ * name the slot, its high bits are a random tag, never 0, drawn afresh
+ * (and different from the slot's previous tag) every time the slot is
+ * used: so key 0 is never issued, the key of a deregistered region no
+ * longer matches its slot's next occupant, and keys do not follow from
+ * slot history. Tags come from a PRNG seeded from getrandom(2) at create
+ * (or from the caller's seed, for reproducible tests). They have only
+ * 32 - log2(size) bits (12 at the largest table), so the tag space, not
+ * the PRNG, bounds what a blind guess can hit: a stale key from an older
+ * generation of a slot, or a guessed one, matches with probability
+ * about 2^-(32 - log2(size)). Free slots are reused in FIFO order, so a
+ * slot rests as long as possible between occupants.
+ *
+ * Lookup is O(1): slot = key & (size - 1), then the full key and the
+ * live bit are compared. Memory: 40 bytes per slot (static_assert in
+ * mrtab.c) plus the table header; 2^17 slots cost 5 MiB.
+ */
+#ifndef OVR_DP_MRTAB_H
+#define OVR_DP_MRTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* libibverbs' IBV_ACCESS_* values. */
+enum ovr_access {
+	OVR_ACCESS_LOCAL_WRITE = 1,
+	OVR_ACCESS_REMOTE_WRITE = 2,
+	OVR_ACCESS_REMOTE_READ = 4,
+	OVR_ACCESS_REMOTE_ATOMIC = 8,
+};
+
+#define OVR_ACCESS_ALL                                      \
+	(OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE | \
+	 OVR_ACCESS_REMOTE_READ | OVR_ACCESS_REMOTE_ATOMIC)
+#define OVR_ACCESS_REMOTE                                   \
+	(OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_READ | \
+	 OVR_ACCESS_REMOTE_ATOMIC)
+
+/* Largest table: 2^20 slots leave a 12-bit tag. */
+#define OVR_MR_MAX_REGIONS (1u << 20)
+
+/*
+ * Why ovr_mr_check (and ovr_mr_invalidate) refused, returned negated.
+ * The values lie above every errno value so that they never read as one.
+ * When several apply, the first in this order is reported.
+ */
+enum ovr_mr_err {
+	OVR_MR_EKEY = 256, /* no such key: never issued, or deregistered */
+	OVR_MR_EPD, /* the region belongs to another protection domain */
+	OVR_MR_EBOUNDS, /* [va, va + len) not inside it, or va + len wraps */
+	OVR_MR_EACCESS, /* a needed right (or an unknown bit) not granted */
+};
+
+struct ovr_mr_table;
+
+/*
+ * A table of @max_regions slots: a power of two, 1 to OVR_MR_MAX_REGIONS.
+ * @seed 0: seed the key PRNG from getrandom(2) (which blocks only until
+ * the kernel's pool is first initialised); other values: reproducible
+ * keys for tests. Returns NULL with errno EINVAL (bad size), ENOMEM, or
+ * getrandom's error.
+ */
+struct ovr_mr_table *ovr_mr_create(uint32_t max_regions, uint64_t seed);
+
+/* Frees the table; the regions in it vanish with it. NULL is a no-op. */
+void ovr_mr_destroy(struct ovr_mr_table *tab);
+
+/*
+ * Register [va, va + length) of @pd, whose bytes live at @host, and
+ * return its key in @key_out. -EINVAL: unknown @access bits, REMOTE_WRITE
+ * or REMOTE_ATOMIC without LOCAL_WRITE, va + length beyond 2^64 - 1,
+ * @host NULL with a non-zero length, or @key_out NULL. -ENOSPC: full.
+ */
+int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+	       uint64_t length, unsigned int access, uint8_t *host,
+	       uint32_t *key_out);
+
+/*
+ * Deregister. -EINVAL: @key names no region (never issued, or stale);
+ * -EBUSY: references are held (see ovr_mr_get); the region stays intact.
+ */
+int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key);
+
+/*
+ * May @pd access [va, va + len) with the rights @access_needed (0 for a
+ * local read) through @key? 0 and the host address of byte @va in
+ * *@host_out (may be one past the region's last byte when len is 0), or
+ * -OVR_MR_EKEY, -OVR_MR_EPD, -OVR_MR_EBOUNDS, -OVR_MR_EACCESS, checked
+ * in that order. *@host_out is left alone on failure. A zero-length
+ * access anywhere in [start, end] passes the bounds.
+ */
+int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		 uint64_t va, uint64_t len, unsigned int access_needed,
+		 uint8_t **host_out);
+
+/*
+ * Take / drop a reference on the region of @key, one per posted work
+ * request naming it, dropped at its completion; a region with
+ * references cannot be deregistered. -EINVAL: unknown or stale key;
+ * get: -EOVERFLOW at 2^32 - 1 references; put: -ERANGE when none held.
+ */
+int ovr_mr_get(struct ovr_mr_table *tab, uint32_t key);
+int ovr_mr_put(struct ovr_mr_table *tab, uint32_t key);
+
+/*
+ * Remote invalidation (SEND_WITH_INV): clear the region's remote rights
+ * (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC); LOCAL_WRITE, references
+ * and the key stay. Idempotent. 0, -OVR_MR_EKEY or -OVR_MR_EPD.
+ */
+int ovr_mr_invalidate(struct ovr_mr_table *tab, uint32_t key, uint32_t pd);
+
+/* Regions registered now. */
+uint32_t ovr_mr_count(const struct ovr_mr_table *tab);
+
+/* Bytes the table occupies: its header and all its slots. */
+size_t ovr_mr_table_bytes(const struct ovr_mr_table *tab);
+
+#endif /* OVR_DP_MRTAB_H */

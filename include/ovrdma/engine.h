@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ovrdma transport engine: RC queue pairs over a lossy, reordering,
+ * duplicating, corrupting network (docs/TRANSPORT.md).
+ *
+ * The engine does no I/O and reads no clock. The caller hands it received
+ * PDUs (ovr_eng_rx), lets it transmit and run its timers (ovr_eng_poll),
+ * and gives it the time in nanoseconds on every call; the engine hands
+ * PDUs out, completions and events back through struct ovr_eng_ops. The
+ * same engine therefore runs inside ovrdmad, in the unit tests (two
+ * engines over tools/linkemu) and in the simulator.
+ *
+ * Threading: an engine is single-threaded; run one per dataplane thread.
+ * Nothing here allocates after ovr_eng_create / ovr_eng_qp_create.
+ *
+ * Values of the enums below equal libibverbs' (enum ibv_wr_opcode,
+ * ibv_wc_status, ibv_wc_opcode, ibv_send_flags, ibv_access_flags,
+ * ibv_qp_attr_mask, ibv_qp_state, ibv_mtu) so the provider passes them
+ * through; the provider checks that with static_asserts.
+ */
+#ifndef OVRDMA_ENGINE_H
+#define OVRDMA_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ovrdma/cc.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- verbs-valued enums ------------------------------------------------ */
+
+enum ovr_wr_opcode {
+	OVR_WR_RDMA_WRITE = 0,
+	OVR_WR_RDMA_WRITE_WITH_IMM = 1,
+	OVR_WR_SEND = 2,
+	OVR_WR_SEND_WITH_IMM = 3,
+	OVR_WR_RDMA_READ = 4,
+	OVR_WR_ATOMIC_CMP_AND_SWP = 5,
+	OVR_WR_ATOMIC_FETCH_AND_ADD = 6,
+	OVR_WR_SEND_WITH_INV = 9,
+};
+
+enum ovr_send_flags {
+	OVR_SEND_FENCE = 1,
+	OVR_SEND_SIGNALED = 2,
+	OVR_SEND_SOLICITED = 4,
+	OVR_SEND_INLINE = 8,
+};
+
+enum ovr_wc_status {
+	OVR_WC_SUCCESS = 0,
+	OVR_WC_LOC_LEN_ERR = 1,
+	OVR_WC_LOC_QP_OP_ERR = 2,
+	OVR_WC_LOC_PROT_ERR = 4,
+	OVR_WC_WR_FLUSH_ERR = 5,
+	OVR_WC_BAD_RESP_ERR = 7,
+	OVR_WC_LOC_ACCESS_ERR = 8,
+	OVR_WC_REM_INV_REQ_ERR = 9,
+	OVR_WC_REM_ACCESS_ERR = 10,
+	OVR_WC_REM_OP_ERR = 11,
+	OVR_WC_RETRY_EXC_ERR = 12,
+	OVR_WC_RNR_RETRY_EXC_ERR = 13,
+	OVR_WC_FATAL_ERR = 19,
+	OVR_WC_GENERAL_ERR = 21,
+};
+
+enum ovr_wc_opcode {
+	OVR_WC_SEND = 0,
+	OVR_WC_RDMA_WRITE = 1,
+	OVR_WC_RDMA_READ = 2,
+	OVR_WC_COMP_SWAP = 3,
+	OVR_WC_FETCH_ADD = 4,
+	OVR_WC_RECV = 128,
+	OVR_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum ovr_wc_flags {
+	OVR_WC_WITH_IMM = 2,
+	OVR_WC_WITH_INV = 8,
+};
+
+/* IBV_MTU_256 .. IBV_MTU_4096 */
+enum ovr_mtu {
+	OVR_MTU_256 = 1,
+	OVR_MTU_512 = 2,
+	OVR_MTU_1024 = 3,
+	OVR_MTU_2048 = 4,
+	OVR_MTU_4096 = 5,
+};
+
+/* QP states, types, attribute masks and access flags: dataplane/qpstate.h
+ * and dataplane/mrtab.h define them with the verbs values; repeated here
+ * as plain numbers for users of this header alone. */
+#define OVR_ENG_QPS_RESET 0
+#define OVR_ENG_QPS_INIT 1
+#define OVR_ENG_QPS_RTR 2
+#define OVR_ENG_QPS_RTS 3
+#define OVR_ENG_QPS_SQD 4
+#define OVR_ENG_QPS_SQE 5
+#define OVR_ENG_QPS_ERR 6
+
+#define OVR_ENG_ACCESS_LOCAL_WRITE 1u
+#define OVR_ENG_ACCESS_REMOTE_WRITE 2u
+#define OVR_ENG_ACCESS_REMOTE_READ 4u
+#define OVR_ENG_ACCESS_REMOTE_ATOMIC 8u
+
+#define OVR_ENG_ATTR_STATE (1u << 0)
+#define OVR_ENG_ATTR_CUR_STATE (1u << 1)
+#define OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY (1u << 2)
+#define OVR_ENG_ATTR_ACCESS_FLAGS (1u << 3)
+#define OVR_ENG_ATTR_PKEY_INDEX (1u << 4)
+#define OVR_ENG_ATTR_PORT (1u << 5)
+#define OVR_ENG_ATTR_QKEY (1u << 6)
+#define OVR_ENG_ATTR_AV (1u << 7)
+#define OVR_ENG_ATTR_PATH_MTU (1u << 8)
+#define OVR_ENG_ATTR_TIMEOUT (1u << 9)
+#define OVR_ENG_ATTR_RETRY_CNT (1u << 10)
+#define OVR_ENG_ATTR_RNR_RETRY (1u << 11)
+#define OVR_ENG_ATTR_RQ_PSN (1u << 12)
+#define OVR_ENG_ATTR_MAX_QP_RD_ATOMIC (1u << 13)
+#define OVR_ENG_ATTR_ALT_PATH (1u << 14)
+#define OVR_ENG_ATTR_MIN_RNR_TIMER (1u << 15)
+#define OVR_ENG_ATTR_SQ_PSN (1u << 16)
+#define OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
+#define OVR_ENG_ATTR_PATH_MIG_STATE (1u << 18)
+#define OVR_ENG_ATTR_CAP (1u << 19)
+#define OVR_ENG_ATTR_DEST_QPN (1u << 20)
+
+/* ---- work requests and completions ------------------------------------- */
+
+struct ovr_eng_sge {
+	uint64_t addr; /* application virtual address */
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct ovr_eng_send_wr {
+	uint64_t wr_id;
+	uint32_t opcode; /* enum ovr_wr_opcode */
+	uint32_t send_flags; /* enum ovr_send_flags */
+	const struct ovr_eng_sge *sg_list;
+	uint32_t num_sge;
+	uint32_t imm_data; /* passed through untouched (verbs: big-endian) */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t rkey; /* WRITE*, READ, atomics */
+	uint64_t remote_addr;
+	uint64_t compare_add; /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	uint64_t swap;
+};
+
+struct ovr_eng_recv_wr {
+	uint64_t wr_id;
+	const struct ovr_eng_sge *sg_list;
+	uint32_t num_sge;
+};
+
+struct ovr_eng_wc {
+	uint64_t wr_id;
+	uint32_t status; /* enum ovr_wc_status */
+	uint32_t opcode; /* enum ovr_wc_opcode; undefined on error */
+	uint32_t byte_len;
+	uint32_t imm_data; /* or the invalidated rkey (OVR_WC_WITH_INV) */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags; /* enum ovr_wc_flags */
+	uint32_t vendor_err; /* the NAK code or enum ovr_eng_verr */
+};
+
+/* vendor_err of locally detected errors */
+enum ovr_eng_verr {
+	OVR_VERR_NONE = 0,
+	OVR_VERR_RETRY = 0x100, /* retry_cnt timeouts without progress */
+	OVR_VERR_RNR = 0x101, /* rnr_retry RNR NAKs */
+	OVR_VERR_LKEY = 0x102, /* bad lkey / local bounds or rights */
+	OVR_VERR_RESP = 0x103, /* malformed or unexpected response */
+	OVR_VERR_VERSION = 0x104, /* no wire version in common with peer */
+	OVR_VERR_LEN = 0x105, /* message longer than the receive buffer */
+};
+
+/* Asynchronous events (values of enum ibv_event_type). */
+enum ovr_eng_event {
+	OVR_EV_QP_FATAL = 1, /* IBV_EVENT_QP_FATAL */
+	OVR_EV_QP_REQ_ERR = 2, /* IBV_EVENT_QP_REQ_ERR */
+	OVR_EV_QP_ACCESS_ERR = 3, /* IBV_EVENT_QP_ACCESS_ERR */
+	OVR_EV_COMM_EST = 4, /* IBV_EVENT_COMM_EST */
+	OVR_EV_SQ_DRAINED = 5, /* IBV_EVENT_SQ_DRAINED */
+};
+
+/* ---- queue pairs ------------------------------------------------------- */
+
+struct ovr_eng_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+};
+
+struct ovr_eng_qp_init {
+	uint32_t pd;
+	uint32_t send_cq; /* passed to ops->cqe */
+	uint32_t recv_cq;
+	bool sq_sig_all;
+	uint64_t user; /* passed to ops->tx and ops->event */
+	struct ovr_eng_qp_cap cap; /* rounded up; the result is reported */
+};
+
+struct ovr_eng_qp_attr {
+	uint32_t qp_state;
+	uint32_t cur_qp_state;
+	uint32_t path_mtu; /* enum ovr_mtu */
+	uint32_t qp_access_flags; /* OVR_ENG_ACCESS_REMOTE_* */
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint64_t peer; /* address vector: opaque, passed to ops->tx */
+	uint8_t timeout; /* 4.096 us * 2^timeout; 0: wait forever */
+	uint8_t retry_cnt; /* 0..7 */
+	uint8_t rnr_retry; /* 0..7, 7: forever */
+	uint8_t min_rnr_timer; /* IB 5-bit code, what this QP asks RNR waits */
+	uint8_t max_rd_atomic; /* initiator depth */
+	uint8_t max_dest_rd_atomic; /* responder depth */
+	uint8_t sq_draining; /* query: SQD still draining */
+	struct ovr_eng_qp_cap cap; /* query only */
+};
+
+/* Per-QP counters and state, for ovrdmactl and tests. */
+struct ovr_eng_qp_stats {
+	uint32_t state;
+	uint32_t snd_una, snd_nxt; /* oldest unacked PSN, next PSN to send */
+	uint32_t rcv_nxt; /* next PSN expected from the peer */
+	uint32_t inflight_pkts;
+	uint32_t cwnd_bytes;
+	uint64_t srtt_ns, rto_ns;
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	uint64_t retx_pkts; /* retransmissions, all causes */
+	uint64_t rto_count, tlp_count, rack_lost;
+	uint64_t rx_dup, rx_ooo, rx_outside;
+	uint64_t rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t acks_sent, acks_rcvd;
+};
+
+/* ---- engine ------------------------------------------------------------ */
+
+struct ovr_eng_ops {
+	/*
+	 * A buffer for one PDU of up to @cap bytes; NULL when none is free
+	 * (the engine stops sending and retries on the next poll). @token
+	 * comes back in tx().
+	 */
+	void *(*tx_alloc)(void *ctx, uint32_t cap, void **token);
+	/* Send the PDU of @len bytes built in the buffer of @token to the
+	 * QP's peer (@peer: the address vector given at RTR). */
+	void (*tx)(void *ctx, void *token, uint32_t len, uint64_t peer,
+		   uint64_t qp_user);
+	/* Deliver a completion to completion queue @cq. */
+	void (*cqe)(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc);
+	/* An asynchronous event on a QP. */
+	void (*event)(void *ctx, uint64_t qp_user, uint32_t qpn,
+		      enum ovr_eng_event ev);
+};
+
+struct ovr_eng_cfg {
+	uint32_t max_qp; /* QP slots (QPNs are slot | generation) */
+	uint32_t max_mr; /* memory regions; a power of two is used */
+	uint32_t max_pdu; /* largest PDU the network carries (bytes) */
+	uint32_t window_pkts; /* per-QP send / receive window, power of 2 */
+	uint32_t sb_pool; /* QPs that may have packets in flight at once */
+	uint64_t init_rto_ns, min_rto_ns, max_rto_ns;
+	uint64_t ack_delay_ns; /* longest an ACK is held back */
+	uint32_t ack_every; /* ACK at least every N packets received */
+	uint32_t tx_burst; /* packets one QP sends before the next QP's turn */
+	const struct ovr_cc_ops *cc; /* NULL: ovr_cc_fixed */
+	uint32_t cc_init_cwnd; /* bytes; 0: window_pkts full segments */
+	uint64_t line_rate_bps; /* for the controller; 0: unknown */
+	uint64_t seed; /* keys and QPN generations; 0: from getrandom */
+};
+
+/* Defaults for a datacenter fabric (see docs/TRANSPORT.md). */
+void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg);
+
+struct ovr_eng;
+
+/* NULL and errno (EINVAL, ENOMEM) on failure. */
+struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
+			       const struct ovr_eng_ops *ops, void *ctx);
+void ovr_eng_destroy(struct ovr_eng *e);
+
+/* Memory regions. @host: where byte @va lives in this process. Returns
+ * 0 and the key (lkey = rkey), or a negative errno. */
+int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
+		   unsigned int access, void *host, uint32_t *key);
+/* -EBUSY while a posted work request still names it. */
+int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
+
+/* Queue pairs (RC). Returns 0 and the QPN, or a negative errno. */
+int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
+		      uint32_t *qpn);
+/* Destroys in any state; nothing is completed, nothing more is sent. */
+int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn);
+/* ibv_modify_qp: 0 or -EINVAL (bad transition, mask or value). */
+int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_qp_attr *attr, unsigned int mask,
+		      uint64_t now_ns);
+int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn,
+		     struct ovr_eng_qp_attr *attr);
+int ovr_eng_qp_stats(struct ovr_eng *e, uint32_t qpn,
+		     struct ovr_eng_qp_stats *st);
+
+/*
+ * ibv_post_send / ibv_post_recv for one work request: 0, or a positive
+ * errno as the verbs man pages say (ENOMEM: queue full; EINVAL: bad
+ * opcode, too many SGEs, inline too long, QP in a state that does not
+ * take work). A bad lkey is not a post error: the WR completes with
+ * LOC_PROT_ERR and the QP goes to ERROR. In ERROR, posts succeed and
+ * complete at once with WR_FLUSH_ERR.
+ */
+int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_send_wr *wr, uint64_t now_ns);
+int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns);
+
+/* One received PDU (starting at the OTH); @ce: the packet arrived marked
+ * Congestion Experienced. Corrupt and unexpected packets are counted and
+ * dropped. */
+void ovr_eng_rx(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
+		uint32_t len, bool ce);
+
+/*
+ * Transmit what windows, credits and pacing allow (at most @budget
+ * packets; 0: no limit) and run expired timers. Returns the time of the
+ * next thing the engine will do on its own (a timer or a pacing slot),
+ * UINT64_MAX when it waits for nothing but input, or @now_ns when it
+ * stopped at @budget with more to send.
+ */
+uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now_ns, uint32_t budget);
+
+/* Engine-wide counters. */
+struct ovr_eng_stats {
+	uint64_t rx_pkts, rx_bad, rx_no_qp, rx_bad_state;
+	uint64_t tx_pkts, tx_nobuf;
+	uint64_t sb_waits; /* a QP had to wait for a scoreboard */
+	uint32_t qps, mrs;
+};
+void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
+
+/* Memory accounting: bytes of engine state per QP that holds no
+ * packets in flight (with @cap queues), per scoreboard in use, and per
+ * in-flight packet slot. */
+struct ovr_eng_mem {
+	size_t qp_ctx; /* QP context, receive window included */
+	size_t per_send_wqe; /* per max_send_wr slot (with its SGEs) */
+	size_t per_recv_wqe;
+	size_t per_inflight_pkt;
+	size_t scoreboard; /* one scoreboard (window_pkts slots) */
+};
+void ovr_eng_mem(const struct ovr_eng *e, const struct ovr_eng_qp_cap *cap,
+		 struct ovr_eng_mem *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OVRDMA_ENGINE_H */

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/* Two engines over two linkemu links, in simulated time: see engpair.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdio.h>
+
+#include <ovrdma/wire_codec.h>
+
+#include "engpair.h"
+
+/* OVR_PAIR_TRACE=1 in the environment prints every packet sent. */
+static int trace = -1;
+
+static void trace_pkt(const struct ovr_pair *p, int from, const void *b,
+		      uint32_t len)
+{
+	struct ovr_wire_pkt pkt;
+	char line[256];
+
+	if (trace < 0)
+		trace = getenv("OVR_PAIR_TRACE") != NULL;
+	if (!trace)
+		return;
+	if (ovr_wire_parse(b, len, &pkt, NULL) == 0)
+		ovr_wire_format(&pkt, line, sizeof(line));
+	else
+		snprintf(line, sizeof(line), "unparsable (%u B)", len);
+	fprintf(stderr, "%12llu %d> %s\n", (unsigned long long)p->now, from,
+		line);
+}
+
+void ovr_pair_cfg_default(struct ovr_pair_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	ovr_eng_cfg_default(&cfg->eng);
+	cfg->eng.max_qp = 64;
+	cfg->eng.max_mr = 64;
+	cfg->eng.seed = 1;
+	for (int i = 0; i < 2; i++) {
+		cfg->link[i].rate_bps = 100000000000ull; /* 100 Gbps */
+		cfg->link[i].delay_ns = 15000; /* 30 us RTT */
+		cfg->link[i].seed = 7 + (uint64_t)i;
+	}
+	cfg->mem_bytes = 64u << 20;
+}
+
+void ovr_pair_qp_params_default(struct ovr_pair_qp_params *p)
+{
+	*p = (struct ovr_pair_qp_params){
+		.cap = { .max_send_wr = 256,
+			 .max_recv_wr = 256,
+			 .max_send_sge = 4,
+			 .max_recv_sge = 4,
+			 .max_inline_data = 256 },
+		.access = OVR_ENG_ACCESS_LOCAL_WRITE |
+			  OVR_ENG_ACCESS_REMOTE_WRITE |
+			  OVR_ENG_ACCESS_REMOTE_READ |
+			  OVR_ENG_ACCESS_REMOTE_ATOMIC,
+		.mtu = OVR_MTU_4096,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.min_rnr_timer = 1,
+		.max_rd_atomic = 16,
+		.max_dest_rd_atomic = 16,
+	};
+}
+
+static void *pair_tx_alloc(void *ctx, uint32_t cap, void **token)
+{
+	struct ovr_pair_node *n = ctx;
+
+	if (cap > n->pair->max_pdu)
+		return NULL;
+	*token = n->txbuf;
+	return n->txbuf;
+}
+
+static void pair_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
+		    uint64_t qp_user)
+{
+	struct ovr_pair_node *n = ctx;
+
+	(void)token;
+	(void)peer;
+	(void)qp_user;
+	if (!len)
+		return;
+	n->tx_pkts++;
+	trace_pkt(n->pair, n == &n->pair->n[0] ? 0 : 1, n->txbuf, len);
+	(void)ovr_link_send(n->out, n->pair->now, n->txbuf, len);
+}
+
+static void pair_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
+{
+	struct ovr_pair_node *n = ctx;
+	struct ovr_pair_cq *q;
+
+	if (cq >= OVR_PAIR_MAX_CQ)
+		abort();
+	q = &n->cq[cq];
+	if (q->head && q->head == q->tail)
+		q->head = q->tail = 0;
+	if (q->tail == q->cap) {
+		size_t nc = q->cap ? q->cap * 2 : 256;
+		struct ovr_eng_wc *w = realloc(q->wc, nc * sizeof(*w));
+
+		if (!w)
+			abort();
+		q->wc = w;
+		q->cap = nc;
+	}
+	q->wc[q->tail++] = *wc;
+}
+
+static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
+		       enum ovr_eng_event ev)
+{
+	struct ovr_pair_node *n = ctx;
+
+	(void)qp_user;
+	(void)qpn;
+	if ((unsigned int)ev < 8)
+		n->events[ev]++;
+}
+
+static const struct ovr_eng_ops pair_ops = {
+	.tx_alloc = pair_tx_alloc,
+	.tx = pair_tx,
+	.cqe = pair_cqe,
+	.event = pair_event,
+};
+
+struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
+{
+	struct ovr_pair *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->max_pdu = cfg->eng.max_pdu;
+	for (int i = 0; i < 2; i++) {
+		struct ovr_pair_node *n = &p->n[i];
+
+		n->pair = p;
+		n->pd = 1;
+		n->mem_len = cfg->mem_bytes;
+		n->mem = calloc(1, cfg->mem_bytes);
+		n->txbuf = malloc(cfg->eng.max_pdu);
+		n->out = ovr_link_create(&cfg->link[i], cfg->eng.max_pdu);
+		n->eng = ovr_eng_create(&cfg->eng, &pair_ops, n);
+		if (!n->mem || !n->txbuf || !n->out || !n->eng ||
+		    ovr_eng_reg_mr(n->eng, n->pd, ovr_pair_va(p, i, 0),
+				   n->mem_len,
+				   OVR_ENG_ACCESS_LOCAL_WRITE |
+					   OVR_ENG_ACCESS_REMOTE_WRITE |
+					   OVR_ENG_ACCESS_REMOTE_READ |
+					   OVR_ENG_ACCESS_REMOTE_ATOMIC,
+				   n->mem, &n->key)) {
+			ovr_pair_destroy(p);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return p;
+}
+
+void ovr_pair_destroy(struct ovr_pair *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct ovr_pair_node *n = &p->n[i];
+
+		ovr_eng_destroy(n->eng);
+		ovr_link_destroy(n->out);
+		free(n->mem);
+		free(n->txbuf);
+		for (int c = 0; c < OVR_PAIR_MAX_CQ; c++)
+			free(n->cq[c].wc);
+	}
+	free(p);
+}
+
+int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
+		     uint32_t cq_base, uint32_t qpn[2])
+{
+	struct ovr_eng_qp_attr a;
+	int rc;
+
+	if (cq_base + 1 >= OVR_PAIR_MAX_CQ)
+		return -EINVAL;
+	for (int i = 0; i < 2; i++) {
+		struct ovr_eng_qp_init init = {
+			.pd = p->n[i].pd,
+			.send_cq = cq_base,
+			.recv_cq = cq_base + 1,
+			.sq_sig_all = qp->sq_sig_all,
+			.user = (uint64_t)i,
+			.cap = qp->cap,
+		};
+
+		rc = ovr_eng_qp_create(p->n[i].eng, &init, &qpn[i]);
+		if (rc)
+			return rc;
+		memset(&a, 0, sizeof(a));
+		a.qp_state = OVR_ENG_QPS_INIT;
+		a.qp_access_flags = qp->access;
+		rc = ovr_eng_qp_modify(
+			p->n[i].eng, qpn[i], &a,
+			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
+				OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_ACCESS_FLAGS,
+			p->now);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < 2; i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = OVR_ENG_QPS_RTR;
+		a.path_mtu = qp->mtu;
+		a.dest_qp_num = qpn[1 - i];
+		a.rq_psn = 0x100 * (uint32_t)(i + 1) + 0xfff000;
+		a.peer = (uint64_t)(1 - i);
+		a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
+		a.min_rnr_timer = qp->min_rnr_timer;
+		rc = ovr_eng_qp_modify(p->n[i].eng, qpn[i], &a,
+				       OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
+					       OVR_ENG_ATTR_PATH_MTU |
+					       OVR_ENG_ATTR_DEST_QPN |
+					       OVR_ENG_ATTR_RQ_PSN |
+					       OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+					       OVR_ENG_ATTR_MIN_RNR_TIMER,
+				       p->now);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < 2; i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = OVR_ENG_QPS_RTS;
+		/* each side starts where the other expects; near the 24-bit
+		 * wrap so every run crosses it */
+		a.sq_psn = 0x100 * (uint32_t)(2 - i) + 0xfff000;
+		a.timeout = qp->timeout;
+		a.retry_cnt = qp->retry_cnt;
+		a.rnr_retry = qp->rnr_retry;
+		a.max_rd_atomic = qp->max_rd_atomic;
+		rc = ovr_eng_qp_modify(
+			p->n[i].eng, qpn[i], &a,
+			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+				OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
+				OVR_ENG_ATTR_RNR_RETRY |
+				OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
+			p->now);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+bool ovr_pair_step(struct ovr_pair *p)
+{
+	static __thread uint8_t rxbuf[65536];
+	uint64_t next = UINT64_MAX;
+
+	p->steps++;
+	for (int i = 0; i < 2; i++) {
+		struct ovr_link_meta meta;
+		uint32_t len;
+
+		/* node i receives from the other node's out link */
+		while (ovr_link_recv(p->n[1 - i].out, p->now, rxbuf,
+				     sizeof(rxbuf), &len, &meta) == 1)
+			ovr_eng_rx(p->n[i].eng, p->now, rxbuf, len, meta.ce);
+	}
+	for (int i = 0; i < 2; i++) {
+		uint64_t t = ovr_eng_poll(p->n[i].eng, p->now, 0);
+
+		if (t < next)
+			next = t;
+	}
+	for (int i = 0; i < 2; i++) {
+		uint64_t t = ovr_link_next_ns(p->n[i].out);
+
+		if (t < next)
+			next = t;
+	}
+	if (next == UINT64_MAX)
+		return false;
+	p->now = next > p->now ? next : p->now + 1;
+	return true;
+}
+
+bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
+		  void *ctx, uint64_t deadline_ns)
+{
+	for (;;) {
+		if (done && done(p, ctx))
+			return true;
+		if (p->now > deadline_ns)
+			return false;
+		if (!ovr_pair_step(p))
+			return done ? done(p, ctx) : true;
+	}
+}
+
+bool ovr_pair_poll(struct ovr_pair *p, int n, uint32_t cq,
+		   struct ovr_eng_wc *wc)
+{
+	struct ovr_pair_cq *q = &p->n[n].cq[cq];
+
+	if (q->head == q->tail)
+		return false;
+	*wc = q->wc[q->head++];
+	return true;
+}
+
+size_t ovr_pair_cq_len(const struct ovr_pair *p, int n, uint32_t cq)
+{
+	return p->n[n].cq[cq].tail - p->n[n].cq[cq].head;
+}

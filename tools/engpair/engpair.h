@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engpair: two transport engines joined by two impaired links (linkemu),
+ * driven in simulated time. The test and benchmark rig of the engine:
+ * every node owns an arena of memory registered as one region with every
+ * right, completion queues that record what the engine reports, and the
+ * event loop advances time straight to the next thing that will happen
+ * (a packet arrival or an engine timer), so a run is exactly reproducible
+ * from its seeds and takes no wall-clock waiting.
+ */
+#ifndef OVR_ENGPAIR_H
+#define OVR_ENGPAIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ovrdma/engine.h>
+#include <ovrdma/linkemu.h>
+
+#define OVR_PAIR_MAX_CQ 64
+
+struct ovr_pair_cq {
+	struct ovr_eng_wc *wc;
+	size_t head, tail, cap; /* FIFO [head, tail) */
+};
+
+struct ovr_pair_node {
+	struct ovr_eng *eng;
+	struct ovr_link *out; /* towards the other node */
+	uint8_t *mem; /* the arena */
+	size_t mem_len;
+	uint32_t pd;
+	uint32_t key; /* region over the whole arena, every right */
+	struct ovr_pair_cq cq[OVR_PAIR_MAX_CQ];
+	uint8_t *txbuf;
+	uint64_t events[8]; /* count per enum ovr_eng_event */
+	uint64_t tx_pkts;
+	struct ovr_pair *pair;
+};
+
+struct ovr_pair_cfg {
+	struct ovr_eng_cfg eng;
+	struct ovr_link_cfg link[2]; /* [0]: node 0 -> 1, [1]: 1 -> 0 */
+	size_t mem_bytes; /* arena per node */
+};
+
+struct ovr_pair {
+	struct ovr_pair_node n[2];
+	uint64_t now;
+	uint32_t max_pdu;
+	uint64_t steps;
+};
+
+/* Connection parameters for ovr_pair_connect (verbs attributes). */
+struct ovr_pair_qp_params {
+	struct ovr_eng_qp_cap cap;
+	uint32_t access; /* QP access flags */
+	uint32_t mtu; /* enum ovr_mtu */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	bool sq_sig_all;
+};
+
+void ovr_pair_cfg_default(struct ovr_pair_cfg *cfg);
+void ovr_pair_qp_params_default(struct ovr_pair_qp_params *p);
+
+/* NULL on failure (errno set). */
+struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg);
+void ovr_pair_destroy(struct ovr_pair *p);
+
+/*
+ * Create one QP on each node and take both through INIT, RTR and RTS
+ * with each other as peer. Completion queues: node i's QP sends to cq
+ * @cq_base (send) and @cq_base + 1 (recv), cq_base < OVR_PAIR_MAX_CQ - 1.
+ * qpn[i] receives node i's QPN. 0 or a negative errno.
+ */
+int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
+		     uint32_t cq_base, uint32_t qpn[2]);
+
+/* Deliver what has arrived, poll both engines, advance time to the next
+ * event. false when nothing at all remains to happen. */
+bool ovr_pair_step(struct ovr_pair *p);
+
+/* Step until @done(ctx) is true (returns true), nothing remains to
+ * happen, or simulated time passes @deadline_ns (returns false). */
+bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
+		  void *ctx, uint64_t deadline_ns);
+
+/* Take the oldest completion of @cq on node @n; false when empty. */
+bool ovr_pair_poll(struct ovr_pair *p, int n, uint32_t cq,
+		   struct ovr_eng_wc *wc);
+size_t ovr_pair_cq_len(const struct ovr_pair *p, int n, uint32_t cq);
+
+/* Application address of arena offset @off on node @n (what the
+ * application would put in an SGE or remote_addr). */
+static inline uint64_t ovr_pair_va(const struct ovr_pair *p, int n, size_t off)
+{
+	return (uint64_t)(uintptr_t)(p->n[n].mem + off);
+}
+
+#endif /* OVR_ENGPAIR_H */
