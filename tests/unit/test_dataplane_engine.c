@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <errno.h>
 
 #include "eng_util.h"
 
@@ -235,6 +236,508 @@ static void test_atomics(void **state)
 	assert_int_equal(got, 7);
 }
 
+/* ---- ordering of a WRITE's bytes ---------------------------------------- */
+
+struct lbl {
+	const uint8_t *dst, *src;
+	size_t len;
+	bool seen_last;
+};
+
+/* Whenever the last bytes are visible, everything before them is. */
+static bool last_byte_last(struct ovr_pair *p, void *ctx)
+{
+	struct lbl *c = ctx;
+
+	(void)p;
+	if (memcmp(c->dst + c->len - 16, c->src + c->len - 16, 16) == 0) {
+		assert_memory_equal(c->dst, c->src, c->len);
+		c->seen_last = true;
+	}
+	return false;
+}
+
+static void test_write_last_byte_last(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct lbl c = { p->n[1].mem + (4u << 20), p->n[0].mem, 1u << 20,
+			 false };
+	struct ovr_eng_wc wc;
+
+	for (int round = 0; round < 3; round++) {
+		fill_pattern(p->n[0].mem, c.len, 100 + (uint64_t)round);
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1,
+					  0, (uint32_t)c.len, 4u << 20,
+					  OVR_SEND_SIGNALED),
+				 0);
+		c.seen_last = false;
+		while (!ovr_pair_cq_len(p, 0, 0)) {
+			bool more = ovr_pair_step(p);
+
+			last_byte_last(p, &c);
+			if (!more)
+				break;
+		}
+		assert_true(c.seen_last);
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	}
+}
+
+/* ---- error paths ------------------------------------------------------- */
+
+static uint32_t qp_state(struct fix *f, int n)
+{
+	struct ovr_eng_qp_attr a;
+
+	assert_int_equal(ovr_eng_qp_query(f->p->n[n].eng, f->qpn[n], &a), 0);
+	return a.qp_state;
+}
+
+/* After a failed WR the QP is in ERROR and everything behind it flushes. */
+static void expect_error_then_flush(struct fix *f, uint64_t first,
+				    uint32_t status, unsigned int nflush)
+{
+	struct ovr_eng_wc wc;
+
+	assert_true(wait_cq(f->p, 0, 0, 1 + nflush));
+	assert_true(ovr_pair_poll(f->p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, first);
+	assert_int_equal(wc.status, status);
+	for (unsigned int i = 0; i < nflush; i++) {
+		assert_true(ovr_pair_poll(f->p, 0, 0, &wc));
+		assert_int_equal(wc.wr_id, first + 1 + i);
+		assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+static void test_bad_rkey(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key ^ 0x5a5a0000u,
+		.remote_addr = ovr_pair_va(p, 1, 0),
+	};
+
+	memset(p->n[0].mem, 0x11, 64);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND,
+					  2 + (uint64_t)i, 0, 8, 0, 0),
+				 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, 3);
+	assert_int_equal(p->n[1].mem[0], 0);
+	/* the responder went to ERROR and said why */
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
+	/* a WR posted now completes at once, flushed */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 9, 0, 8, 0, 0),
+			 0);
+	expect_wc(f, 0, 0, 9, OVR_WC_WR_FLUSH_ERR, 0);
+}
+
+/* A region of node 1 with chosen rights; returns its key. */
+static uint32_t small_mr(struct fix *f, size_t off, size_t len,
+			 unsigned int access)
+{
+	uint32_t key;
+
+	assert_int_equal(ovr_eng_reg_mr(f->p->n[1].eng, f->p->n[1].pd,
+					ovr_pair_va(f->p, 1, off), len, access,
+					f->p->n[1].mem + off, &key),
+			 0);
+	return key;
+}
+
+static void test_out_of_bounds(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 1u << 20, 4096,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_WRITE);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 8192, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		/* starts inside, runs 4 KB past the end */
+		.remote_addr = ovr_pair_va(p, 1, (1u << 20) + 4096 - 100),
+	};
+
+	memset(p->n[0].mem, 0x22, 8192);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, 0);
+	/* nothing outside the region was written */
+	for (size_t i = (1u << 20) + 4096; i < (1u << 20) + 12288; i++)
+		assert_int_equal(p->n[1].mem[i], 0);
+}
+
+static void test_missing_right(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	/* writable but not readable */
+	uint32_t key = small_mr(f, 2u << 20, 4096,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_WRITE);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 2u << 20),
+	};
+
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, 0);
+}
+
+static void test_misaligned_atomic(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD,
+				  1, 0, 8, 4, OVR_SEND_SIGNALED),
+			 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_INV_REQ_ERR, 0);
+}
+
+static void test_bad_lkey(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key + 1 };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 2,
+		.opcode = OVR_WR_SEND,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 0, 64), 0);
+	/* a good one first: it completes normally, then the bad one fails */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 1, 0, 8, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	assert_true(wait_cq(p, 0, 0, 2));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_SEND);
+	expect_wc(f, 0, 0, 2, OVR_WC_LOC_PROT_ERR, 0);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+static void test_send_too_long(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_wc wc;
+
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 0, 100), 0);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 1, 0, 101, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_INV_REQ_ERR, 0);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, OVR_WC_LOC_LEN_ERR);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_REQ_ERR], 1);
+}
+
+static void test_retry_exhausted(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_link_cfg dead = { .blackhole = true };
+	struct ovr_eng_qp_stats st;
+	uint64_t t0;
+
+	/* first show the QP works, so the RTT is known */
+	do_send(f, 100);
+	assert_int_equal(ovr_link_set_cfg(p->n[0].out, &dead), 0);
+	t0 = p->now;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE,
+					  1 + (uint64_t)i, 0, 10000, 0,
+					  OVR_SEND_SIGNALED),
+				 0);
+	expect_error_then_flush(f, 1, OVR_WC_RETRY_EXC_ERR, 3);
+	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &st), 0);
+	assert_true(st.rto_count >= 8); /* retry_cnt 7: 8 timeouts */
+	/* timeout 14 = 67 ms, (retry_cnt + 1) of them without progress */
+	assert_true(p->now - t0 >= 8 * 67108864ull);
+	assert_true(p->now - t0 < 5000000000ull);
+}
+
+static void test_rnr_wait_and_release(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_qp_stats st;
+	struct ovr_eng_wc wc;
+
+	fill_pattern(p->n[0].mem, 5000, 1);
+	/* no receive posted: the SEND waits (rnr_retry 7 = forever) */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 1, 0, 5000, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_false(ovr_pair_run(p, NULL, NULL, p->now + 50000000));
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
+	assert_int_equal(ovr_eng_qp_stats(p->n[1].eng, f->qpn[1], &st), 0);
+	assert_true(st.rnr_naks_sent > 0);
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 7, 1u << 20, 8192), 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_SEND);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.byte_len, 5000);
+	assert_memory_equal(p->n[1].mem + (1u << 20), p->n[0].mem, 5000);
+}
+
+static int setup_rnr0(void **state)
+{
+	struct ovr_pair_cfg cfg;
+	struct ovr_pair_qp_params qp;
+
+	ovr_pair_cfg_default(&cfg);
+	cfg.mem_bytes = 4u << 20;
+	ovr_pair_qp_params_default(&qp);
+	qp.rnr_retry = 0;
+	*state = setup_with(&cfg, &qp);
+	return 0;
+}
+
+static void test_rnr_retry_exceeded(void **state)
+{
+	struct fix *f = *state;
+
+	assert_int_equal(post_one(f->p, 0, f->qpn[0], OVR_WR_SEND, 1, 0, 10, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_int_equal(post_one(f->p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 2, 0,
+				  10, 0, 0),
+			 0);
+	expect_error_then_flush(f, 1, OVR_WC_RNR_RETRY_EXC_ERR, 1);
+}
+
+static void test_flush_on_modify_error(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_ERR };
+	struct ovr_eng_wc wc;
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(post_recv_one(p, 1, f->qpn[1],
+					       10 + (uint64_t)i, 0, 64),
+				 0);
+	assert_int_equal(ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
+					   OVR_ENG_ATTR_STATE, p->now),
+			 0);
+	for (int i = 0; i < 5; i++) {
+		assert_true(ovr_pair_poll(p, 1, 1, &wc));
+		assert_int_equal(wc.wr_id, 10 + (uint64_t)i);
+		assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 20, 0, 64), 0);
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.wr_id, 20);
+	assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
+	/* back to RESET, then the full bring-up is needed again */
+	a.qp_state = OVR_ENG_QPS_RESET;
+	assert_int_equal(ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
+					   OVR_ENG_ATTR_STATE, p->now),
+			 0);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_RESET);
+	assert_int_equal(ovr_pair_cq_len(p, 1, 1), 0);
+}
+
+static void test_state_machine(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_eng *e = f->p->n[0].eng;
+	struct ovr_eng_qp_init init = {
+		.pd = 1,
+		.cap = { 16, 16, 1, 1, 0 },
+	};
+	struct ovr_eng_qp_attr a = { 0 };
+	uint32_t qpn;
+
+	assert_int_equal(ovr_eng_qp_create(e, &init, &qpn), 0);
+	/* RESET -> RTR skips INIT */
+	a.qp_state = OVR_ENG_QPS_RTR;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE, 0),
+			 -EINVAL);
+	/* RESET -> INIT without its required attributes */
+	a.qp_state = OVR_ENG_QPS_INIT;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE, 0),
+			 -EINVAL);
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
+					   OVR_ENG_ATTR_STATE |
+						   OVR_ENG_ATTR_PKEY_INDEX |
+						   OVR_ENG_ATTR_PORT |
+						   OVR_ENG_ATTR_ACCESS_FLAGS,
+					   0),
+			 0);
+	/* posting a send before RTS is refused */
+	assert_int_equal(post_one(f->p, 0, qpn, OVR_WR_SEND, 1, 0, 8, 0, 0),
+			 EINVAL);
+	/* INIT -> RTS skips RTR */
+	a.qp_state = OVR_ENG_QPS_RTS;
+	assert_int_equal(
+		ovr_eng_qp_modify(e, qpn, &a,
+				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN, 0),
+		-EINVAL);
+	/* bad values are refused even on a legal transition */
+	a.qp_state = OVR_ENG_QPS_RTR;
+	a.path_mtu = 9;
+	a.max_dest_rd_atomic = 1;
+	assert_int_equal(
+		ovr_eng_qp_modify(e, qpn, &a,
+				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
+					  OVR_ENG_ATTR_PATH_MTU |
+					  OVR_ENG_ATTR_DEST_QPN |
+					  OVR_ENG_ATTR_RQ_PSN |
+					  OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+					  OVR_ENG_ATTR_MIN_RNR_TIMER,
+				  0),
+		-EINVAL);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_RTS);
+	/* the connected QP cannot go back to RTR */
+	a.qp_state = OVR_ENG_QPS_RTR;
+	a.path_mtu = OVR_MTU_1024;
+	assert_int_equal(ovr_eng_qp_modify(e, f->qpn[0], &a, OVR_ENG_ATTR_STATE,
+					   0),
+			 -EINVAL);
+	assert_int_equal(ovr_eng_qp_destroy(e, qpn), 0);
+	assert_int_equal(ovr_eng_qp_destroy(e, qpn), -EINVAL);
+}
+
+static void test_post_errors(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge[8];
+	struct ovr_eng_send_wr wr = { .opcode = 77 };
+	uint32_t key = p->n[0].key;
+
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0),
+			 EINVAL);
+	for (int i = 0; i < 8; i++)
+		sge[i] = (struct ovr_eng_sge){ ovr_pair_va(p, 0, 0), 8, key };
+	wr = (struct ovr_eng_send_wr){ .opcode = OVR_WR_SEND,
+				       .sg_list = sge,
+				       .num_sge = 5 }; /* max_send_sge 4 */
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0),
+			 EINVAL);
+	sge[0].length = 257; /* max_inline_data 256 */
+	wr.num_sge = 1;
+	wr.send_flags = OVR_SEND_INLINE;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0),
+			 EINVAL);
+	/* an atomic needs exactly one 8-byte SGE */
+	wr = (struct ovr_eng_send_wr){ .opcode = OVR_WR_ATOMIC_FETCH_AND_ADD,
+				       .sg_list = sge,
+				       .num_sge = 1 };
+	sge[0].length = 4;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0),
+			 EINVAL);
+	/* a full queue says ENOMEM, and nothing was lost */
+	int n = 0;
+
+	while (post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, (uint64_t)n, 0, 8,
+			0, OVR_SEND_SIGNALED) == 0)
+		n++;
+	assert_int_equal(n, 256);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 0, 0, 8,
+				  0, 0),
+			 ENOMEM);
+	assert_true(wait_cq(p, 0, 0, 256));
+	for (int i = 0; i < 256; i++)
+		expect_wc(f, 0, 0, (uint64_t)i, OVR_WC_SUCCESS,
+			  OVR_WC_RDMA_WRITE);
+	/* a region in use cannot be deregistered */
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 0, 64), 0);
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, p->n[1].key), -EBUSY);
+}
+
+static void test_inline_and_sgl(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge[3] = {
+		{ ovr_pair_va(p, 0, 100), 10, 0 },
+		{ ovr_pair_va(p, 0, 5000), 20, 0 },
+		{ ovr_pair_va(p, 0, 9000), 30, 0 },
+	};
+	struct ovr_eng_sge rsge[2] = {
+		{ ovr_pair_va(p, 1, 1000), 25, p->n[1].key },
+		{ ovr_pair_va(p, 1, 3000), 100, p->n[1].key },
+	};
+	struct ovr_eng_recv_wr rwr = { 5, rsge, 2 };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 4,
+		.opcode = OVR_WR_SEND_WITH_IMM,
+		.send_flags = OVR_SEND_INLINE | OVR_SEND_SIGNALED,
+		.sg_list = sge,
+		.num_sge = 3,
+		.imm_data = 0x12345678,
+	};
+	uint8_t want[60];
+	struct ovr_eng_wc wc;
+
+	fill_pattern(p->n[0].mem, 10000, 9);
+	memcpy(want, p->n[0].mem + 100, 10);
+	memcpy(want + 10, p->n[0].mem + 5000, 20);
+	memcpy(want + 30, p->n[0].mem + 9000, 30);
+	assert_int_equal(ovr_eng_post_recv(p->n[1].eng, f->qpn[1], &rwr, 0), 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	/* inline: the source may change right after posting */
+	memset(p->n[0].mem + 100, 0, 10);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 60);
+	assert_int_equal(wc.imm_data, 0x12345678);
+	assert_int_equal(wc.wc_flags & OVR_WC_WITH_IMM, OVR_WC_WITH_IMM);
+	assert_memory_equal(p->n[1].mem + 1000, want, 25);
+	assert_memory_equal(p->n[1].mem + 3000, want + 25, 35);
+	assert_int_equal(p->n[1].mem[3035], 0);
+}
+
+static void test_unsignaled(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE,
+					  (uint64_t)i, 0, 100, 0,
+					  i == 9 ? OVR_SEND_SIGNALED : 0),
+				 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 9, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	ovr_pair_run(p, NULL, NULL, p->now + 10000000);
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +754,40 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomics, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_write_last_byte_last,
+						setup_lossy, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_rkey, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_rkey, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_out_of_bounds, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_missing_right, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_misaligned_atomic,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lkey, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_send_too_long, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_retry_exhausted,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr_wait_and_release,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr_wait_and_release,
+						setup_lossy, teardown),
+		cmocka_unit_test_setup_teardown(test_rnr_retry_exceeded,
+						setup_rnr0, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_on_modify_error,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_state_machine, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_post_errors, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_inline_and_sgl,
+						setup_lossy, teardown),
+		cmocka_unit_test_setup_teardown(test_unsignaled, setup_lossy,
 						teardown),
 	};
 
