@@ -94,6 +94,8 @@ static uint32_t mtu_bytes(uint32_t mtu)
 	return mtu >= OVR_MTU_256 && mtu <= OVR_MTU_4096 ? 128u << mtu : 0;
 }
 
+static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
+
 /* ---- configuration ------------------------------------------------------ */
 
 void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
@@ -754,6 +756,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	}
 	qp->state = next;
 	qp->st.state = next;
+	if (next == OVR_QPS_SQD)
+		sq_complete(e, qp); /* may be drained already */
 	qp_activate(e, qp);
 	return 0;
 }

@@ -722,6 +722,42 @@ static void test_inline_and_sgl(void **state)
 	assert_int_equal(p->n[1].mem[3035], 0);
 }
 
+static void test_sqd(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_SQD };
+
+	fill_pattern(p->n[0].mem, 1u << 20, 5);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0,
+				  1u << 20, 0, OVR_SEND_SIGNALED),
+			 0);
+	ovr_pair_step(p); /* the first one is on its way */
+	assert_int_equal(
+		ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
+				  OVR_ENG_ATTR_STATE |
+					  OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY,
+				  p->now),
+		0);
+	/* a WR posted in SQD waits */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 2, 0, 64,
+				  2u << 20, OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	assert_memory_equal(p->n[1].mem, p->n[0].mem, 1u << 20);
+	ovr_pair_run(p, NULL, NULL, p->now + 10000000);
+	assert_int_equal(p->n[0].events[OVR_EV_SQ_DRAINED], 1);
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
+	/* back to RTS: the waiting WR goes */
+	a.qp_state = OVR_ENG_QPS_RTS;
+	assert_int_equal(ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
+					   OVR_ENG_ATTR_STATE, p->now),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 2, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+}
+
 static void test_unsignaled(void **state)
 {
 	struct fix *f = *state;
@@ -788,6 +824,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_inline_and_sgl,
 						setup_lossy, teardown),
 		cmocka_unit_test_setup_teardown(test_unsignaled, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_sqd, setup_lossy,
 						teardown),
 	};
 
