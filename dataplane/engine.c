@@ -442,12 +442,13 @@ static void qp_event(struct ovr_eng *e, struct eng_qp *qp,
 }
 
 /*
- * Move @qp to ERROR: the oldest uncompleted send WR completes with
- * @head_status (unless it is FLUSH), every other one and every receive
- * flushes. Nothing is sent afterwards except a pending NAK.
+ * Move @qp to ERROR: the send WR at SQ index @fail completes with @status
+ * (unless that is FLUSH), every other outstanding send WR and every
+ * receive flushes, in posting order. Nothing is sent afterwards except a
+ * pending NAK.
  */
-static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t head_status,
-		     uint32_t verr)
+static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
+		     uint32_t status, uint32_t verr)
 {
 	uint32_t i;
 
@@ -458,8 +459,8 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t head_status,
 		struct eng_swqe *w = &qp->sq[i & qp->sq_mask];
 		uint32_t st = OVR_WC_WR_FLUSH_ERR, ve = 0;
 
-		if (i == qp->sq_cons && head_status != OVR_WC_WR_FLUSH_ERR) {
-			st = head_status;
+		if (i == fail) {
+			st = status;
 			ve = verr;
 		} else if (w->state == W_LOCERR) {
 			st = w->status;
@@ -483,6 +484,15 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t head_status,
 	qp->ack_now = false;
 	qp->rnr_wait = false;
 	qp->credit_wait_since = 0;
+	qp->pend_code = 0;
+	qp->fail_pending = false;
+}
+
+/* ERROR with the oldest outstanding send WR failing with @status. */
+static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
+			  uint32_t verr)
+{
+	qp_error(e, qp, qp->sq_cons, status, verr);
 }
 
 /* A responder-side violation: NAK it, then ERROR (verbs class C/J). */
@@ -494,11 +504,30 @@ static void qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 	qp->nak_psn = psn;
 	qp->fatal_code = code;
 	qp->fatal_psn = psn;
-	qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+	qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
 	qp_event(e, qp,
 		 code == OVR_NAK_REM_ACCESS ? OVR_EV_QP_ACCESS_ERR :
 					      OVR_EV_QP_REQ_ERR);
 	qp_activate(e, qp);
+}
+
+/*
+ * A request violates protection or limits. In order (everything before it
+ * has arrived), NAK and fail now; beyond a hole, remember it and do so
+ * when the hole fills, so the NAK's PSN is also a true cumulative ACK and
+ * the requester completes everything before it normally.
+ */
+static void violation(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
+		      uint32_t psn)
+{
+	if (psn == qp->rx.ack_psn) {
+		qp_fatal_nak(e, qp, code, psn);
+		return;
+	}
+	if (!qp->pend_code || PSN_LT(psn, qp->pend_psn)) {
+		qp->pend_code = code;
+		qp->pend_psn = psn;
+	}
 }
 
 /* ---- QP verbs --------------------------------------------------------------- */
@@ -606,7 +635,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->credit_wait_since = 0;
 	memset(qp->rdq, 0, sizeof(qp->rdq));
 	memset(qp->stash, 0, sizeof(qp->stash));
-	qp->nak_code = qp->fatal_code = 0;
+	qp->nak_code = qp->fatal_code = qp->pend_code = 0;
+	qp->fail_pending = false;
 	qp->ack_at = 0;
 	qp->ack_now = false;
 	qp->unacked = 0;
@@ -713,7 +743,7 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		return 0;
 	}
 	if (next == OVR_QPS_ERR) {
-		qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+		qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
 		qp_deactivate(qp);
 		return 0;
 	}
@@ -1382,7 +1412,7 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	w = &qp->sq[idx & qp->sq_mask];
 	if (w->state == W_LOCERR)
 		return 0; /* completes with its error once it is the oldest */
-	if (qp->rnr_wait)
+	if (qp->rnr_wait || qp->fail_pending)
 		return 0;
 	if (w->state == W_QUEUED) {
 		if (qp->state != OVR_QPS_RTS)
@@ -1696,14 +1726,20 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 			if (qp->rnr_retry != 7 &&
 			    qp->rnr_tries > qp->rnr_retry) {
 				if (req_of_psn(e, qp, psn, &idx)) {
-					/* complete everything before it */
+					/* it fails once everything before it
+					 * has completed; it is not resent */
+					k->flags |= SB_SACKED;
+					qp->nsacked++;
+					qp->pipe -= PKT_COST(k->len);
+					if (PSN_LT(qp->sack_hi,
+						   PSN_ADD(psn, 1)))
+						qp->sack_hi = PSN_ADD(psn, 1);
+					qp->fail_pending = true;
+					qp->fail_idx = idx;
+					qp->fail_status =
+						OVR_WC_RNR_RETRY_EXC_ERR;
+					qp->fail_verr = OVR_VERR_RNR;
 					sq_complete(e, qp);
-					qp_error(
-						e, qp,
-						idx == qp->sq_cons ?
-							OVR_WC_RNR_RETRY_EXC_ERR :
-							OVR_WC_WR_FLUSH_ERR,
-						OVR_VERR_RNR);
 				}
 				return;
 			}
@@ -1744,8 +1780,9 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (qp->state == OVR_QPS_ERR)
 		return;
-	qp_error(e, qp, idx == qp->sq_cons ? st : OVR_WC_WR_FLUSH_ERR,
-		 p->u.nak.code);
+	/* WRs before it that still wait (for READ responses the responder
+	 * will not send now) flush */
+	qp_error(e, qp, idx, st, p->u.nak.code);
 }
 
 /* ---- completions of the send queue --------------------------------- */
@@ -1757,7 +1794,11 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			qp_error(e, qp, w->status, OVR_VERR_LKEY);
+			qp_error_head(e, qp, w->status, OVR_VERR_LKEY);
+			return;
+		}
+		if (qp->fail_pending && idx == qp->fail_idx) {
+			qp_error_head(e, qp, qp->fail_status, qp->fail_verr);
 			return;
 		}
 		if (w->state != W_SENT)
@@ -1798,6 +1839,11 @@ static struct eng_rwqe *rq_slot(struct eng_qp *qp, uint32_t msn, uint32_t *idx)
 static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 {
 	uint32_t ack = qp->rx.ack_psn;
+
+	if (qp->pend_code && qp->pend_psn == ack) {
+		qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
+		return;
+	}
 
 	/* 1. WRITE tails, oldest first, so the last byte lands last */
 	for (;;) {
@@ -1957,7 +2003,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			return;
 		}
 		if (r->bad) {
-			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, p->psn);
+			violation(e, qp, OVR_NAK_REM_OP, p->psn);
 			return;
 		}
 		break;
@@ -1972,7 +2018,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
 		    p->u.send.msg_len > r->cap) {
 			r->bad = OVR_WC_LOC_LEN_ERR;
-			qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, p->psn);
+			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 			return;
 		}
 		sge_write(rwqe_sge(qp, ridx), r->nsge, p->u.send.mo, p->payload,
@@ -1999,7 +2045,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 					 p->u.write.va + p->u.write.mo,
 					 p->payload_len,
 					 OVR_ENG_ACCESS_REMOTE_WRITE, &host)) {
-				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, p->psn);
+				violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
 				return;
 			}
 			if (!place_write(e, qp, p, host,
@@ -2026,7 +2072,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 
 		if ((int32_t)(msn - qp->rd_free_msn) < 0 ||
 		    msn - qp->rd_free_msn >= depth) {
-			qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, p->psn);
+			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 			return;
 		}
 		q = &qp->rdq[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
@@ -2157,7 +2203,8 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 	if (p.opcode == OVR_OP_VERSION_REJECT) {
 		if (ovr_wire_version_select(p.u.vrej.min, p.u.vrej.max) < 0 &&
 		    qp->state != OVR_QPS_ERR) {
-			qp_error(e, qp, OVR_WC_FATAL_ERR, OVR_VERR_VERSION);
+			qp_error_head(e, qp, OVR_WC_FATAL_ERR,
+				      OVR_VERR_VERSION);
 			qp_event(e, qp, OVR_EV_QP_FATAL);
 		}
 		return;
@@ -2211,10 +2258,11 @@ static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 		if (k->flags & SB_RESP) {
 			/* our responses go unanswered: the peer is gone */
-			qp_error(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+			qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
 			qp_event(e, qp, OVR_EV_QP_FATAL);
 		} else {
-			qp_error(e, qp, OVR_WC_RETRY_EXC_ERR, OVR_VERR_RETRY);
+			qp_error_head(e, qp, OVR_WC_RETRY_EXC_ERR,
+				      OVR_VERR_RETRY);
 		}
 		return;
 	}

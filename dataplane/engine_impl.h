@@ -191,6 +191,13 @@ struct eng_qp {
 	uint32_t nak_psn;
 	uint8_t fatal_code; /* responder error that put the QP in ERR */
 	uint32_t fatal_psn;
+	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
+	uint32_t pend_psn; /* the QP failed) once everything before it is in */
+	/* requester: a WR that failed once the WRs before it complete */
+	bool fail_pending;
+	uint8_t fail_status;
+	uint32_t fail_idx;
+	uint32_t fail_verr;
 
 	/* receive queue */
 	struct eng_rwqe *rq;

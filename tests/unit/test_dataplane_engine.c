@@ -528,9 +528,15 @@ static void test_rnr_retry_exceeded(void **state)
 {
 	struct fix *f = *state;
 
+	/* a WRITE before it completes normally */
+	assert_int_equal(post_one(f->p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 0, 0,
+				  100000, 0, OVR_SEND_SIGNALED),
+			 0);
 	assert_int_equal(post_one(f->p, 0, f->qpn[0], OVR_WR_SEND, 1, 0, 10, 0,
 				  OVR_SEND_SIGNALED),
 			 0);
+	assert_true(wait_cq(f->p, 0, 0, 1));
+	expect_wc(f, 0, 0, 0, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
 	assert_int_equal(post_one(f->p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 2, 0,
 				  10, 0, 0),
 			 0);
