@@ -104,7 +104,7 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 		.max_qp = 1024,
 		.max_mr = 4096,
 		.max_pdu = 4096 + 128,
-		.window_pkts = 512,
+		.window_pkts = 1024,
 		.sb_pool = 256,
 		.init_rto_ns = 1000000, /* 1 ms until the first sample */
 		.min_rto_ns = 200000,
@@ -705,8 +705,11 @@ static void qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	memset(&qp->cc, 0, sizeof(qp->cc));
 	p.mss = qp->seg;
 	p.max_cwnd_bytes = e->cfg.window_pkts * PKT_COST(qp->seg);
-	p.init_cwnd_bytes = e->cfg.cc_init_cwnd ? e->cfg.cc_init_cwnd :
-						  p.max_cwnd_bytes;
+	/* default: an eighth of the PSN window, so that a loss (which holds
+	 * snd_una back for about an RTT) does not close the window */
+	p.init_cwnd_bytes = e->cfg.cc_init_cwnd ?
+				    e->cfg.cc_init_cwnd :
+				    e->cfg.window_pkts / 8 * PKT_COST(qp->seg);
 	if (p.init_cwnd_bytes > p.max_cwnd_bytes)
 		p.init_cwnd_bytes = p.max_cwnd_bytes;
 	p.line_rate_bps = e->cfg.line_rate_bps;

@@ -275,7 +275,7 @@ struct ovr_eng_cfg {
 	uint32_t ack_every; /* ACK at least every N packets received */
 	uint32_t tx_burst; /* packets one QP sends before the next QP's turn */
 	const struct ovr_cc_ops *cc; /* NULL: ovr_cc_fixed */
-	uint32_t cc_init_cwnd; /* bytes; 0: window_pkts full segments */
+	uint32_t cc_init_cwnd; /* bytes; 0: window_pkts / 8 full segments */
 	uint64_t line_rate_bps; /* for the controller; 0: unknown */
 	uint64_t seed; /* keys and QPN generations; 0: from getrandom */
 };

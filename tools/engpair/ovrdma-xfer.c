@@ -5,7 +5,8 @@
  *
  *   ovrdma-xfer [--loss P] [--burst N] [--reorder P] [--dup P]
  *               [--corrupt P] [--delay-us N] [--jitter-us N]
- *               [--gbps N] [--mb N] [--seed N]
+ *               [--gbps N] [--mb N] [--seed N] [--window PKTS]
+ *               [--cwnd-kb N]
  *
  * Node 0 RDMA-WRITEs --mb megabytes (1 MB messages) to node 1, then reads
  * them back with RDMA READ, SENDs a checksum message, and checks every
@@ -56,7 +57,8 @@ static void usage(void)
 		"usage: ovrdma-xfer [--loss P] [--burst N] [--reorder P] "
 		"[--dup P] [--corrupt P]\n"
 		"                   [--delay-us N] [--jitter-us N] [--gbps N] "
-		"[--mb N] [--seed N]\n");
+		"[--mb N] [--seed N]\n"
+		"                   [--window PKTS] [--cwnd-kb N]\n");
 	exit(2);
 }
 
@@ -94,6 +96,8 @@ int main(int argc, char **argv)
 		{ "gbps", required_argument, NULL, 'g' },
 		{ "mb", required_argument, NULL, 'm' },
 		{ "seed", required_argument, NULL, 's' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "cwnd-kb", required_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ovr_pair_cfg cfg;
@@ -103,6 +107,7 @@ int main(int argc, char **argv)
 	double loss = 0.01, reorder = 0.01, dup = 0.001, corrupt = 0.001;
 	double burst = 0;
 	uint64_t delay_us = 15, jitter_us = 2, gbps = 100, mb = 64, seed = 1;
+	uint64_t window = 0, cwnd_kb = 0;
 	uint32_t qpn[2];
 	struct ovr_pair *p;
 	uint64_t t0, t_write, t_read;
@@ -141,6 +146,12 @@ int main(int argc, char **argv)
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'w':
+			window = strtoull(optarg, NULL, 0);
+			break;
+		case 'k':
+			cwnd_kb = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
@@ -149,6 +160,9 @@ int main(int argc, char **argv)
 		usage();
 	ovr_pair_cfg_default(&cfg);
 	cfg.mem_bytes = (size_t)mb << 21; /* data + readback on node 0 */
+	if (window)
+		cfg.eng.window_pkts = (uint32_t)window;
+	cfg.eng.cc_init_cwnd = (uint32_t)(cwnd_kb << 10);
 	for (int i = 0; i < 2; i++) {
 		struct ovr_link_cfg *l = &cfg.link[i];
 
