@@ -32,7 +32,7 @@
  *     run of the same invocation (median over seeds), the goal, the
  *     go-back-N figure (1-p)/(1+(W-1)p) with W = 89, and the loss
  *     recovery counters over the measured interval. Once with the default
- *     window_pkts (512) and once with 128, where the window, not the
+ *     window_pkts (1024) and once with 128, where the window, not the
  *     recovery, limits goodput.
  *  4. Memory: ovr_eng_mem() for a typical QP (128 send and receive WRs,
  *     4 SGEs, 64 B inline), and the heap growth (mallinfo2) of creating
@@ -864,7 +864,12 @@ static void loss_table(uint32_t window, const char *why)
 
 static void bench_loss(void)
 {
-	loss_table(512, "the default; 5.5 BDP");
+	{
+		struct ovr_eng_cfg dflt;
+
+		ovr_eng_cfg_default(&dflt);
+		loss_table(dflt.window_pkts, "the default");
+	}
 	loss_table(128, "1.4 BDP: recovery stalls on the window");
 }
 
