@@ -303,8 +303,10 @@ static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- scatter / gather ------------------------------------------------- */
 
-static void sge_read(const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *dst, uint32_t len)
+/* Copy @len bytes between @buf and offset @off of a scatter list:
+ * out of the list when @to_list is false, into it when true. */
+static void sge_copy(const struct eng_lsge *s, unsigned int n, uint32_t off,
+		     uint8_t *buf, uint32_t len, bool to_list)
 {
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
@@ -314,29 +316,26 @@ static void sge_read(const struct eng_lsge *s, unsigned int n, uint32_t off,
 			continue;
 		}
 		c = min32(s[i].len - off, len);
-		memcpy(dst, s[i].host + off, c);
-		dst += c;
+		if (to_list)
+			memcpy(s[i].host + off, buf, c);
+		else
+			memcpy(buf, s[i].host + off, c);
+		buf += c;
 		len -= c;
 		off = 0;
 	}
 }
 
+static void sge_read(const struct eng_lsge *s, unsigned int n, uint32_t off,
+		     uint8_t *dst, uint32_t len)
+{
+	sge_copy(s, n, off, dst, len, false);
+}
+
 static void sge_write(const struct eng_lsge *s, unsigned int n, uint32_t off,
 		      const uint8_t *src, uint32_t len)
 {
-	for (unsigned int i = 0; len && i < n; i++) {
-		uint32_t c;
-
-		if (off >= s[i].len) {
-			off -= s[i].len;
-			continue;
-		}
-		c = min32(s[i].len - off, len);
-		memcpy(s[i].host + off, src, c);
-		src += c;
-		len -= c;
-		off = 0;
-	}
+	sge_copy(s, n, off, (uint8_t *)(uintptr_t)src, len, true);
 }
 
 static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
@@ -349,26 +348,23 @@ static inline struct eng_lsge *rwqe_sge(struct eng_qp *qp, uint32_t idx)
 	return &qp->rsge[(idx & qp->rq_mask) * qp->cap.max_recv_sge];
 }
 
-static void swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
+/* Drop the region references a WR's scatter list took at post time. */
+static void put_refs(struct ovr_eng *e, const struct eng_lsge *s, uint8_t *nsge)
 {
-	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
-	struct eng_lsge *s = swqe_sge(qp, idx);
-
-	for (unsigned int i = 0; i < w->nsge; i++)
+	for (unsigned int i = 0; i < *nsge; i++)
 		if (s[i].key)
 			ovr_mr_put(e->mrs, s[i].key);
-	w->nsge = 0;
+	*nsge = 0;
+}
+
+static void swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
+{
+	put_refs(e, swqe_sge(qp, idx), &qp->sq[idx & qp->sq_mask].nsge);
 }
 
 static void rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 {
-	struct eng_rwqe *r = &qp->rq[idx & qp->rq_mask];
-	struct eng_lsge *s = rwqe_sge(qp, idx);
-
-	for (unsigned int i = 0; i < r->nsge; i++)
-		if (s[i].key)
-			ovr_mr_put(e->mrs, s[i].key);
-	r->nsge = 0;
+	put_refs(e, rwqe_sge(qp, idx), &qp->rq[idx & qp->rq_mask].nsge);
 }
 
 /* ---- completions --------------------------------------------------------- */

@@ -69,21 +69,15 @@ enum ovr_dp_rx_verdict ovr_dp_rxwin_peek(const struct ovr_dp_rxwin *w,
 
 enum ovr_dp_rx_verdict ovr_dp_rxwin_mark(struct ovr_dp_rxwin *w, uint32_t psn)
 {
-	int32_t d;
+	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(w, psn);
 
+	if (v == OVR_DP_RX_DUP || v == OVR_DP_RX_OUTSIDE)
+		return v;
 	psn &= M24;
-	d = ovr_wire_psn_diff(psn, w->ack_psn);
-	if (d < 0)
-		return OVR_DP_RX_DUP;
-	if ((uint32_t)d > w->mask)
-		return OVR_DP_RX_OUTSIDE;
-	if (d > 0 && bit_test(w, psn))
-		return OVR_DP_RX_DUP;
-
 	w->last_psn = psn;
 	if (ovr_wire_psn_diff((psn + 1) & M24, w->hi_psn) > 0)
 		w->hi_psn = (psn + 1) & M24;
-	if (d > 0) {
+	if (v == OVR_DP_RX_OOO) {
 		bit_set(w, psn);
 		return OVR_DP_RX_OOO;
 	}
