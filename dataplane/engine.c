@@ -1071,7 +1071,7 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 		e->st.tx_nobuf++;
 		return false;
 	}
-	h = ovr_wire_build_hdr(p, buf, e->cfg.max_pdu - OVR_WIRE_CRC_LEN);
+	h = ovr_wire_build_hdr(p, buf, e->cfg.max_pdu); /* counts the CRC */
 	if (ovr_unlikely(h < 0)) {
 		/* a bug, not an input problem: never send a bad PDU */
 		e->st.tx_nobuf++;
@@ -2321,11 +2321,14 @@ static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
 		t = min64(t, qp->rnr_until);
 	if (qp->credit_wait_since) {
 		uint64_t probe = 2 * qp->rtt.srtt_ns;
+		uint64_t at =
+			qp->credit_wait_since + (probe < 20000 ? 20000 : probe);
 
-		t = min64(t, qp->credit_wait_since +
-				     (probe < 20000 ? 20000 : probe));
+		/* once due, the probe waits for the window or for responses
+		 * ahead of it: those wake the QP, a past time must not */
+		if (at > e->now)
+			t = min64(t, at);
 	}
-	(void)e;
 	return t;
 }
 

@@ -34,9 +34,8 @@
  *
  * Reproduce a run: OVR_SOAK_SEED=<base seed> OVR_SOAK_ONLY=<run index>
  * (each run prints both); OVR_SOAK_RUNS=<n> changes the number of runs.
- * OVR_SOAK_SMALL_PDU=1 also lets runs use an engine max_pdu below the
- * path MTU plus headers (1500, 2200 bytes): off by default while the
- * engine cannot send a full WRITE_WITH_IMM segment there.
+ * Runs may use an engine max_pdu below the path MTU plus headers (1500,
+ * 2200 bytes); OVR_SOAK_SMALL_PDU=0 turns that off.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -1805,7 +1804,7 @@ static void test_soak(void **state)
 	uint64_t base = env_u64("OVR_SOAK_SEED", DEFAULT_SEED);
 	uint64_t runs = env_u64("OVR_SOAK_RUNS", DEFAULT_RUNS);
 	uint64_t only = env_u64("OVR_SOAK_ONLY", UINT64_MAX);
-	bool small_pdu = env_u64("OVR_SOAK_SMALL_PDU", 0) != 0;
+	bool small_pdu = env_u64("OVR_SOAK_SMALL_PDU", 1) != 0;
 	static char failed[4096];
 	size_t flen = 0;
 	unsigned int nfail = 0, nrun = 0;
