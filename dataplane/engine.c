@@ -369,21 +369,25 @@ static void rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 
 /* ---- completions --------------------------------------------------------- */
 
+/* What each work-request opcode becomes on the wire and in its
+ * completion (indexed by enum ovr_wr_opcode; post_send admits only these). */
+static const struct {
+	uint8_t wire;
+	uint8_t wc;
+} wr_map[OVR_WR_SEND_WITH_INV + 1] = {
+	[OVR_WR_RDMA_WRITE] = { OVR_OP_WRITE, OVR_WC_RDMA_WRITE },
+	[OVR_WR_RDMA_WRITE_WITH_IMM] = { OVR_OP_WRITE_IMM, OVR_WC_RDMA_WRITE },
+	[OVR_WR_SEND] = { OVR_OP_SEND, OVR_WC_SEND },
+	[OVR_WR_SEND_WITH_IMM] = { OVR_OP_SEND_IMM, OVR_WC_SEND },
+	[OVR_WR_RDMA_READ] = { OVR_OP_READ_REQ, OVR_WC_RDMA_READ },
+	[OVR_WR_ATOMIC_CMP_AND_SWP] = { OVR_OP_ATOMIC_CS, OVR_WC_COMP_SWAP },
+	[OVR_WR_ATOMIC_FETCH_AND_ADD] = { OVR_OP_ATOMIC_FA, OVR_WC_FETCH_ADD },
+	[OVR_WR_SEND_WITH_INV] = { OVR_OP_SEND_INV, OVR_WC_SEND },
+};
+
 static uint32_t wc_opcode_of(uint8_t wr_opcode)
 {
-	switch (wr_opcode) {
-	case OVR_WR_RDMA_WRITE:
-	case OVR_WR_RDMA_WRITE_WITH_IMM:
-		return OVR_WC_RDMA_WRITE;
-	case OVR_WR_RDMA_READ:
-		return OVR_WC_RDMA_READ;
-	case OVR_WR_ATOMIC_CMP_AND_SWP:
-		return OVR_WC_COMP_SWAP;
-	case OVR_WR_ATOMIC_FETCH_AND_ADD:
-		return OVR_WC_FETCH_ADD;
-	default:
-		return OVR_WC_SEND;
-	}
+	return wr_map[wr_opcode].wc;
 }
 
 static void complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
@@ -1121,24 +1125,7 @@ static void fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 
 static uint8_t wire_op_of(uint8_t wr_op)
 {
-	switch (wr_op) {
-	case OVR_WR_SEND:
-		return OVR_OP_SEND;
-	case OVR_WR_SEND_WITH_IMM:
-		return OVR_OP_SEND_IMM;
-	case OVR_WR_SEND_WITH_INV:
-		return OVR_OP_SEND_INV;
-	case OVR_WR_RDMA_WRITE:
-		return OVR_OP_WRITE;
-	case OVR_WR_RDMA_WRITE_WITH_IMM:
-		return OVR_OP_WRITE_IMM;
-	case OVR_WR_RDMA_READ:
-		return OVR_OP_READ_REQ;
-	case OVR_WR_ATOMIC_CMP_AND_SWP:
-		return OVR_OP_ATOMIC_CS;
-	default:
-		return OVR_OP_ATOMIC_FA;
-	}
+	return wr_map[wr_op].wire;
 }
 
 /* (Re)send the request segment of SQ slot @idx at offset @off. */
