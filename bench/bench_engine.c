@@ -226,72 +226,9 @@ static const struct ovr_eng_ops ring_ops = {
 /* INIT, RTR, RTS on both sides, as ovr_pair_connect does. */
 static int ring_connect(struct rig *r, const struct ovr_pair_qp_params *qp)
 {
-	struct ovr_eng_qp_attr a;
-	int rc;
+	static const uint32_t pd[2] = { 1, 1 };
 
-	for (int i = 0; i < 2; i++) {
-		struct ovr_eng_qp_init init = {
-			.pd = 1,
-			.send_cq = 0,
-			.recv_cq = 1,
-			.sq_sig_all = qp->sq_sig_all,
-			.user = (uint64_t)i,
-			.cap = qp->cap,
-		};
-
-		rc = ovr_eng_qp_create(r->eng[i], &init, &r->qpn[i]);
-		if (rc)
-			return rc;
-		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_INIT;
-		a.qp_access_flags = qp->access;
-		rc = ovr_eng_qp_modify(
-			r->eng[i], r->qpn[i], &a,
-			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-				OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_ACCESS_FLAGS,
-			r->now);
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < 2; i++) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_RTR;
-		a.path_mtu = qp->mtu;
-		a.dest_qp_num = r->qpn[1 - i];
-		a.rq_psn = 0x1000u * (uint32_t)(i + 1);
-		a.peer = (uint64_t)(1 - i);
-		a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
-		a.min_rnr_timer = qp->min_rnr_timer;
-		rc = ovr_eng_qp_modify(r->eng[i], r->qpn[i], &a,
-				       OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-					       OVR_ENG_ATTR_PATH_MTU |
-					       OVR_ENG_ATTR_DEST_QPN |
-					       OVR_ENG_ATTR_RQ_PSN |
-					       OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-					       OVR_ENG_ATTR_MIN_RNR_TIMER,
-				       r->now);
-		if (rc)
-			return rc;
-	}
-	for (int i = 0; i < 2; i++) {
-		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_RTS;
-		a.sq_psn = 0x1000u * (uint32_t)(2 - i);
-		a.timeout = qp->timeout;
-		a.retry_cnt = qp->retry_cnt;
-		a.rnr_retry = qp->rnr_retry;
-		a.max_rd_atomic = qp->max_rd_atomic;
-		rc = ovr_eng_qp_modify(
-			r->eng[i], r->qpn[i], &a,
-			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-				OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
-				OVR_ENG_ATTR_RNR_RETRY |
-				OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
-			r->now);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return ovr_eng_connect_two(r->eng, pd, qp, 0, r->now, r->qpn);
 }
 
 static struct rig *rig_create(enum rig_kind kind, const struct ovr_pair_cfg *pc,

@@ -282,7 +282,8 @@ static bool sb_acquire(struct ovr_eng *e, struct eng_qp *qp)
 		return false;
 	}
 	e->sb_free = sb->next_free;
-	memset(sb->pkt, 0, e->cfg.window_pkts * sizeof(struct eng_pkt));
+	/* no clearing: only slots in [snd_una, snd_nxt) are ever read, and
+	 * each is written by sb_record before it enters that range */
 	qp->sb = sb;
 	return true;
 }

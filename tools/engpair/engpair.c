@@ -183,17 +183,16 @@ void ovr_pair_destroy(struct ovr_pair *p)
 	free(p);
 }
 
-int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
-		     uint32_t cq_base, uint32_t qpn[2])
+int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
+			const struct ovr_pair_qp_params *qp, uint32_t cq_base,
+			uint64_t now, uint32_t qpn[2])
 {
 	struct ovr_eng_qp_attr a;
 	int rc;
 
-	if (cq_base + 1 >= OVR_PAIR_MAX_CQ)
-		return -EINVAL;
 	for (int i = 0; i < 2; i++) {
 		struct ovr_eng_qp_init init = {
-			.pd = p->n[i].pd,
+			.pd = pd[i],
 			.send_cq = cq_base,
 			.recv_cq = cq_base + 1,
 			.sq_sig_all = qp->sq_sig_all,
@@ -201,17 +200,17 @@ int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
 			.cap = qp->cap,
 		};
 
-		rc = ovr_eng_qp_create(p->n[i].eng, &init, &qpn[i]);
+		rc = ovr_eng_qp_create(eng[i], &init, &qpn[i]);
 		if (rc)
 			return rc;
 		memset(&a, 0, sizeof(a));
 		a.qp_state = OVR_ENG_QPS_INIT;
 		a.qp_access_flags = qp->access;
 		rc = ovr_eng_qp_modify(
-			p->n[i].eng, qpn[i], &a,
+			eng[i], qpn[i], &a,
 			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
 				OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_ACCESS_FLAGS,
-			p->now);
+			now);
 		if (rc)
 			return rc;
 	}
@@ -224,14 +223,14 @@ int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
 		a.peer = (uint64_t)(1 - i);
 		a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
 		a.min_rnr_timer = qp->min_rnr_timer;
-		rc = ovr_eng_qp_modify(p->n[i].eng, qpn[i], &a,
+		rc = ovr_eng_qp_modify(eng[i], qpn[i], &a,
 				       OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
 					       OVR_ENG_ATTR_PATH_MTU |
 					       OVR_ENG_ATTR_DEST_QPN |
 					       OVR_ENG_ATTR_RQ_PSN |
 					       OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
 					       OVR_ENG_ATTR_MIN_RNR_TIMER,
-				       p->now);
+				       now);
 		if (rc)
 			return rc;
 	}
@@ -246,16 +245,27 @@ int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
 		a.rnr_retry = qp->rnr_retry;
 		a.max_rd_atomic = qp->max_rd_atomic;
 		rc = ovr_eng_qp_modify(
-			p->n[i].eng, qpn[i], &a,
+			eng[i], qpn[i], &a,
 			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
 				OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
 				OVR_ENG_ATTR_RNR_RETRY |
 				OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
-			p->now);
+			now);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
+		     uint32_t cq_base, uint32_t qpn[2])
+{
+	struct ovr_eng *eng[2] = { p->n[0].eng, p->n[1].eng };
+	const uint32_t pd[2] = { p->n[0].pd, p->n[1].pd };
+
+	if (cq_base + 1 >= OVR_PAIR_MAX_CQ)
+		return -EINVAL;
+	return ovr_eng_connect_two(eng, pd, qp, cq_base, p->now, qpn);
 }
 
 bool ovr_pair_step(struct ovr_pair *p)

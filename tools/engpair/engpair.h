@@ -78,6 +78,15 @@ void ovr_pair_destroy(struct ovr_pair *p);
 int ovr_pair_connect(struct ovr_pair *p, const struct ovr_pair_qp_params *qp,
 		     uint32_t cq_base, uint32_t qpn[2]);
 
+/*
+ * The same bring-up for two engines wired by other means (the caller
+ * routes peer 0 / 1 itself): QPs on @eng[0] and @eng[1] in protection
+ * domains @pd, completing to cq_base (send) and cq_base + 1 (recv).
+ */
+int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
+			const struct ovr_pair_qp_params *qp, uint32_t cq_base,
+			uint64_t now, uint32_t qpn[2]);
+
 /* Deliver what has arrived, poll both engines, advance time to the next
  * event. false when nothing at all remains to happen. */
 bool ovr_pair_step(struct ovr_pair *p);
