@@ -115,6 +115,7 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 		.cc = NULL,
 		.cc_init_cwnd = 0,
 		.line_rate_bps = 0,
+		.base_rtt_ns = 0,
 		.seed = 0,
 	};
 }
@@ -656,7 +657,7 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	if (!qp)
 		return -EINVAL;
 	qp_reset(e, qp);
-	if (qp->cc.mss)
+	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
 	qp_free_queues(qp);
 	qp->in_use = false;
@@ -701,7 +702,7 @@ static void qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 	ovr_dp_rtt_init(&qp->rtt, e->cfg.init_rto_ns, e->cfg.min_rto_ns,
 			e->cfg.max_rto_ns, 1000);
-	if (qp->cc.mss)
+	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
 	memset(&qp->cc, 0, sizeof(qp->cc));
 	p.mss = qp->seg;
@@ -714,6 +715,9 @@ static void qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	if (p.init_cwnd_bytes > p.max_cwnd_bytes)
 		p.init_cwnd_bytes = p.max_cwnd_bytes;
 	p.line_rate_bps = e->cfg.line_rate_bps;
+	p.base_rtt_ns = e->cfg.base_rtt_ns;
+	p.hops = 0;
+	p.now_ns = now;
 	qp->cc.mss = qp->seg;
 	e->cc->init(&qp->cc, &p);
 	if (!qp->cc.mss)

@@ -277,6 +277,7 @@ struct ovr_eng_cfg {
 	const struct ovr_cc_ops *cc; /* NULL: ovr_cc_fixed */
 	uint32_t cc_init_cwnd; /* bytes; 0: window_pkts / 8 full segments */
 	uint64_t line_rate_bps; /* for the controller; 0: unknown */
+	uint64_t base_rtt_ns; /* unloaded RTT hint for the controller; 0: unknown */
 	uint64_t seed; /* keys and QPN generations; 0: from getrandom */
 };
 

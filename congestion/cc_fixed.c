@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The engine's default congestion controller until congestion/ provides
- * real ones: a constant window (init_cwnd_bytes), no pacing. It ignores
- * every signal, which is exactly what a fixed-window baseline should do.
+ * "fixed": a constant window (init_cwnd_bytes, or max_cwnd_bytes when the
+ * transport suggests none), no pacing. It ignores every signal, which is
+ * exactly what a fixed-window baseline should do; the engine's tests use
+ * it so that their packet counts do not depend on a controller.
  */
 #include <errno.h>
 
@@ -37,15 +38,11 @@ static void fixed_on_timeout(struct ovr_cc_flow *f, uint64_t now_ns)
 
 static int fixed_init(struct ovr_cc_flow *f, const struct ovr_cc_params *p)
 {
-	f->cwnd_bytes = p->init_cwnd_bytes;
+	f->cwnd_bytes = p->init_cwnd_bytes ? p->init_cwnd_bytes :
+					     p->max_cwnd_bytes;
 	f->mss = p->mss;
 	f->rate_bps = 0;
 	return 0;
-}
-
-static void fixed_release(struct ovr_cc_flow *f)
-{
-	(void)f;
 }
 
 const struct ovr_cc_ops ovr_cc_fixed = {
@@ -54,16 +51,6 @@ const struct ovr_cc_ops ovr_cc_fixed = {
 	.on_loss = fixed_on_loss,
 	.on_timeout = fixed_on_timeout,
 	.init = fixed_init,
-	.release = fixed_release,
 	.name = "fixed",
 	.priv_size = 0,
 };
-
-int ovr_cc_ops_validate(const struct ovr_cc_ops *ops)
-{
-	if (!ops || !ops->on_ack || !ops->on_ecn || !ops->on_loss ||
-	    !ops->on_timeout || !ops->init || !ops->release || !ops->name ||
-	    !ops->name[0] || ops->priv_size > OVR_CC_PRIV_BYTES)
-		return -EINVAL;
-	return 0;
-}
