@@ -629,6 +629,9 @@ static void loss_cfg(struct ovr_pair_cfg *pc, const struct loss_case *c,
 {
 	ovr_pair_cfg_default(pc);
 	pc->eng.window_pkts = window;
+	/* loss recovery alone: a fixed window that never backs off (the
+	 * controllers are compared in ovrdma-ccsim, docs/CONGESTION.md) */
+	pc->eng.cc = &ovr_cc_fixed;
 	pc->eng.cc_init_cwnd = CWND_PKTS * (SEG + 64); /* window cost */
 	pc->eng.line_rate_bps = 100000000000ull;
 	pc->mem_bytes = 2 * STREAM_WRS * (size_t)STREAM_LEN;

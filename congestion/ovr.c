@@ -34,7 +34,11 @@
  * but only as its square root (a 64:1 incast holds about 8 times the
  * queue of one flow, not 64 times). A decrease needs MIN_SAMPLES samples
  * in the filter; an increase needs only one sample near b in this round
- * (no standing queue can hide under it).
+ * (no standing queue can hide under it). After a decrease, samples of
+ * packets sent before it are ignored (they show the queue being
+ * drained). b is the smallest sample, but never above a configured
+ * base-RTT hint (a flow that starts behind a queue would otherwise take
+ * the queue for the path: Vegas' latecomer problem).
  *
  * The window is a safety cap, not the control: cwnd = R * (srtt + 4 *
  * rttvar-ish spread seen in the filter) + 2 segments, so that jitter on
@@ -107,13 +111,14 @@ struct ovr_state {
 	uint64_t base_ns; /* b: lowest RTT sample (the hint until one) */
 	uint64_t round_end; /* the current round closes at this time */
 	uint64_t last_cut; /* last loss/timeout decrease */
+	uint64_t fresh_after; /* samples of packets sent before: stale */
 	uint32_t round_min; /* smallest sample this round, ns; 0: none */
 	uint32_t q_ns; /* filtered queueing delay at the last round */
 	uint32_t spread_ns; /* largest - smallest sample in the filter */
 	uint32_t wmax; /* the transport's limit, bytes */
 	uint32_t round_pkts, round_marks, rtos, mss;
 	uint16_t ring[OVR_K]; /* last K RTT samples, OVR_SAMPLE_UNIT_NS */
-	uint8_t ring_n, ring_i, slow_start, sampled;
+	uint8_t ring_n, ring_i, slow_start, sampled, hinted;
 };
 OVR_CC_PRIV_CHECK(struct ovr_state);
 
@@ -175,6 +180,15 @@ static uint32_t filter_min(const struct ovr_state *s, uint32_t *spread)
 	return lo * OVR_SAMPLE_UNIT_NS;
 }
 
+/* After a decrease, the queue it will drain still shows in the samples of
+ * packets sent before it: judge the next round on later packets only. */
+static void forget(struct ovr_state *s, uint64_t now)
+{
+	s->fresh_after = now;
+	s->ring_n = 0;
+	s->ring_i = 0;
+}
+
 /* Close a round: one rate decision. */
 static void close_round(struct ovr_state *s, uint64_t now)
 {
@@ -213,6 +227,8 @@ static void close_round(struct ovr_state *s, uint64_t now)
 			nv = v * (1 - frac / 2);
 		s->slow_start = 0;
 	}
+	if (nv < v)
+		forget(s, now);
 	s->v = nv;
 	s->round_min = 0;
 	s->round_pkts = 0;
@@ -228,10 +244,14 @@ static void ovr_on_ack(struct ovr_cc_flow *f, const struct ovr_cc_ack *a)
 	if (a->rtt_ns) {
 		uint64_t u = a->rtt_ns / OVR_SAMPLE_UNIT_NS;
 
-		/* the hint only stands until the first sample */
-		if (!s->sampled || a->rtt_ns < s->base_ns)
+		/* a configured hint is a floor (a flow that starts behind a
+		 * queue would take the queue for the path); without one the
+		 * first sample starts the minimum */
+		if ((!s->sampled && !s->hinted) || a->rtt_ns < s->base_ns)
 			s->base_ns = a->rtt_ns;
 		s->sampled = 1;
+		if (a->now_ns - a->rtt_ns < s->fresh_after)
+			goto stale;
 		if (!s->round_min || a->rtt_ns < s->round_min)
 			s->round_min = a->rtt_ns > UINT32_MAX ?
 					       UINT32_MAX :
@@ -242,6 +262,7 @@ static void ovr_on_ack(struct ovr_cc_flow *f, const struct ovr_cc_ack *a)
 		if (s->ring_n < OVR_K)
 			s->ring_n++;
 	}
+stale:
 	s->round_pkts += (a->acked_bytes + s->mss - 1) / s->mss;
 	s->rtos = 0;
 	if (a->now_ns >= s->round_end && s->round_min)
@@ -280,8 +301,10 @@ static void ovr_on_loss(struct ovr_cc_flow *f, uint64_t now_ns,
 	if (!congested(s))
 		return; /* random loss: recovery resends, the rate stays */
 	s->slow_start = 0;
-	if (may_cut(s, now_ns))
+	if (may_cut(s, now_ns)) {
 		s->v *= OVR_LOSS_MD;
+		forget(s, now_ns);
+	}
 	publish(f, s);
 }
 
@@ -309,6 +332,7 @@ static int ovr_init(struct ovr_cc_flow *f, const struct ovr_cc_params *p)
 	s->line_bps = p->line_rate_bps ? p->line_rate_bps :
 					 OVR_DEFAULT_RATE_BPS;
 	s->base_ns = p->base_rtt_ns ? p->base_rtt_ns : OVR_DEFAULT_RTT_NS;
+	s->hinted = p->base_rtt_ns != 0;
 	s->wmax = p->max_cwnd_bytes;
 	s->v = max_v(s) / 4;
 	s->slow_start = 1;

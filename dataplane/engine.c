@@ -173,7 +173,7 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	e->cfg = *cfg;
 	e->ops = *ops;
 	e->ctx = ctx;
-	e->cc = cfg->cc ? cfg->cc : &ovr_cc_fixed;
+	e->cc = cfg->cc ? cfg->cc : ovr_cc_default();
 	e->max_seg = cfg->max_pdu - (uint32_t)DATA_HDR_MAX - OVR_WIRE_CRC_LEN;
 	seed = cfg->seed;
 	if (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))

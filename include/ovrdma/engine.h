@@ -274,7 +274,7 @@ struct ovr_eng_cfg {
 	uint64_t ack_delay_ns; /* longest an ACK is held back */
 	uint32_t ack_every; /* ACK at least every N packets received */
 	uint32_t tx_burst; /* packets one QP sends before the next QP's turn */
-	const struct ovr_cc_ops *cc; /* NULL: ovr_cc_fixed */
+	const struct ovr_cc_ops *cc; /* NULL: ovr_cc_default() ("ovr") */
 	uint32_t cc_init_cwnd; /* bytes; 0: window_pkts / 8 full segments */
 	uint64_t line_rate_bps; /* for the controller; 0: unknown */
 	uint64_t base_rtt_ns; /* unloaded RTT hint for the controller; 0: unknown */

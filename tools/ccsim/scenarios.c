@@ -409,14 +409,17 @@ void ccsim_s2_case(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
 				(double)sim_base_rtt_ps(s, snd[0], c.recv) / 2;
 
 			r->completion_ratio = (double)t_end / ideal;
+			/* busy fraction: the bursts' bytes at line rate */
+			r->util = (wire * 8 / GBPS * 1000) / (double)t_end;
 		}
 	} else {
 		sim_run(s, longrun);
 		t_end = longrun;
 		c.stop = true;
 	}
-	r->util = (double)sim_port_tx_bytes(s, sw, bn) * 8 / GBPS * 1000 /
-		  (double)t_end;
+	if (!bursts)
+		r->util = (double)sim_port_tx_bytes(s, sw, bn) * 8 / GBPS *
+			  1000 / (double)t_end;
 	if (qs.trace)
 		fclose(qs.trace);
 	r->q_max_kb = 0;

@@ -114,7 +114,7 @@ struct node {
 #define MAX_ECMP 16
 struct route {
 	uint8_t n;
-	uint8_t port[MAX_ECMP];
+	uint16_t port[MAX_ECMP];
 };
 
 enum { F_SENT = 1, F_SACKED = 2, F_LOST = 4, F_RETX = 8 };
@@ -125,6 +125,7 @@ struct sim_flow {
 	uint64_t size, start_ps;
 	bool spray, started, snd_done, rcv_done, active;
 	uint32_t npkts, last_len;
+	uint32_t cap; /* packets of per-packet state allocated */
 	uint32_t hash, spray_ctr;
 	/* sender */
 	uint64_t *xmit;
@@ -442,7 +443,7 @@ void sim_routes(struct sim *s)
 				continue;
 			for (int p = 0; p < nu->nports && r->n < MAX_ECMP; p++)
 				if (dist[nu->ports[p].peer] + 1 == dist[u])
-					r->port[r->n++] = (uint8_t)p;
+					r->port[r->n++] = (uint16_t)p;
 		}
 	}
 	free(dist);
@@ -645,6 +646,25 @@ static uint64_t pto_of(const struct sim_flow *f)
 	return (uint64_t)(2 * f->srtt) + 10 * PS_PER_US;
 }
 
+/* Per-packet state grows with what has been sent, so that a long-lived
+ * flow (a size far beyond the run) costs only what it uses. */
+static void flow_grow(struct sim_flow *f)
+{
+	uint32_t cap = f->cap ? f->cap * 2 : 256;
+
+	if (cap > f->npkts)
+		cap = f->npkts;
+	f->xmit = realloc(f->xmit, cap * sizeof(*f->xmit));
+	f->st = realloc(f->st, cap);
+	f->rcvd = realloc(f->rcvd, cap);
+	if (!f->xmit || !f->st || !f->rcvd)
+		abort();
+	memset(f->xmit + f->cap, 0, (cap - f->cap) * sizeof(*f->xmit));
+	memset(f->st + f->cap, 0, cap - f->cap);
+	memset(f->rcvd + f->cap, 0, cap - f->cap);
+	f->cap = cap;
+}
+
 static void host_add_flow(struct node *h, struct sim_flow *f)
 {
 	if (h->nflows == h->cap_flows) {
@@ -679,11 +699,7 @@ static void flow_start(struct sim *s, struct sim_flow *f)
 			p.hops++;
 		u = pt->peer;
 	}
-	f->xmit = calloc(f->npkts, sizeof(*f->xmit));
-	f->st = calloc(f->npkts, 1);
-	f->rcvd = calloc(f->npkts, 1);
-	if (!f->xmit || !f->st || !f->rcvd)
-		abort();
+	flow_grow(f);
 	f->started = true;
 	f->rto = 1000 * PS_PER_US; /* before the first sample, as the engine */
 	f->reo_mult = 1;
@@ -741,6 +757,8 @@ static struct pkt *flow_send(struct sim *s, struct sim_flow *f, uint32_t q)
 		s->ctr.retx++;
 	} else if (q == f->nxt) {
 		f->nxt++;
+		if (f->nxt == f->cap && f->cap < f->npkts)
+			flow_grow(f);
 	}
 	f->st[q] |= F_SENT;
 	f->xmit[q] = s->now;
@@ -956,7 +974,7 @@ static void data_rx(struct sim *s, uint32_t node, struct pkt *p)
 
 	if (!dup) {
 		f->rcvd[p->seq] = 1;
-		while (f->rcv_cum < f->npkts && f->rcvd[f->rcv_cum])
+		while (f->rcv_cum < f->nxt && f->rcvd[f->rcv_cum])
 			f->rcv_cum++;
 		if (f->rcv_cum == f->npkts && !f->rcv_done) {
 			f->rcv_done = true;
