@@ -88,9 +88,10 @@ static FILE *open_trace(const char *path)
 
 /* ---- building blocks ----------------------------------------------------- */
 
+/* @ecn_stripped: switches mark, the overlay clears CE before delivery */
 static struct sim *new_sim(const struct ccsim_opts *o,
 			   const struct ovr_cc_ops *cc, uint64_t buffer,
-			   bool ecn)
+			   bool ecn, bool ecn_stripped)
 {
 	struct sim_cfg c = {
 		.seed = o->seed,
@@ -99,6 +100,7 @@ static struct sim *new_sim(const struct ccsim_opts *o,
 		.cc = cc,
 		.max_cwnd_pkts = 1024,
 		.min_rto_ps = 200 * PS_PER_US,
+		.ecn_stripped = ecn_stripped,
 	};
 
 	if (ecn)
@@ -186,7 +188,7 @@ static struct sim *s1_topo(const struct ccsim_opts *o,
 			   double loss, double jitter_us, uint32_t *h0,
 			   uint32_t *h1)
 {
-	struct sim *s = new_sim(o, cc, 1000 * 1000, true);
+	struct sim *s = new_sim(o, cc, 1000 * 1000, true, false);
 	struct sim_link_cfg l = link_cfg(GBPS, (rtt_us - 0.8) / 4);
 	struct sim_impair imp = {
 		.loss = loss < 0 ? SIM_LOSS_GE :
@@ -301,11 +303,11 @@ static void s2_victim(struct sim *s, void *arg)
 
 /* Star of n senders, a victim sender and a receiver, RTT about 12 us. */
 static struct sim *star(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
-			int n, uint64_t buffer, uint32_t *senders,
-			uint32_t *victim, uint32_t *recv, uint32_t *sw,
-			int *bottleneck)
+			int n, uint64_t buffer, bool ecn_stripped,
+			uint32_t *senders, uint32_t *victim, uint32_t *recv,
+			uint32_t *sw, int *bottleneck)
 {
-	struct sim *s = new_sim(o, cc, buffer, true);
+	struct sim *s = new_sim(o, cc, buffer, true, ecn_stripped);
 	struct sim_link_cfg l = link_cfg(GBPS, 2.8);
 
 	*sw = sim_add_switch(s);
@@ -338,37 +340,8 @@ void ccsim_s2_case(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
 	int bn;
 
 	memset(r, 0, sizeof(*r));
-	s = star(o, cc, n, buffer, snd, &c.victim, &c.recv, &sw, &bn);
-	if (ecn_stripped) {
-		/* the overlay loses the CE bit: rebuild with it stripped */
-		sim_destroy(s);
-		s = NULL;
-	}
-	if (!s) {
-		struct sim_cfg cfg = {
-			.seed = o->seed,
-			.mss = MSS,
-			.switch_buffer = buffer,
-			.cc = cc,
-			.ecn = hpcc_ecn,
-			.ecn_stripped = true,
-		};
-		struct sim_link_cfg l = link_cfg(GBPS, 2.8);
-
-		s = sim_create(&cfg);
-		sw = sim_add_switch(s);
-		for (int i = 0; i < n; i++) {
-			snd[i] = sim_add_host(s);
-			sim_link(s, snd[i], sw, &l, NULL);
-		}
-		c.victim = sim_add_host(s);
-		sim_link(s, c.victim, sw, &l, NULL);
-		c.recv = sim_add_host(s);
-		bn = sim_link(s, sw, c.recv, &l, NULL);
-		sim_routes(s);
-		sim_set_base_rtt_hint(s, sim_base_rtt_ps(s, snd[0], c.recv) /
-						 PS_PER_NS);
-	}
+	s = star(o, cc, n, buffer, ecn_stripped, snd, &c.victim, &c.recv, &sw,
+		 &bn);
 	c.s = s;
 	c.bursts_left = n;
 	longrun = (o->quick ? 1 : 3) * PS_PER_MS;
@@ -490,7 +463,8 @@ void ccsim_s3_case(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
 	int bn;
 
 	memset(r, 0, sizeof(*r));
-	s = star(o, cc, nflows, 32ull << 20, snd, &victim, &recv, &sw, &bn);
+	s = star(o, cc, nflows, 32ull << 20, false, snd, &victim, &recv, &sw,
+		 &bn);
 	base_rtt = (double)sim_base_rtt_ps(s, snd[0], recv);
 	c.n = nflows;
 	c.fl = calloc((size_t)nflows, sizeof(*c.fl));
@@ -686,7 +660,7 @@ void ccsim_s4_case(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
 	FILE *tr;
 
 	memset(r, 0, sizeof(*r));
-	s = new_sim(o, cc, 32ull << 20, true);
+	s = new_sim(o, cc, 32ull << 20, true, false);
 	for (int l = 0; l < leaves; l++)
 		leaf[l] = sim_add_switch(s);
 	for (int p = 0; p < spines; p++)
@@ -810,7 +784,7 @@ void ccsim_s5_case(const struct ccsim_opts *o, const struct ovr_cc_ops *cc,
 	}
 	if (paths > 16)
 		paths = 16;
-	s = new_sim(o, cc, 32ull << 20, true);
+	s = new_sim(o, cc, 32ull << 20, true, false);
 	h0 = sim_add_host(s);
 	h1 = sim_add_host(s);
 	a = sim_add_switch(s);
