@@ -40,10 +40,12 @@
  * base-RTT hint (a flow that starts behind a queue would otherwise take
  * the queue for the path: Vegas' latecomer problem).
  *
- * The window is a safety cap, not the control: cwnd = R * (srtt + 4 *
- * rttvar-ish spread seen in the filter) + 2 segments, so that jitter on
- * the path never starves the pacer (a window of R * b would cap a 10 us
- * path with 20 us of jitter at half its rate).
+ * The window is a safety cap, not the control: cwnd = R * (b + T + q +
+ * 2 * spread) + 2 segments, where spread is the largest minus the
+ * smallest sample in the filter, so that jitter on the path never
+ * starves the pacer (a window of R * b would cap a 10 us path with 20 us
+ * of jitter at half its rate). The transport's suggested initial window
+ * (init_cwnd_bytes) is not used.
  *
  * Start: R = line rate / 4 (v = BDP / 4 from the base-RTT hint), doubling
  * per round while q < T (slow start); the first round with a standing
