@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ovrdmad: the ovrdma node service (docs/SERVICE.md).
+ *
+ *   ovrdmad [EAL arguments] [-- [-c FILE] [--socket PATH] [--host IP]
+ *           [--spin-us N] [--check]]
+ *
+ * A DPDK primary process with one port: whatever ethdev the EAL
+ * arguments (or the configuration's `eal` key) create - a PCI NIC,
+ * net_af_xdp on a cloud vNIC, net_memif or net_af_packet in the testbed.
+ * One thread runs everything (svc_dp.c's loop). SIGTERM and SIGINT stop
+ * it cleanly; counters are also exported through DPDK telemetry
+ * (/ovrdma/counters).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_telemetry.h>
+
+#include <ovrdma/wire.h>
+
+#include "svc.h"
+
+#define NB_MBUF 8191
+#define NB_DESC 1024
+#define TXQ_MAX 64
+
+static struct svc svc;
+static int svc_logtype;
+
+#define LOG(level, ...) \
+	rte_log(RTE_LOG_##level, svc_logtype, "ovrdmad: " __VA_ARGS__)
+
+/* ---- the DPDK port ------------------------------------------------------- */
+
+struct dport {
+	uint16_t id;
+	struct rte_mempool *mp;
+	struct rte_mbuf *txq[TXQ_MAX];
+	unsigned int ntx;
+	int intr_fd;
+	uint64_t tx_dropped;
+	bool memif;
+	uint64_t down_since;
+	uint64_t rx_multiseg;
+};
+
+static unsigned int p_rx(void *port, void **bufs, const uint8_t **frames,
+			 uint32_t *lens, unsigned int n)
+{
+	struct dport *p = port;
+	struct rte_mbuf *m[32];
+	unsigned int got, k = 0;
+
+	if (n > 32)
+		n = 32;
+	got = rte_eth_rx_burst(p->id, 0, m, (uint16_t)n);
+	for (unsigned int i = 0; i < got; i++) {
+		if (m[i]->nb_segs > 1 && rte_pktmbuf_linearize(m[i])) {
+			p->rx_multiseg++;
+			rte_pktmbuf_free(m[i]);
+			continue;
+		}
+		bufs[k] = m[i];
+		frames[k] = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		lens[k] = m[i]->data_len;
+		k++;
+	}
+	return k;
+}
+
+static void p_rx_done(void *port, void **bufs, unsigned int n)
+{
+	(void)port;
+	rte_pktmbuf_free_bulk((struct rte_mbuf **)bufs, n);
+}
+
+static uint8_t *p_tx_alloc(void *port, uint32_t cap, void **buf)
+{
+	struct dport *p = port;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(p->mp);
+
+	if (!m)
+		return NULL;
+	if (rte_pktmbuf_headroom(m) < OVR_WIRE_ENCAP_LEN ||
+	    rte_pktmbuf_tailroom(m) < cap) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
+	*buf = m;
+	return rte_pktmbuf_mtod(m, uint8_t *);
+}
+
+static uint8_t *p_buf_data(void *port, void *buf)
+{
+	(void)port;
+	return rte_pktmbuf_mtod((struct rte_mbuf *)buf, uint8_t *);
+}
+
+static void p_flush(void *port)
+{
+	struct dport *p = port;
+	unsigned int sent = 0;
+
+	/* a full TX ring: a few tries, then drop (the transport resends) */
+	for (int tries = 0; sent < p->ntx && tries < 4; tries++)
+		sent += rte_eth_tx_burst(p->id, 0, p->txq + sent,
+					 (uint16_t)(p->ntx - sent));
+	if (sent < p->ntx) {
+		p->tx_dropped += p->ntx - sent;
+		rte_pktmbuf_free_bulk(p->txq + sent, p->ntx - sent);
+	}
+	p->ntx = 0;
+}
+
+static void p_tx(void *port, void *buf, uint8_t *frame, uint32_t len)
+{
+	struct dport *p = port;
+	struct rte_mbuf *m = buf;
+
+	m->data_off = (uint16_t)(frame - (uint8_t *)m->buf_addr);
+	m->data_len = (uint16_t)len;
+	m->pkt_len = len;
+	p->txq[p->ntx++] = m;
+	if (p->ntx == TXQ_MAX)
+		p_flush(p);
+}
+
+static void p_tx_free(void *port, void *buf)
+{
+	(void)port;
+	rte_pktmbuf_free(buf);
+}
+
+static int p_rx_intr_fd(void *port)
+{
+	return ((struct dport *)port)->intr_fd;
+}
+
+static void p_rx_intr(void *port, bool enable)
+{
+	struct dport *p = port;
+
+	if (enable)
+		rte_eth_dev_rx_intr_enable(p->id, 0);
+	else
+		rte_eth_dev_rx_intr_disable(p->id, 0);
+}
+
+static bool p_link_up(void *port)
+{
+	struct rte_eth_link link;
+
+	return rte_eth_link_get_nowait(((struct dport *)port)->id, &link) ==
+		       0 &&
+	       link.link_status == RTE_ETH_LINK_UP;
+}
+
+/*
+ * A memif client whose server went away (the peer node or the fabric
+ * restarted) does not dial again on its own: restart the port after two
+ * seconds without link so that it does.
+ */
+static void p_tick(void *port, uint64_t now)
+{
+	struct dport *p = port;
+
+	if (!p->memif || p_link_up(p)) {
+		p->down_since = 0;
+		return;
+	}
+	if (!p->down_since) {
+		p->down_since = now;
+	} else if (now - p->down_since > 2000000000ull) {
+		LOG(INFO, "port %u: link down for 2 s, restarting it\n", p->id);
+		rte_eth_dev_stop(p->id);
+		rte_eth_dev_start(p->id);
+		p->down_since = now;
+	}
+}
+
+static const struct svc_port_ops dport_ops = {
+	.link_up = p_link_up,
+	.tick = p_tick,
+	.rx = p_rx,
+	.rx_done = p_rx_done,
+	.tx_alloc = p_tx_alloc,
+	.buf_data = p_buf_data,
+	.tx = p_tx,
+	.tx_free = p_tx_free,
+	.flush = p_flush,
+	.rx_intr_fd = p_rx_intr_fd,
+	.rx_intr = p_rx_intr,
+};
+
+static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
+{
+	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_dev_info info;
+	int rc;
+
+	if (rte_eth_dev_count_avail() < 1) {
+		LOG(ERR, "no port: give one with EAL arguments, e.g. "
+			 "--vdev=net_memif0,socket=/run/ovrdma/n0.sock "
+			 "or a PCI address\n");
+		return -ENODEV;
+	}
+	p->intr_fd = -1;
+	p->id = (uint16_t)rte_eth_find_next(0);
+	rc = rte_eth_dev_info_get(p->id, &info);
+	if (rc)
+		return rc;
+	p->mp = rte_pktmbuf_pool_create(
+		"ovrdma_mbuf", NB_MBUF, 256, 0,
+		(uint16_t)(RTE_PKTMBUF_HEADROOM + frame_max + 64),
+		(int)rte_socket_id());
+	if (!p->mp) {
+		LOG(ERR, "mbuf pool: %s\n", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+	conf.intr_conf.rxq = intr ? 1 : 0;
+	rc = rte_eth_dev_configure(p->id, 1, 1, &conf);
+	if (rc && intr) {
+		conf.intr_conf.rxq = 0;
+		rc = rte_eth_dev_configure(p->id, 1, 1, &conf);
+	}
+	if (rc)
+		return rc;
+	if (rte_eth_dev_set_mtu(p->id, (uint16_t)(frame_max - 14)))
+		LOG(INFO,
+		    "port MTU %u not accepted (driver %s): frames "
+		    "larger than the port's may be dropped\n",
+		    frame_max - 14, info.driver_name);
+	rc = rte_eth_rx_queue_setup(p->id, 0, NB_DESC,
+				    (unsigned int)rte_eth_dev_socket_id(p->id),
+				    NULL, p->mp);
+	if (!rc)
+		rc = rte_eth_tx_queue_setup(
+			p->id, 0, NB_DESC,
+			(unsigned int)rte_eth_dev_socket_id(p->id), NULL);
+	if (!rc)
+		rc = rte_eth_dev_start(p->id);
+	if (rc)
+		return rc;
+	rte_eth_promiscuous_enable(p->id);
+	p->memif = !strcmp(info.driver_name, "net_memif");
+	if (conf.intr_conf.rxq) {
+		int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, 0);
+
+		if (fd >= 0 && rte_eth_dev_rx_intr_enable(p->id, 0) == 0) {
+			rte_eth_dev_rx_intr_disable(p->id, 0);
+			p->intr_fd = fd;
+		}
+	}
+	LOG(INFO, "port %u (%s): receive interrupts %s\n", p->id,
+	    info.driver_name,
+	    p->intr_fd >= 0 ? "on" : "off (idle naps of at most 1 ms)");
+	return 0;
+}
+
+/* ---- telemetry ----------------------------------------------------------- */
+
+static int tel_counters(const char *cmd, const char *params,
+			struct rte_tel_data *d)
+{
+	const struct svc_counters *k = &svc.cnt;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_dict(d);
+#define T(f) rte_tel_data_add_dict_u64(d, #f, k->f)
+	T(rx_frames);
+	T(rx_bytes);
+	T(tx_frames);
+	T(tx_bytes);
+	T(rx_dropped_vpc);
+	T(rx_short_pdu);
+	T(rx_no_qp);
+	T(rx_foreign);
+	T(tx_no_route);
+	T(tx_nobuf);
+	T(wqe_bad);
+	T(cq_overflows);
+	T(sleeps);
+	T(wakeups);
+	T(ctx_opened);
+	T(ctx_closed);
+#undef T
+	rte_tel_data_add_dict_u64(d, "contexts", svc.nctx);
+	return 0;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	svc.stop = 1;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: ovrdmad [EAL arguments] -- [-c FILE] [--socket PATH] "
+		"[--host IP] [--spin-us N] [--check]\n"
+		"  -c, --config FILE  configuration (default "
+		"/etc/ovrdma/ovrdmad.conf; docs/SERVICE.md)\n"
+		"  --socket PATH      control socket (overrides the file)\n"
+		"  --host IP          underlay address (overrides the file)\n"
+		"  --spin-us N        busy-poll this long before sleeping\n"
+		"  --check            check the configuration and exit\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *conf_path = "/etc/ovrdma/ovrdmad.conf";
+	char *eal_argv[128], *ealbuf = NULL, *save = NULL;
+	int dash = argc, eal_argc = 0, rc;
+	bool check = false, conf_given = false;
+	struct dport port = { 0 };
+	struct rte_ether_addr mac;
+	const char *sock = NULL, *host = NULL, *spin = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--")) {
+			dash = i;
+			break;
+		}
+	{
+		static const struct option lo[] = {
+			{ "config", required_argument, NULL, 'c' },
+			{ "socket", required_argument, NULL, 's' },
+			{ "host", required_argument, NULL, 'H' },
+			{ "spin-us", required_argument, NULL, 'S' },
+			{ "check", no_argument, NULL, 'k' },
+			{ "help", no_argument, NULL, 'h' },
+			{ 0 },
+		};
+		int oargc = argc - dash, o;
+		char **oargv = argv + dash;
+
+		oargv[0] = argv[0];
+		optind = 1;
+		while (oargc > 1 &&
+		       (o = getopt_long(oargc, oargv, "c:h", lo, NULL)) != -1) {
+			switch (o) {
+			case 'c':
+				conf_path = optarg;
+				conf_given = true;
+				break;
+			case 's':
+				sock = optarg;
+				break;
+			case 'H':
+				host = optarg;
+				break;
+			case 'S':
+				spin = optarg;
+				break;
+			case 'k':
+				check = true;
+				break;
+			default:
+				usage();
+				return o == 'h' ? 0 : 2;
+			}
+		}
+		if (oargc > 1 && optind < oargc) {
+			usage();
+			return 2;
+		}
+	}
+
+	svc_conf_default(&svc.conf);
+	if ((conf_given || access(conf_path, F_OK) == 0) &&
+	    svc_conf_load(&svc.conf, conf_path))
+		return 1;
+	if (sock)
+		snprintf(svc.conf.socket, sizeof(svc.conf.socket), "%s", sock);
+	if (host && svc_parse_ipv4(host, &svc.conf.host)) {
+		fprintf(stderr, "ovrdmad: --host: not an IPv4 address\n");
+		return 2;
+	}
+	if (spin)
+		svc.conf.spin_us = (uint32_t)strtoul(spin, NULL, 0);
+	if (!svc.conf.host) {
+		fprintf(stderr, "ovrdmad: no underlay address: set host= in "
+				"[service] or --host\n");
+		return 1;
+	}
+	if (ovr_vpc_pdu_mtu(svc.conf.underlay_mtu) <
+	    (int)(256 + OVR_VPC_PDU_DATA_OVERHEAD)) {
+		fprintf(stderr, "ovrdmad: underlay_mtu %u is too small\n",
+			svc.conf.underlay_mtu);
+		return 1;
+	}
+	if (check) {
+		printf("ovrdmad: %s: OK\n", conf_path);
+		return 0;
+	}
+
+	/* EAL: argv[0], the configuration's eal words, then ours */
+	eal_argv[eal_argc++] = argv[0];
+	ealbuf = strdup(svc.conf.eal);
+	for (char *t = strtok_r(ealbuf, " \t", &save); t && eal_argc < 100;
+	     t = strtok_r(NULL, " \t", &save))
+		eal_argv[eal_argc++] = t;
+	for (int i = 1; i < dash && eal_argc < 127; i++)
+		eal_argv[eal_argc++] = argv[i];
+	eal_argv[eal_argc] = NULL;
+	if (rte_eal_init(eal_argc, eal_argv) < 0) {
+		fprintf(stderr, "ovrdmad: EAL: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	svc_logtype = rte_log_register_type_and_pick_level("ovrdma.svc",
+							   RTE_LOG_INFO);
+	if (svc_logtype < 0)
+		svc_logtype = RTE_LOGTYPE_USER1;
+
+	rc = port_setup(&port, svc.conf.underlay_mtu + 14, true);
+	if (rc) {
+		LOG(ERR, "port setup: %s\n", strerror(rc < 0 ? -rc : rc));
+		rte_eal_cleanup();
+		return 1;
+	}
+	rte_eth_macaddr_get(port.id, &mac);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	rc = svc_init(&svc, &dport_ops, &port, mac.addr_bytes);
+	if (rc) {
+		LOG(ERR, "start: %s\n", strerror(-rc));
+		svc_fini(&svc);
+		rte_eal_cleanup();
+		return 1;
+	}
+	rte_telemetry_register_cmd("/ovrdma/counters", tel_counters,
+				   "ovrdmad counters. No parameters");
+	LOG(INFO, "serving %s (host %u.%u.%u.%u, underlay MTU %u, cc %s)\n",
+	    svc.conf.socket, svc.conf.host >> 24, (svc.conf.host >> 16) & 255,
+	    (svc.conf.host >> 8) & 255, svc.conf.host & 255,
+	    svc.conf.underlay_mtu, svc.conf.cc);
+	svc_run(&svc);
+	LOG(INFO, "stopping: %u contexts closed\n", svc.nctx);
+	svc_fini(&svc);
+	rte_eth_dev_stop(port.id);
+	rte_eth_dev_close(port.id);
+	rte_eal_cleanup();
+	free(ealbuf);
+	return 0;
+}

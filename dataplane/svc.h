@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ovrdmad internals (docs/SERVICE.md): one dataplane thread runs
+ * everything - control socket, rings, transport engine, VPC overlay and
+ * the port - so that nothing needs a lock. The pieces:
+ *
+ *   svc_conf.c  configuration file and flags
+ *   svc_ctl.c   control socket: contexts and the objects they own
+ *   svc_dp.c    rings <-> engine <-> overlay, completions, the poll loop
+ *   ovrdmad.c   main: EAL, the port, signals, telemetry
+ *
+ * The port is behind struct svc_port_ops so that svc_dp.c does not
+ * depend on DPDK (ovrdmad.c provides the DPDK port).
+ */
+#ifndef OVRDMA_SVC_H
+#define OVRDMA_SVC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <ovrdma/ctl.h>
+#include <ovrdma/engine.h>
+#include <ovrdma/ring.h>
+#include <ovrdma/vpc.h>
+
+#define SVC_MAX_DEVS 64
+#define SVC_MAX_TENANT_VIPS 256
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct svc_conf_vip {
+	uint32_t vni, vip, host;
+	bool local;
+	uint8_t mac[6];
+	char name[OVR_CTL_NAME_LEN];
+};
+
+struct svc_conf_sg {
+	uint32_t vni, prefix, len;
+};
+
+struct svc_conf {
+	char socket[108];
+	char group[64]; /* owner group of the socket; "" = root's */
+	char eal[1024]; /* extra EAL arguments */
+	uint32_t host; /* underlay IPv4 of this node */
+	uint32_t underlay_mtu;
+	uint64_t rate_bps;
+	uint64_t base_rtt_ns;
+	char cc[16];
+	uint32_t spin_us; /* busy-poll this long before sleeping */
+	uint32_t max_contexts;
+	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
+	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
+	uint32_t eng_max_qp; /* QPs of the whole node */
+	uint32_t tenants[SVC_MAX_DEVS];
+	uint32_t ntenants;
+	struct svc_conf_vip vips[SVC_MAX_TENANT_VIPS];
+	uint32_t nvips;
+	struct svc_conf_sg sgs[SVC_MAX_TENANT_VIPS];
+	uint32_t nsgs;
+};
+
+void svc_conf_default(struct svc_conf *c);
+/* 0, or -1 with a message on stderr naming the file and line. */
+int svc_conf_load(struct svc_conf *c, const char *path);
+/* "100g", "25m", "1000000000" -> bits per second; -1 on error. */
+int svc_parse_rate(const char *s, uint64_t *bps);
+int svc_parse_ipv4(const char *s, uint32_t *ip);
+int svc_parse_mac(const char *s, uint8_t mac[6]);
+
+/* ---- the port ----------------------------------------------------------- */
+
+struct svc_port_ops {
+	/* Up to @n received frames; *@frames[i] / @lens[i] stay valid
+	 * until rx_done. */
+	unsigned int (*rx)(void *port, void **bufs, const uint8_t **frames,
+			   uint32_t *lens, unsigned int n);
+	void (*rx_done)(void *port, void **bufs, unsigned int n);
+	/* A buffer with OVR_WIRE_ENCAP_LEN bytes of headroom before the
+	 * returned pointer and @cap bytes after it; NULL when none.
+	 * buf_data() gives the same pointer back from @buf. */
+	uint8_t *(*tx_alloc)(void *port, uint32_t cap, void **buf);
+	uint8_t *(*buf_data)(void *port, void *buf);
+	/* Queue the frame [frame, frame + len) held by @buf. */
+	void (*tx)(void *port, void *buf, uint8_t *frame, uint32_t len);
+	void (*tx_free)(void *port, void *buf);
+	/* Send what tx queued. */
+	void (*flush)(void *port);
+	/* An fd that becomes readable when frames arrive while interrupts
+	 * are armed, or -1 (then the idle loop naps briefly instead). */
+	int (*rx_intr_fd)(void *port);
+	void (*rx_intr)(void *port, bool enable);
+	/* Is the link up? (for ovrdmactl and the testbed) */
+	bool (*link_up)(void *port);
+	/* Called about every 25 ms (busy or idle): link upkeep. */
+	void (*tick)(void *port, uint64_t now_ns);
+};
+
+/* ---- objects ------------------------------------------------------------ */
+
+enum svc_obj_type {
+	SVC_OBJ_FREE = 0,
+	SVC_OBJ_PD,
+	SVC_OBJ_MR,
+	SVC_OBJ_CHANNEL,
+	SVC_OBJ_CQ,
+	SVC_OBJ_QP,
+};
+
+struct svc_ctx;
+
+struct svc_pd {
+	uint32_t id; /* node-wide PD number given to the engine */
+	uint32_t users; /* MRs and QPs on it */
+};
+
+struct svc_mr {
+	uint32_t pd_handle;
+	uint32_t key;
+	void *map; /* the service's view of the span */
+	size_t map_len;
+};
+
+struct svc_channel {
+	int fd; /* write end of the application's pipe */
+	uint32_t users;
+};
+
+struct svc_cq {
+	struct svc_ctx *ctx;
+	uint32_t handle;
+	uint32_t slot; /* index in svc.cqs, the engine's CQ number */
+	struct ovr_ring_cq *ring;
+	struct ovr_ring_cqe *cqe;
+	size_t map_len;
+	uint32_t depth;
+	uint32_t prod;
+	uint32_t last_arm;
+	uint32_t chan_handle; /* 0: none */
+	int chan_fd;
+	uint64_t user_handle;
+	uint32_t users; /* QPs */
+	bool overflowed;
+};
+
+struct svc_qp {
+	struct svc_ctx *ctx;
+	uint32_t handle;
+	uint32_t qpn;
+	uint32_t db_index;
+	uint32_t pd_handle;
+	struct svc_cq *scq, *rcq;
+	uint64_t user_handle;
+	struct ovr_ring_qp *ring;
+	uint8_t *sq_slots, *rq_slots;
+	size_t map_len;
+	uint32_t sq_depth, rq_depth, sq_stride, rq_stride;
+	uint32_t sq_cons, rq_cons;
+	struct ovr_ctl_qp_cap cap;
+	struct ovr_vpc_flow flow;
+	bool connected; /* flow valid (RTR or later) */
+	bool stalled; /* the engine refused a WQE for lack of room */
+	struct svc_qp *stall_next;
+};
+
+struct svc_obj {
+	uint8_t type;
+	uint32_t gen;
+	void *p;
+};
+
+struct svc_dev {
+	bool used;
+	struct ovr_ctl_dev d;
+	uint32_t contexts;
+};
+
+struct svc_ctx {
+	int fd;
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char client[32];
+	bool hello;
+	int dev; /* -1 until OPEN */
+	int async_fd;
+	struct ovr_ring_db *db;
+	struct svc_qp *db_qp[OVR_RING_MAX_QP_PER_CTX];
+	struct svc_obj *obj;
+	uint32_t nobj;
+	uint32_t nqp, ncq, nmr, npd;
+	uint64_t pinned;
+	uint64_t async_dropped;
+	struct svc_ctx *next;
+};
+
+/* ---- the service -------------------------------------------------------- */
+
+struct svc_counters {
+	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
+	uint64_t rx_dropped_vpc; /* by ovr_vpc_decap, per reason in vpc */
+	uint64_t rx_short_pdu, rx_no_qp, rx_foreign; /* after decap */
+	uint64_t tx_no_route, tx_nobuf;
+	uint64_t wqe_bad; /* malformed WQEs from applications */
+	uint64_t cq_overflows;
+	uint64_t wakeups, sleeps;
+	uint64_t ctx_opened, ctx_closed;
+};
+
+struct svc {
+	struct svc_conf conf;
+	uint8_t mac[6];
+	struct ovr_vpc *vpc;
+	struct ovr_vpc_thread *vt;
+	struct ovr_eng *eng;
+	const struct svc_port_ops *port_ops;
+	void *port;
+	int listen_fd;
+	int epfd;
+	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
+	int timer_fd;
+	int svc_fd; /* the service page's memfd */
+	struct ovr_ring_svc *page;
+	struct svc_dev devs[SVC_MAX_DEVS];
+	struct svc_ctx *ctxs;
+	uint32_t nctx;
+	uint32_t next_ctx_id;
+	uint32_t next_pd;
+	struct svc_cq **cqs; /* by slot */
+	uint32_t ncq_slots;
+	struct svc_qp **qp_by_slot; /* by qpn & qp_mask */
+	uint32_t qp_mask;
+	struct svc_qp *stalled;
+	uint64_t last_heartbeat;
+	uint64_t nap_ns; /* current idle nap without receive interrupts */
+	volatile int stop;
+	struct svc_counters cnt;
+};
+
+/* svc_dp.c */
+int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
+	     const uint8_t mac[6]);
+void svc_fini(struct svc *s);
+/* Runs until s->stop; returns 0. */
+int svc_run(struct svc *s);
+uint64_t svc_now(void);
+int svc_cq_slot_get(struct svc *s, struct svc_cq *cq);
+void svc_cq_slot_put(struct svc *s, struct svc_cq *cq);
+int svc_qp_index(struct svc *s, struct svc_qp *qp);
+void svc_qp_unindex(struct svc *s, struct svc_qp *qp);
+struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn);
+void svc_qp_kick(struct svc *s, struct svc_qp *qp);
+void svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type);
+
+/* svc_ctl.c */
+int svc_ctl_listen(struct svc *s);
+void svc_ctl_accept(struct svc *s);
+/* Handles what arrived on @ctx's socket; destroys it on hang-up. */
+void svc_ctl_input(struct svc *s, struct svc_ctx *ctx);
+void svc_ctl_close_all(struct svc *s);
+int svc_dev_add(struct svc *s, uint32_t vni, uint32_t vip, const char *name);
+void svc_dev_del(struct svc *s, uint32_t vni, uint32_t vip);
+/* Writes the text of ADM_SHOW @what into @buf; returns its length or
+ * -EINVAL for an unknown @what. */
+int svc_show(struct svc *s, const char *what, char *buf, size_t cap);
+
+#endif /* OVRDMA_SVC_H */

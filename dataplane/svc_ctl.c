@@ -1,0 +1,1353 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ovrdmad's control socket (docs/SERVICE.md section 2): contexts and the
+ * objects they own, administration, and ovrdmactl's views. Runs on the
+ * dataplane thread, between bursts, so it may call the engine directly.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "svc.h"
+
+#define PAGE 4096ull
+#define MAX_FDS ((int)OVR_CTL_MR_MAX_SEG)
+#define CQ_MAX_DEPTH 65536u
+
+static uint64_t page_up(uint64_t n)
+{
+	return (n + PAGE - 1) & ~(PAGE - 1);
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* ---- devices ------------------------------------------------------------- */
+
+int svc_dev_add(struct svc *s, uint32_t vni, uint32_t vip, const char *name)
+{
+	int slot = -1, mtu = ovr_vpc_active_mtu(s->conf.underlay_mtu);
+	struct ovr_ctl_dev *d;
+	char auto_name[OVR_CTL_NAME_LEN];
+
+	for (int i = 0; i < SVC_MAX_DEVS; i++) {
+		if (!s->devs[i].used) {
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (s->devs[i].d.vni == vni && s->devs[i].d.vip == vip)
+			return -EEXIST;
+		if (name && name[0] && !strcmp(s->devs[i].d.name, name))
+			return -EEXIST;
+	}
+	if (slot < 0)
+		return -ENOSPC;
+	if (!name || !name[0]) {
+		for (unsigned int n = 0;; n++) {
+			bool taken = false;
+
+			snprintf(auto_name, sizeof(auto_name), "ovrdma%u",
+				 n % 1000u);
+			for (int i = 0; i < SVC_MAX_DEVS; i++)
+				if (s->devs[i].used &&
+				    !strcmp(s->devs[i].d.name, auto_name))
+					taken = true;
+			if (!taken)
+				break;
+		}
+		name = auto_name;
+	}
+	d = &s->devs[slot].d;
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->vni = vni;
+	d->vip = vip;
+	d->guid = (0x02ull << 56) | ((uint64_t)(vni & 0xffffff) << 32) | vip;
+	d->rate_bps = s->conf.rate_bps;
+	d->active_mtu = mtu > 0 ? (uint32_t)mtu : 1;
+	d->underlay_mtu = s->conf.underlay_mtu;
+	d->max_qp = s->conf.ctx_max_qp < OVR_RING_MAX_QP_PER_CTX ?
+			    s->conf.ctx_max_qp :
+			    OVR_RING_MAX_QP_PER_CTX;
+	d->max_qp_wr = 16384;
+	d->max_sge = OVR_RING_SQ_MAX_SGE;
+	d->max_inline = OVR_RING_MAX_INLINE;
+	d->max_cq = s->conf.ctx_max_cq;
+	d->max_cqe = CQ_MAX_DEPTH - 1;
+	d->max_mr = s->conf.ctx_max_mr;
+	d->max_pd = s->conf.ctx_max_pd;
+	d->max_mr_size = 1ull << 40;
+	d->max_qp_rd_atom = 16;
+	d->max_qp_init_rd_atom = 16;
+	d->atomic_cap = 1; /* IBV_ATOMIC_HCA */
+	d->max_srq = 0;
+	d->max_srq_wr = 0;
+	d->num_comp_vectors = 1;
+	s->devs[slot].used = true;
+	s->devs[slot].contexts = 0;
+	return slot;
+}
+
+void svc_dev_del(struct svc *s, uint32_t vni, uint32_t vip)
+{
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		if (s->devs[i].used && s->devs[i].d.vni == vni &&
+		    s->devs[i].d.vip == vip)
+			s->devs[i].used = false;
+}
+
+static int dev_by_binding(struct svc *s, uint32_t vni, uint32_t vip)
+{
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		if (s->devs[i].used && s->devs[i].d.vni == vni &&
+		    s->devs[i].d.vip == vip)
+			return i;
+	return -1;
+}
+
+/* ---- the socket ---------------------------------------------------------- */
+
+int svc_ctl_listen(struct svc *s)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	char dir[sizeof(a.sun_path)], *slash;
+	int fd;
+
+	if (strlen(s->conf.socket) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->conf.socket);
+	snprintf(dir, sizeof(dir), "%s", s->conf.socket);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0755); /* /run/ovrdma; exists is fine */
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* a stale socket from a crashed run: replace it, but never one that
+	 * a live service still answers on */
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		fprintf(stderr, "ovrdmad: %s: another ovrdmad is running\n",
+			s->conf.socket);
+		close(fd);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(s->conf.socket);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
+		int e = errno;
+
+		fprintf(stderr, "ovrdmad: %s: %s\n", s->conf.socket,
+			strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (s->conf.group[0]) {
+		struct group *g = getgrnam(s->conf.group);
+
+		if (!g || chown(s->conf.socket, 0, g->gr_gid) ||
+		    chmod(s->conf.socket, 0660)) {
+			fprintf(stderr, "ovrdmad: socket group '%s': %s\n",
+				s->conf.group,
+				g ? strerror(errno) : "no such group");
+			close(fd);
+			return -EINVAL;
+		}
+	} else {
+		chmod(s->conf.socket, 0600);
+	}
+	s->listen_fd = fd;
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+void svc_ctl_accept(struct svc *s)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ucred cr;
+		socklen_t crl = sizeof(cr);
+		struct svc_ctx *c;
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (fd < 0)
+			return;
+		if (s->nctx >= s->conf.max_contexts ||
+		    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crl) ||
+		    !(c = calloc(1, sizeof(*c)))) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->id = s->next_ctx_id++;
+		c->pid = cr.pid;
+		c->uid = cr.uid;
+		c->gid = cr.gid;
+		c->dev = -1;
+		c->async_fd = -1;
+		ev.data.u64 = (uint64_t)(uintptr_t)c;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		c->next = s->ctxs;
+		s->ctxs = c;
+		s->nctx++;
+		s->cnt.ctx_opened++;
+	}
+}
+
+static int reply(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int status,
+		 const void *body, size_t blen, const int *fds, int nfds)
+{
+	struct ovr_ctl_hdr h = {
+		.op = req->op,
+		.version = OVR_CTL_VERSION,
+		.len = (uint32_t)(sizeof(h) + (status ? 0 : blen)),
+		.seq = req->seq,
+		.status = status,
+	};
+	struct iovec iov[2] = { { &h, sizeof(h) },
+				{ (void *)body, status ? 0 : blen } };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+
+	if (!status && nfds > 0) {
+		struct cmsghdr *cm;
+
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		cm = CMSG_FIRSTHDR(&m);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	/* a client that does not read its replies loses its context */
+	return sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
+}
+
+/* ---- objects ------------------------------------------------------------- */
+
+static int obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nobj; i++)
+		if (c->obj[i].type == SVC_OBJ_FREE)
+			break;
+	if (i == c->nobj) {
+		uint32_t n = c->nobj ? c->nobj * 2 : 16;
+		struct svc_obj *t = realloc(c->obj, n * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		memset(t + c->nobj, 0, (n - c->nobj) * sizeof(*t));
+		c->obj = t;
+		c->nobj = n;
+	}
+	c->obj[i].type = type;
+	c->obj[i].p = p;
+	c->obj[i].gen++;
+	*handle = i + 1;
+	return 0;
+}
+
+static void *obj_get(struct svc_ctx *c, uint32_t handle, uint8_t type)
+{
+	if (!handle || handle > c->nobj || c->obj[handle - 1].type != type)
+		return NULL;
+	return c->obj[handle - 1].p;
+}
+
+static void obj_free(struct svc_ctx *c, uint32_t handle)
+{
+	c->obj[handle - 1].type = SVC_OBJ_FREE;
+	c->obj[handle - 1].p = NULL;
+}
+
+static void *map_memfd(const char *name, size_t len, int *fd_out)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)len)) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	*fd_out = fd;
+	return p;
+}
+
+static void qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_qp *qp = c->obj[h - 1].p;
+	struct svc_pd *pd;
+
+	ovr_eng_qp_destroy(s->eng, qp->qpn);
+	svc_qp_unindex(s, qp);
+	c->db_qp[qp->db_index] = NULL;
+	qp->scq->users--;
+	qp->rcq->users--;
+	pd = obj_get(c, qp->pd_handle, SVC_OBJ_PD);
+	if (pd)
+		pd->users--;
+	munmap(qp->ring, qp->map_len);
+	obj_free(c, h);
+	c->nqp--;
+	free(qp);
+}
+
+static void cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_cq *cq = c->obj[h - 1].p;
+	struct svc_channel *ch;
+
+	svc_cq_slot_put(s, cq);
+	ch = cq->chan_handle ? obj_get(c, cq->chan_handle, SVC_OBJ_CHANNEL) :
+			       NULL;
+	if (ch)
+		ch->users--;
+	munmap(cq->ring, cq->map_len);
+	obj_free(c, h);
+	c->ncq--;
+	free(cq);
+}
+
+static int mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_mr *mr = c->obj[h - 1].p;
+	struct svc_pd *pd;
+	int rc = ovr_eng_dereg_mr(s->eng, mr->key);
+
+	if (rc)
+		return rc;
+	pd = obj_get(c, mr->pd_handle, SVC_OBJ_PD);
+	if (pd)
+		pd->users--;
+	munmap(mr->map, mr->map_len);
+	c->pinned -= mr->map_len;
+	obj_free(c, h);
+	c->nmr--;
+	free(mr);
+	return 0;
+}
+
+static void ctx_destroy(struct svc *s, struct svc_ctx *c)
+{
+	struct svc_ctx **pp;
+
+	/* QPs first (they name CQs, MRs' PDs), then CQs, MRs, the rest */
+	for (uint8_t type = SVC_OBJ_QP; type >= SVC_OBJ_PD; type--)
+		for (uint32_t i = 0; i < c->nobj; i++) {
+			if (c->obj[i].type != type)
+				continue;
+			switch (type) {
+			case SVC_OBJ_QP:
+				qp_destroy(s, c, i + 1);
+				break;
+			case SVC_OBJ_CQ:
+				cq_destroy(s, c, i + 1);
+				break;
+			case SVC_OBJ_MR:
+				if (mr_destroy(s, c, i + 1))
+					fprintf(stderr,
+						"ovrdmad: context %u: MR "
+						"still busy\n",
+						c->id);
+				break;
+			case SVC_OBJ_CHANNEL: {
+				struct svc_channel *ch = c->obj[i].p;
+
+				close(ch->fd);
+				free(ch);
+				obj_free(c, i + 1);
+				break;
+			}
+			default:
+				free(c->obj[i].p);
+				obj_free(c, i + 1);
+				break;
+			}
+		}
+	for (pp = &s->ctxs; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	if (c->dev >= 0 && s->devs[c->dev].contexts)
+		s->devs[c->dev].contexts--;
+	if (c->db)
+		munmap(c->db, page_up(sizeof(*c->db)));
+	if (c->async_fd >= 0)
+		close(c->async_fd);
+	close(c->fd);
+	free(c->obj);
+	free(c);
+	s->nctx--;
+	s->cnt.ctx_closed++;
+}
+
+void svc_ctl_close_all(struct svc *s)
+{
+	while (s->ctxs)
+		ctx_destroy(s, s->ctxs);
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+struct req {
+	const struct ovr_ctl_hdr *h;
+	const void *body;
+	size_t blen;
+	int *fds;
+	int nfds;
+};
+
+static int take_fd(struct req *r, int i)
+{
+	int fd = r->fds[i];
+
+	r->fds[i] = -1;
+	return fd;
+}
+
+#define BODY(r, type)                                                       \
+	({                                                                  \
+		if ((r)->blen != sizeof(type))                              \
+			return reply(c, (r)->h, -EINVAL, NULL, 0, NULL, 0); \
+		(const type *)(r)->body;                                    \
+	})
+
+static int do_hello(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_hello_req *q = BODY(r, struct ovr_ctl_hello_req);
+	struct ovr_ctl_hello_rep rep = { .ring_abi = OVR_RING_ABI_VERSION };
+	char path[64];
+	int ro, rc;
+
+	if (q->ring_abi != OVR_RING_ABI_VERSION)
+		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+	memcpy(c->client, q->client, sizeof(c->client));
+	c->client[sizeof(c->client) - 1] = 0;
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		rep.ndevices += s->devs[i].used;
+	rep.incarnation = s->page->incarnation;
+	/* read-only: a client cannot write the service page */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->svc_fd);
+	ro = open(path, O_RDONLY | O_CLOEXEC);
+	if (ro < 0)
+		return reply(c, r->h, -errno, NULL, 0, NULL, 0);
+	c->hello = true;
+	rc = reply(c, r->h, 0, &rep, sizeof(rep), &ro, 1);
+	close(ro);
+	return rc;
+}
+
+static int do_list(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	char buf[sizeof(struct ovr_ctl_list_rep) +
+		 SVC_MAX_DEVS * sizeof(struct ovr_ctl_dev)];
+	struct ovr_ctl_list_rep *rep = (void *)buf;
+	struct ovr_ctl_dev *d = (void *)(rep + 1);
+
+	memset(rep, 0, sizeof(*rep));
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		if (s->devs[i].used)
+			d[rep->n++] = s->devs[i].d;
+	return reply(c, r->h, 0, buf,
+		     sizeof(*rep) + rep->n * sizeof(struct ovr_ctl_dev), NULL,
+		     0);
+}
+
+static int do_open(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_open_req *q = BODY(r, struct ovr_ctl_open_req);
+	struct ovr_ctl_open_rep rep = { 0 };
+	int dev = -1, dbfd, fds[2], rc;
+
+	if (c->dev >= 0)
+		return reply(c, r->h, -EALREADY, NULL, 0, NULL, 0);
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		if (s->devs[i].used &&
+		    !strncmp(s->devs[i].d.name, q->name, OVR_CTL_NAME_LEN))
+			dev = i;
+	if (dev < 0)
+		return reply(c, r->h, -ENODEV, NULL, 0, NULL, 0);
+	c->db = map_memfd("ovrdma-db", page_up(sizeof(*c->db)), &dbfd);
+	if (!c->db)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	if (r->nfds > 0) {
+		c->async_fd = take_fd(r, 0);
+		fcntl(c->async_fd, F_SETFL,
+		      fcntl(c->async_fd, F_GETFL) | O_NONBLOCK);
+	}
+	c->dev = dev;
+	s->devs[dev].contexts++;
+	rep.dev = s->devs[dev].d;
+	rep.ctx_id = c->id;
+	fds[0] = dbfd;
+	fds[1] = s->wake_fd;
+	rc = reply(c, r->h, 0, &rep, sizeof(rep), fds, 2);
+	close(dbfd);
+	return rc;
+}
+
+static int do_alloc_pd(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	struct ovr_ctl_pd_rep rep = { 0 };
+	struct svc_pd *pd;
+	int rc;
+
+	if (r->blen)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	if (c->npd >= s->conf.ctx_max_pd)
+		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	pd->id = s->next_pd++;
+	rc = obj_new(c, SVC_OBJ_PD, pd, &rep.pd);
+	if (rc) {
+		free(pd);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	c->npd++;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_pd *pd = obj_get(c, q->handle, SVC_OBJ_PD);
+
+	(void)s;
+	if (!pd)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (pd->users)
+		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+	free(pd);
+	obj_free(c, q->handle);
+	c->npd--;
+	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+}
+
+#define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
+#define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
+
+static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_reg_mr_req *q = r->body;
+	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	struct svc_pd *pd;
+	struct svc_mr *mr;
+	uint64_t total = 0;
+	uint8_t *base;
+	int rc;
+
+	if (r->blen < offsetof(struct ovr_ctl_reg_mr_req, seg) ||
+	    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG ||
+	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
+			       q->nseg * sizeof(q->seg[0]) ||
+	    r->nfds != (int)q->nseg)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	pd = obj_get(c, q->pd, SVC_OBJ_PD);
+	if (!pd)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
+		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	if (c->nmr >= s->conf.ctx_max_mr)
+		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+	for (uint32_t i = 0; i < q->nseg; i++) {
+		struct stat st;
+		int seals = fcntl(r->fds[i], F_GET_SEALS);
+
+		/* a segment that could shrink under us would fault the
+		 * service: only sealed memfds are accepted */
+		if (q->seg[i].len == 0 || q->seg[i].len % PAGE ||
+		    q->seg[i].off % PAGE || seals < 0 ||
+		    !(seals & F_SEAL_SHRINK) || fstat(r->fds[i], &st) ||
+		    q->seg[i].off + q->seg[i].len > (uint64_t)st.st_size)
+			return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		total += q->seg[i].len;
+	}
+	if (q->span % PAGE || q->len == 0 || q->va < q->span ||
+	    q->va - q->span + q->len > total)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + total > s->conf.ctx_max_pinned)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	for (uint64_t i = 0, at = 0; i < q->nseg; at += q->seg[i].len, i++)
+		if (mmap(base + at, q->seg[i].len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, r->fds[i],
+			 (off_t)q->seg[i].off) == MAP_FAILED) {
+			rc = -errno;
+			munmap(base, total);
+			return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		munmap(base, total);
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	}
+	rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
+			    q->access & ACCESS_KNOWN, base + (q->va - q->span),
+			    &mr->key);
+	if (!rc)
+		rc = obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+	if (rc) {
+		if (mr->key)
+			ovr_eng_dereg_mr(s->eng, mr->key);
+		munmap(base, total);
+		free(mr);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	mr->pd_handle = q->pd;
+	mr->map = base;
+	mr->map_len = total;
+	pd->users++;
+	c->nmr++;
+	c->pinned += total;
+	rep.lkey = rep.rkey = mr->key;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_dereg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+
+	if (!obj_get(c, q->handle, SVC_OBJ_MR))
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	return reply(c, r->h, mr_destroy(s, c, q->handle), NULL, 0, NULL, 0);
+}
+
+static int do_create_channel(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	struct ovr_ctl_channel_rep rep = { 0 };
+	struct svc_channel *ch;
+	int rc;
+
+	(void)s;
+	if (r->blen || r->nfds != 1)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	rc = obj_new(c, SVC_OBJ_CHANNEL, ch, &rep.channel);
+	if (rc) {
+		free(ch);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	ch->fd = take_fd(r, 0);
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_destroy_channel(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_channel *ch = obj_get(c, q->handle, SVC_OBJ_CHANNEL);
+
+	(void)s;
+	if (!ch)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (ch->users)
+		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+	close(ch->fd);
+	free(ch);
+	obj_free(c, q->handle);
+	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+}
+
+static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_create_cq_req *q =
+		BODY(r, struct ovr_ctl_create_cq_req);
+	struct ovr_ctl_create_cq_rep rep = { 0 };
+	struct svc_channel *ch = NULL;
+	struct svc_cq *cq;
+	int fd, rc;
+
+	if (q->cqe == 0 || q->cqe >= CQ_MAX_DEPTH)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	if (c->ncq >= s->conf.ctx_max_cq)
+		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+	if (q->channel != OVR_CTL_NO_CHANNEL) {
+		ch = obj_get(c, q->channel, SVC_OBJ_CHANNEL);
+		if (!ch)
+			return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	cq->ctx = c;
+	cq->depth = pow2_at_least(q->cqe + 1);
+	cq->map_len =
+		page_up(OVR_RING_CQ_ENTRIES_OFF +
+			(uint64_t)cq->depth * sizeof(struct ovr_ring_cqe));
+	cq->ring = map_memfd("ovrdma-cq", cq->map_len, &fd);
+	if (!cq->ring) {
+		free(cq);
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	}
+	cq->cqe = (void *)((uint8_t *)cq->ring + OVR_RING_CQ_ENTRIES_OFF);
+	cq->user_handle = q->user_handle;
+	cq->chan_fd = ch ? ch->fd : -1;
+	cq->chan_handle = ch ? q->channel : 0;
+	rc = svc_cq_slot_get(s, cq);
+	if (!rc)
+		rc = obj_new(c, SVC_OBJ_CQ, cq, &cq->handle);
+	if (rc) {
+		svc_cq_slot_put(s, cq);
+		munmap(cq->ring, cq->map_len);
+		close(fd);
+		free(cq);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	if (ch)
+		ch->users++;
+	c->ncq++;
+	rep.cq = cq->handle;
+	rep.depth = cq->depth;
+	rep.map_len = cq->map_len;
+	rc = reply(c, r->h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
+}
+
+static int do_destroy_cq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_cq *cq = obj_get(c, q->handle, SVC_OBJ_CQ);
+
+	if (!cq)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (cq->users)
+		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+	cq_destroy(s, c, q->handle);
+	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+}
+
+static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_create_qp_req *q =
+		BODY(r, struct ovr_ctl_create_qp_req);
+	struct ovr_ctl_create_qp_rep rep = { 0 };
+	struct svc_pd *pd = obj_get(c, q->pd, SVC_OBJ_PD);
+	struct svc_cq *scq = obj_get(c, q->send_cq, SVC_OBJ_CQ);
+	struct svc_cq *rcq = obj_get(c, q->recv_cq, SVC_OBJ_CQ);
+	struct ovr_eng_qp_init init;
+	struct ovr_eng_qp_attr qa;
+	struct svc_qp *qp;
+	uint32_t db = 0, per_sq, per_rq;
+	int fd, rc;
+
+	if (c->dev < 0)
+		return reply(c, r->h, -EBADF, NULL, 0, NULL, 0);
+	if (!pd || !scq || !rcq)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (q->qp_type != OVR_CTL_QPT_RC || q->srq)
+		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	if (!q->cap.max_send_wr || q->cap.max_send_wr > 16384 ||
+	    q->cap.max_recv_wr > 16384 ||
+	    q->cap.max_send_sge > OVR_RING_SQ_MAX_SGE ||
+	    q->cap.max_recv_sge > OVR_RING_SQ_MAX_SGE ||
+	    q->cap.max_inline_data > OVR_RING_MAX_INLINE)
+		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+	if (c->nqp >= s->conf.ctx_max_qp)
+		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+	while (db < OVR_RING_MAX_QP_PER_CTX && c->db_qp[db])
+		db++;
+	if (db == OVR_RING_MAX_QP_PER_CTX)
+		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	init = (struct ovr_eng_qp_init){
+		.pd = pd->id,
+		.send_cq = scq->slot,
+		.recv_cq = rcq->slot,
+		.sq_sig_all = q->sq_sig_all != 0,
+		.user = (uint64_t)(uintptr_t)qp,
+		.cap = {
+			.max_send_wr = q->cap.max_send_wr,
+			.max_recv_wr = q->cap.max_recv_wr ?
+					       q->cap.max_recv_wr : 1,
+			.max_send_sge = q->cap.max_send_sge ?
+						q->cap.max_send_sge : 1,
+			.max_recv_sge = q->cap.max_recv_sge ?
+						q->cap.max_recv_sge : 1,
+			.max_inline_data = q->cap.max_inline_data,
+		},
+	};
+	rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
+	if (rc) {
+		free(qp);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	ovr_eng_qp_query(s->eng, qp->qpn, &qa);
+	qp->cap = (struct ovr_ctl_qp_cap){
+		.max_send_wr = qa.cap.max_send_wr,
+		.max_recv_wr = qa.cap.max_recv_wr,
+		.max_send_sge = qa.cap.max_send_sge,
+		.max_recv_sge = qa.cap.max_recv_sge,
+		.max_inline_data = qa.cap.max_inline_data,
+	};
+	qp->ctx = c;
+	qp->db_index = db;
+	qp->pd_handle = q->pd;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->user_handle = q->user_handle;
+	qp->sq_depth = pow2_at_least(qp->cap.max_send_wr);
+	qp->rq_depth = pow2_at_least(qp->cap.max_recv_wr);
+	per_sq = qp->cap.max_send_sge * (uint32_t)sizeof(struct ovr_ring_sge);
+	if (qp->cap.max_inline_data > per_sq)
+		per_sq = qp->cap.max_inline_data;
+	qp->sq_stride =
+		pow2_at_least((uint32_t)sizeof(struct ovr_ring_swqe) + per_sq);
+	per_rq = qp->cap.max_recv_sge * (uint32_t)sizeof(struct ovr_ring_sge);
+	qp->rq_stride =
+		pow2_at_least((uint32_t)sizeof(struct ovr_ring_rwqe) + per_rq);
+	rep.sq_off = PAGE;
+	rep.rq_off =
+		page_up(rep.sq_off + (uint64_t)qp->sq_depth * qp->sq_stride);
+	qp->map_len =
+		page_up(rep.rq_off + (uint64_t)qp->rq_depth * qp->rq_stride);
+	qp->ring = map_memfd("ovrdma-qp", qp->map_len, &fd);
+	if (!qp->ring) {
+		ovr_eng_qp_destroy(s->eng, qp->qpn);
+		free(qp);
+		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+	}
+	qp->sq_slots = (uint8_t *)qp->ring + rep.sq_off;
+	qp->rq_slots = (uint8_t *)qp->ring + rep.rq_off;
+	rc = svc_qp_index(s, qp);
+	if (!rc)
+		rc = obj_new(c, SVC_OBJ_QP, qp, &qp->handle);
+	if (rc) {
+		svc_qp_unindex(s, qp);
+		ovr_eng_qp_destroy(s->eng, qp->qpn);
+		munmap(qp->ring, qp->map_len);
+		close(fd);
+		free(qp);
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	}
+	c->db_qp[db] = qp;
+	scq->users++;
+	rcq->users++;
+	pd->users++;
+	c->nqp++;
+	rep.qp = qp->handle;
+	rep.qpn = qp->qpn;
+	rep.cap = qp->cap;
+	rep.sq_depth = qp->sq_depth;
+	rep.rq_depth = qp->rq_depth;
+	rep.sq_stride = qp->sq_stride;
+	rep.rq_stride = qp->rq_stride;
+	rep.map_len = qp->map_len;
+	rep.db_index = db;
+	rc = reply(c, r->h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
+}
+
+static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_modify_qp_req *q =
+		BODY(r, struct ovr_ctl_modify_qp_req);
+	struct svc_qp *qp = obj_get(c, q->qp, SVC_OBJ_QP);
+	const struct ovr_ctl_qp_attr *a = &q->attr;
+	struct ovr_eng_qp_attr ea = { 0 };
+	struct ovr_vpc_flow flow = { 0 };
+	bool av = q->mask & OVR_ENG_ATTR_AV;
+	int rc;
+
+	if (!qp)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	if (av) {
+		const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
+		uint32_t peer;
+
+		if (!(q->mask & OVR_ENG_ATTR_DEST_QPN) ||
+		    ovr_vpc_gid_to_vip(a->dgid, &peer))
+			return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
+		if (rc)
+			return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		ovr_vpc_flow_init(&flow, d->vni, d->vip, peer, qp->qpn,
+				  a->dest_qp_num, a->traffic_class >> 2);
+	}
+	ea.qp_state = a->qp_state;
+	ea.cur_qp_state = a->cur_qp_state;
+	ea.path_mtu = a->path_mtu;
+	ea.qp_access_flags = a->qp_access_flags;
+	ea.dest_qp_num = a->dest_qp_num;
+	ea.rq_psn = a->rq_psn;
+	ea.sq_psn = a->sq_psn;
+	ea.timeout = a->timeout;
+	ea.retry_cnt = a->retry_cnt;
+	ea.rnr_retry = a->rnr_retry;
+	ea.min_rnr_timer = a->min_rnr_timer;
+	ea.max_rd_atomic = a->max_rd_atomic;
+	ea.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	rc = ovr_eng_qp_modify(s->eng, qp->qpn, &ea, q->mask, svc_now());
+	if (rc)
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	if (av) {
+		qp->flow = flow;
+		qp->connected = true;
+	}
+	if (q->mask & OVR_ENG_ATTR_STATE) {
+		atomic_store_explicit(&qp->ring->state, a->qp_state,
+				      memory_order_release);
+		if (a->qp_state == OVR_ENG_QPS_RESET) {
+			/* RESET drops all work, without completions */
+			qp->connected = false;
+			qp->sq_cons = atomic_load(&qp->ring->sq_prod);
+			qp->rq_cons = atomic_load(&qp->ring->rq_prod);
+			atomic_store(&qp->ring->sq_cons, qp->sq_cons);
+			atomic_store(&qp->ring->rq_cons, qp->rq_cons);
+		}
+	}
+	svc_qp_kick(s, qp);
+	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+}
+
+static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_qp *qp = obj_get(c, q->handle, SVC_OBJ_QP);
+	struct ovr_ctl_query_qp_rep rep = { 0 };
+	struct ovr_ctl_qp_attr *a = &rep.attr;
+	struct ovr_eng_qp_attr ea;
+	int rc;
+
+	if (!qp)
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	rc = ovr_eng_qp_query(s->eng, qp->qpn, &ea);
+	if (rc)
+		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+	a->qp_state = ea.qp_state;
+	a->cur_qp_state = ea.qp_state;
+	a->path_mtu = ea.path_mtu;
+	a->qp_access_flags = ea.qp_access_flags;
+	a->dest_qp_num = ea.dest_qp_num;
+	a->rq_psn = ea.rq_psn;
+	a->sq_psn = ea.sq_psn;
+	a->timeout = ea.timeout;
+	a->retry_cnt = ea.retry_cnt;
+	a->rnr_retry = ea.rnr_retry;
+	a->min_rnr_timer = ea.min_rnr_timer;
+	a->max_rd_atomic = ea.max_rd_atomic;
+	a->max_dest_rd_atomic = ea.max_dest_rd_atomic;
+	a->sq_draining = ea.sq_draining;
+	a->port_num = 1;
+	a->hop_limit = 64;
+	a->is_global = 1;
+	a->traffic_class = (uint8_t)(qp->flow.dscp << 2);
+	if (qp->connected)
+		ovr_vpc_vip_to_gid(qp->flow.dst_vip, a->dgid);
+	a->cap = qp->cap;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_destroy_qp(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+
+	if (!obj_get(c, q->handle, SVC_OBJ_QP))
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	qp_destroy(s, c, q->handle);
+	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+}
+
+static int do_qp_stats(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_qp *qp = obj_get(c, q->handle, SVC_OBJ_QP);
+	struct ovr_ctl_qp_stats_rep rep;
+	struct ovr_eng_qp_stats st;
+
+	if (!qp || ovr_eng_qp_stats(s->eng, qp->qpn, &st))
+		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+	rep = (struct ovr_ctl_qp_stats_rep){
+		.state = st.state,
+		.snd_una = st.snd_una,
+		.snd_nxt = st.snd_nxt,
+		.rcv_nxt = st.rcv_nxt,
+		.inflight_pkts = st.inflight_pkts,
+		.cwnd_bytes = st.cwnd_bytes,
+		.srtt_ns = st.srtt_ns,
+		.rto_ns = st.rto_ns,
+		.tx_pkts = st.tx_pkts,
+		.tx_bytes = st.tx_bytes,
+		.rx_pkts = st.rx_pkts,
+		.rx_bytes = st.rx_bytes,
+		.retx_pkts = st.retx_pkts,
+		.rto_count = st.rto_count,
+		.tlp_count = st.tlp_count,
+		.rack_lost = st.rack_lost,
+		.rx_dup = st.rx_dup,
+		.rx_ooo = st.rx_ooo,
+	};
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* ---- administration ------------------------------------------------------ */
+
+static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_hdr *h = r->h;
+	int rc;
+
+	if (c->uid != 0)
+		return reply(c, h, -EPERM, NULL, 0, NULL, 0);
+	switch (h->op) {
+	case OVR_CTL_ADM_TENANT_ADD:
+	case OVR_CTL_ADM_TENANT_DEL: {
+		const struct ovr_ctl_adm_tenant_req *q =
+			BODY(r, struct ovr_ctl_adm_tenant_req);
+
+		rc = h->op == OVR_CTL_ADM_TENANT_ADD ?
+			     ovr_vpc_tenant_add(s->vpc, q->vni) :
+			     ovr_vpc_tenant_del(s->vpc, q->vni);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	case OVR_CTL_ADM_VIP_ADD:
+	case OVR_CTL_ADM_VIP_MOVE:
+	case OVR_CTL_ADM_VIP_DEL: {
+		const struct ovr_ctl_adm_vip_req *q =
+			BODY(r, struct ovr_ctl_adm_vip_req);
+		struct ovr_vpc_binding b = { .host = q->host,
+					     .dev = OVR_VPC_DEV_NONE };
+		int old = dev_by_binding(s, q->vni, q->vip);
+		char name[OVR_CTL_NAME_LEN];
+
+		if (old >= 0 && s->devs[old].contexts &&
+		    h->op != OVR_CTL_ADM_VIP_ADD)
+			return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
+		if (h->op == OVR_CTL_ADM_VIP_DEL) {
+			rc = ovr_vpc_vip_del(s->vpc, q->vni, q->vip);
+			if (!rc)
+				svc_dev_del(s, q->vni, q->vip);
+			return reply(c, h, rc, NULL, 0, NULL, 0);
+		}
+		if (h->op == OVR_CTL_ADM_VIP_ADD && old >= 0)
+			return reply(c, h, -EEXIST, NULL, 0, NULL, 0);
+		memcpy(b.mac, q->mac, 6);
+		if (q->local) {
+			if (q->host && q->host != s->conf.host)
+				return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+			b.host = s->conf.host;
+			memcpy(b.mac, s->mac, 6);
+			memcpy(name, q->name, sizeof(name));
+			name[sizeof(name) - 1] = 0;
+			if (old >= 0)
+				svc_dev_del(s, q->vni, q->vip);
+			b.dev = svc_dev_add(s, q->vni, q->vip, name);
+			if (b.dev < 0)
+				return reply(c, h, b.dev, NULL, 0, NULL, 0);
+		} else if (old >= 0) {
+			svc_dev_del(s, q->vni, q->vip);
+		}
+		rc = h->op == OVR_CTL_ADM_VIP_ADD ?
+			     ovr_vpc_vip_add(s->vpc, q->vni, q->vip, &b) :
+			     ovr_vpc_vip_move(s->vpc, q->vni, q->vip, &b);
+		if (rc && b.dev >= 0)
+			svc_dev_del(s, q->vni, q->vip);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	case OVR_CTL_ADM_SG_SET: {
+		const struct ovr_ctl_adm_sg_req *q = r->body;
+		struct ovr_vpc_sg_rule rules[OVR_CTL_SG_MAX];
+
+		if (r->blen < 8 || q->n > OVR_CTL_SG_MAX ||
+		    r->blen != 8 + q->n * sizeof(q->rule[0]))
+			return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+		for (uint32_t i = 0; i < q->n; i++) {
+			if (q->rule[i].len > 32)
+				return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+			rules[i].prefix = q->rule[i].prefix;
+			rules[i].len = (uint8_t)q->rule[i].len;
+		}
+		rc = ovr_vpc_sg_set(s->vpc, q->vni, rules, q->n);
+		return reply(c, h, rc, NULL, 0, NULL, 0);
+	}
+	case OVR_CTL_ADM_SHOW: {
+		const struct ovr_ctl_adm_show_req *q =
+			BODY(r, struct ovr_ctl_adm_show_req);
+		static char text[OVR_CTL_MSG_MAX - sizeof(struct ovr_ctl_hdr)];
+		char what[sizeof(q->what) + 1];
+
+		memcpy(what, q->what, sizeof(q->what));
+		what[sizeof(q->what)] = 0;
+		rc = svc_show(s, what, text, sizeof(text));
+		if (rc < 0)
+			return reply(c, h, rc, NULL, 0, NULL, 0);
+		return reply(c, h, 0, text, (size_t)rc, NULL, 0);
+	}
+	default:
+		return reply(c, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	}
+}
+
+/* ---- dispatch ------------------------------------------------------------ */
+
+static int dispatch(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	uint16_t op = r->h->op;
+
+	if (r->h->version != OVR_CTL_VERSION)
+		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+	if (op >= OVR_CTL_ADM_TENANT_ADD)
+		return do_adm(s, c, r);
+	if (op != OVR_CTL_HELLO && !c->hello)
+		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+	if (op > OVR_CTL_OPEN && c->dev < 0)
+		return reply(c, r->h, -EBADF, NULL, 0, NULL, 0);
+	switch (op) {
+	case OVR_CTL_HELLO:
+		return do_hello(s, c, r);
+	case OVR_CTL_LIST_DEVICES:
+		return do_list(s, c, r);
+	case OVR_CTL_OPEN:
+		return do_open(s, c, r);
+	case OVR_CTL_ALLOC_PD:
+		return do_alloc_pd(s, c, r);
+	case OVR_CTL_DEALLOC_PD:
+		return do_dealloc_pd(s, c, r);
+	case OVR_CTL_REG_MR:
+		return do_reg_mr(s, c, r);
+	case OVR_CTL_DEREG_MR:
+		return do_dereg_mr(s, c, r);
+	case OVR_CTL_CREATE_CHANNEL:
+		return do_create_channel(s, c, r);
+	case OVR_CTL_DESTROY_CHANNEL:
+		return do_destroy_channel(s, c, r);
+	case OVR_CTL_CREATE_CQ:
+		return do_create_cq(s, c, r);
+	case OVR_CTL_DESTROY_CQ:
+		return do_destroy_cq(s, c, r);
+	case OVR_CTL_CREATE_QP:
+		return do_create_qp(s, c, r);
+	case OVR_CTL_MODIFY_QP:
+		return do_modify_qp(s, c, r);
+	case OVR_CTL_QUERY_QP:
+		return do_query_qp(s, c, r);
+	case OVR_CTL_DESTROY_QP:
+		return do_destroy_qp(s, c, r);
+	case OVR_CTL_QP_STATS:
+		return do_qp_stats(s, c, r);
+	default:
+		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+	}
+}
+
+void svc_ctl_input(struct svc *s, struct svc_ctx *c)
+{
+	for (int round = 0; round < 16; round++) {
+		static union {
+			struct ovr_ctl_hdr h;
+			char b[OVR_CTL_MSG_MAX];
+		} buf;
+		union {
+			char b[CMSG_SPACE(sizeof(int) * MAX_FDS)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = { buf.b, sizeof(buf.b) };
+		struct msghdr m = { .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cbuf.b,
+				    .msg_controllen = sizeof(cbuf.b) };
+		int fds[MAX_FDS];
+		struct req r = { .h = &buf.h, .fds = fds };
+		ssize_t n = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		int rc;
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) { /* hang-up: the application is gone */
+			ctx_destroy(s, c);
+			return;
+		}
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm;
+		     cm = CMSG_NXTHDR(&m, cm))
+			if (cm->cmsg_level == SOL_SOCKET &&
+			    cm->cmsg_type == SCM_RIGHTS) {
+				int k = (int)((cm->cmsg_len - CMSG_LEN(0)) /
+					      sizeof(int));
+
+				for (int i = 0; i < k && r.nfds < MAX_FDS; i++)
+					memcpy(&fds[r.nfds++],
+					       CMSG_DATA(cm) + i * sizeof(int),
+					       sizeof(int));
+			}
+		if ((size_t)n < sizeof(buf.h) || buf.h.len != (uint32_t)n ||
+		    (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+			/* not our protocol: drop the context */
+			for (int i = 0; i < r.nfds; i++)
+				close(fds[i]);
+			ctx_destroy(s, c);
+			return;
+		}
+		r.body = buf.b + sizeof(buf.h);
+		r.blen = (size_t)n - sizeof(buf.h);
+		rc = dispatch(s, c, &r);
+		for (int i = 0; i < r.nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (rc) {
+			ctx_destroy(s, c);
+			return;
+		}
+	}
+}
+
+/* ---- views (ovrdmactl show) --------------------------------------------- */
+
+#define OUT(...)                                                      \
+	do {                                                          \
+		if (len < cap)                                        \
+			len += (size_t)snprintf(buf + len, cap - len, \
+						__VA_ARGS__);         \
+	} while (0)
+
+int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	if (!strcmp(what, "devices")) {
+		OUT("%-10s %-9s %-15s %-6s %-9s %s\n", "device", "vni", "vip",
+		    "mtu", "contexts", "guid");
+		for (int i = 0; i < SVC_MAX_DEVS; i++) {
+			const struct ovr_ctl_dev *d = &s->devs[i].d;
+
+			if (!s->devs[i].used)
+				continue;
+			OUT("%-10s %-9u %u.%u.%u.%u %*s%-6u %-9u %016llx\n",
+			    d->name, d->vni, d->vip >> 24, (d->vip >> 16) & 255,
+			    (d->vip >> 8) & 255, d->vip & 255, 0, "",
+			    128u << d->active_mtu, s->devs[i].contexts,
+			    (unsigned long long)d->guid);
+		}
+	} else if (!strcmp(what, "contexts")) {
+		OUT("%-5s %-8s %-6s %-16s %-10s %4s %4s %4s %12s\n", "ctx",
+		    "pid", "uid", "client", "device", "qps", "cqs", "mrs",
+		    "pinned");
+		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+			OUT("%-5u %-8d %-6u %-16s %-10s %4u %4u %4u %12llu\n",
+			    c->id, (int)c->pid, (unsigned)c->uid,
+			    c->client[0] ? c->client : "-",
+			    c->dev >= 0 ? s->devs[c->dev].d.name : "-", c->nqp,
+			    c->ncq, c->nmr, (unsigned long long)c->pinned);
+	} else if (!strcmp(what, "qps")) {
+		OUT("%-5s %-8s %-5s %-15s %-8s %-8s %-8s %-8s %-9s %-8s "
+		    "%-10s %-8s\n",
+		    "ctx", "qpn", "state", "peer", "dqpn", "snd_una", "snd_nxt",
+		    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx");
+		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+			for (uint32_t i = 0; i < c->nobj; i++) {
+				struct svc_qp *qp = c->obj[i].p;
+				struct ovr_eng_qp_stats st;
+				struct ovr_eng_qp_attr qa;
+				uint32_t v;
+
+				if (c->obj[i].type != SVC_OBJ_QP ||
+				    ovr_eng_qp_stats(s->eng, qp->qpn, &st) ||
+				    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
+					continue;
+				v = qp->connected ? qp->flow.dst_vip : 0;
+				OUT("%-5u %-8u %-5u %3u.%3u.%3u.%3u %-8u %-8u "
+				    "%-8u %-8u %-9u %-8llu %-10llu %-8llu\n",
+				    c->id, qp->qpn, st.state, v >> 24,
+				    (v >> 16) & 255, (v >> 8) & 255, v & 255,
+				    qa.dest_qp_num, st.snd_una, st.snd_nxt,
+				    st.rcv_nxt, st.cwnd_bytes,
+				    (unsigned long long)(st.srtt_ns / 1000),
+				    (unsigned long long)st.tx_pkts,
+				    (unsigned long long)st.retx_pkts);
+			}
+	} else if (!strcmp(what, "counters")) {
+		const struct svc_counters *k = &s->cnt;
+		struct ovr_eng_stats es;
+		uint64_t drops[OVR_VPC_NDROP];
+
+		ovr_eng_get_stats(s->eng, &es);
+		ovr_vpc_drop_stats(s->vpc, drops);
+#define C(name, v) OUT("%-22s %llu\n", name, (unsigned long long)(v))
+		C("port_link_up",
+		  s->port_ops->link_up ? s->port_ops->link_up(s->port) : 1);
+		C("rx_frames", k->rx_frames);
+		C("rx_bytes", k->rx_bytes);
+		C("tx_frames", k->tx_frames);
+		C("tx_bytes", k->tx_bytes);
+		C("rx_dropped_overlay", k->rx_dropped_vpc);
+		C("rx_short_pdu", k->rx_short_pdu);
+		C("rx_no_qp", k->rx_no_qp);
+		C("rx_foreign", k->rx_foreign);
+		C("tx_no_route", k->tx_no_route);
+		C("tx_nobuf", k->tx_nobuf);
+		C("wqe_bad", k->wqe_bad);
+		C("cq_overflows", k->cq_overflows);
+		C("sleeps", k->sleeps);
+		C("wakeups", k->wakeups);
+		C("contexts", s->nctx);
+		C("contexts_opened", k->ctx_opened);
+		C("contexts_closed", k->ctx_closed);
+		C("engine_qps", es.qps);
+		C("engine_mrs", es.mrs);
+		C("engine_rx_bad", es.rx_bad);
+		C("engine_rx_no_qp", es.rx_no_qp);
+		C("engine_tx_nobuf", es.tx_nobuf);
+		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
+			if (drops[i]) {
+				char n[48];
+
+				snprintf(n, sizeof(n), "drop_%s",
+					 ovr_vpc_drop_name(i));
+				C(n, drops[i]);
+			}
+#undef C
+	} else {
+		return -EINVAL;
+	}
+	return (int)(len < cap ? len : cap - 1);
+}

@@ -1,0 +1,808 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ovrdmad's dataplane: rings <-> transport engine <-> VPC overlay <-> port,
+ * and the one poll loop that also serves the control socket
+ * (docs/SERVICE.md section 5).
+ *
+ * Per loop: receive a burst (decap, tenant check, engine), take new work
+ * from the rings whose doorbells rang, let the engine transmit and run
+ * its timers, flush the port. Nothing here allocates or locks; the only
+ * syscalls are the periodic non-blocking look at the control sockets and,
+ * when idle, the sleep itself.
+ *
+ * Idle: after spin_us without work the loop sets the service page's
+ * `sleeping`, looks at every doorbell once more (see ring.h), arms the
+ * port's receive interrupt and blocks in epoll on the control sockets,
+ * the wake eventfd, the receive interrupt and a timerfd set to the
+ * engine's next timer (or the heartbeat). A port without receive
+ * interrupts naps at most NAP_NS instead.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ovrdma/wire.h>
+
+#include "svc.h"
+
+#define RX_BURST 32
+/* Without receive interrupts an idle loop naps, starting at NAP_MIN_NS
+ * and doubling up to NAP_MAX_NS while nothing happens: a long-idle node
+ * costs ~1000 wakeups/s, and the first frame after a long silence waits
+ * at most NAP_MAX_NS (doorbells and control requests wake it at once). */
+#define NAP_MIN_NS 20000ull
+#define NAP_MAX_NS 1000000ull
+#define CTL_EVERY_NS 200000ull /* busy: look at control sockets */
+
+/* epoll tags */
+#define EV_LISTEN 1ull
+#define EV_WAKE 2ull
+#define EV_TIMER 3ull
+#define EV_RX 4ull
+#define EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
+
+uint64_t svc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- lookup tables ------------------------------------------------------- */
+
+int svc_cq_slot_get(struct svc *s, struct svc_cq *cq)
+{
+	for (uint32_t i = 0; i < s->ncq_slots; i++)
+		if (!s->cqs[i]) {
+			s->cqs[i] = cq;
+			cq->slot = i;
+			return 0;
+		}
+	uint32_t n = s->ncq_slots ? s->ncq_slots * 2 : 64;
+	struct svc_cq **t = realloc(s->cqs, n * sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	memset(t + s->ncq_slots, 0, (n - s->ncq_slots) * sizeof(*t));
+	s->cqs = t;
+	cq->slot = s->ncq_slots;
+	s->cqs[cq->slot] = cq;
+	s->ncq_slots = n;
+	return 0;
+}
+
+void svc_cq_slot_put(struct svc *s, struct svc_cq *cq)
+{
+	if (cq->slot < s->ncq_slots && s->cqs[cq->slot] == cq)
+		s->cqs[cq->slot] = NULL;
+}
+
+int svc_qp_index(struct svc *s, struct svc_qp *qp)
+{
+	struct svc_qp **slot = &s->qp_by_slot[qp->qpn & s->qp_mask];
+
+	if (*slot)
+		return -EEXIST;
+	*slot = qp;
+	return 0;
+}
+
+void svc_qp_unindex(struct svc *s, struct svc_qp *qp)
+{
+	struct svc_qp **slot = &s->qp_by_slot[qp->qpn & s->qp_mask];
+	struct svc_qp **p;
+
+	if (*slot == qp)
+		*slot = NULL;
+	for (p = &s->stalled; *p; p = &(*p)->stall_next)
+		if (*p == qp) {
+			*p = qp->stall_next;
+			break;
+		}
+}
+
+struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
+{
+	struct svc_qp *qp = s->qp_by_slot[qpn & s->qp_mask];
+
+	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+/* ---- events to applications -------------------------------------------- */
+
+void svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
+{
+	struct ovr_ctl_async_event ev = { .element = element,
+					  .event_type = type };
+
+	if (ctx->async_fd < 0 ||
+	    write(ctx->async_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+		ctx->async_dropped++;
+}
+
+/* ---- completions --------------------------------------------------------- */
+
+#define IBV_EVENT_CQ_ERR 0u
+
+static void cq_write(struct svc *s, struct svc_cq *cq,
+		     const struct ovr_eng_wc *wc)
+{
+	uint32_t cons =
+		atomic_load_explicit(&cq->ring->cons, memory_order_acquire);
+	struct ovr_ring_cqe *e;
+	uint32_t arm;
+
+	if (cq->prod - cons >= cq->depth) {
+		s->cnt.cq_overflows++;
+		if (!cq->overflowed) {
+			cq->overflowed = true;
+			atomic_store_explicit(&cq->ring->overflow, 1,
+					      memory_order_release);
+			svc_async(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR);
+		}
+		return;
+	}
+	e = &cq->cqe[cq->prod & (cq->depth - 1)];
+	e->wqe_idx = (uint32_t)wc->wr_id;
+	e->qp_num = wc->qp_num;
+	e->status = wc->status;
+	e->opcode = wc->opcode;
+	e->byte_len = wc->byte_len;
+	e->imm_data = wc->imm_data;
+	e->src_qp = wc->src_qp;
+	e->wc_flags = wc->wc_flags;
+	e->vendor_err = wc->vendor_err;
+	e->flags = (wc->wr_id >> 63) ? OVR_CQE_RECV : 0;
+	e->rsvd = 0;
+	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
+			      memory_order_release);
+	cq->prod++;
+	atomic_store_explicit(&cq->ring->prod, cq->prod, memory_order_relaxed);
+
+	/*
+	 * One event per arm. The engine does not tell solicited receives
+	 * apart, so a solicited-only arm fires on every receive and error
+	 * completion (more events than asked for, never fewer).
+	 */
+	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
+	if (arm && arm != cq->last_arm && cq->chan_fd >= 0 &&
+	    (!(arm & 1) || (wc->wr_id >> 63) || wc->status != OVR_WC_SUCCESS)) {
+		struct ovr_ctl_comp_event ev = { .cq_handle = cq->user_handle };
+
+		cq->last_arm = arm;
+		if (write(cq->chan_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+			cq->ctx->async_dropped++;
+	}
+}
+
+static void eng_cqe(void *ctx, uint32_t cqn, const struct ovr_eng_wc *wc)
+{
+	struct svc *s = ctx;
+
+	if (cqn < s->ncq_slots && s->cqs[cqn])
+		cq_write(s, s->cqs[cqn], wc);
+}
+
+static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
+		      enum ovr_eng_event ev)
+{
+	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
+
+	(void)ctx;
+	(void)qpn;
+	if (!qp)
+		return;
+	if (ev == OVR_EV_QP_FATAL || ev == OVR_EV_QP_REQ_ERR ||
+	    ev == OVR_EV_QP_ACCESS_ERR)
+		atomic_store_explicit(&qp->ring->state, OVR_ENG_QPS_ERR,
+				      memory_order_release);
+	svc_async(qp->ctx, qp->user_handle, ev);
+}
+
+/* ---- transmit ------------------------------------------------------------ */
+
+static void *eng_tx_alloc(void *ctx, uint32_t cap, void **token)
+{
+	struct svc *s = ctx;
+	uint8_t *p = s->port_ops->tx_alloc(s->port, cap, token);
+
+	if (!p)
+		s->cnt.tx_nobuf++;
+	return p;
+}
+
+static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
+		   uint64_t qp_user)
+{
+	struct svc *s = ctx;
+	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
+	uint8_t *pdu = s->port_ops->buf_data(s->port, token);
+	uint8_t path;
+	int rc;
+
+	(void)peer;
+	if (!qp || !qp->connected || len < sizeof(struct ovr_wire_oth)) {
+		s->port_ops->tx_free(s->port, token);
+		return;
+	}
+	path = ((const struct ovr_wire_oth *)pdu)->path;
+	rc = ovr_vpc_tx(s->vt, &qp->flow, path, pdu, OVR_WIRE_ENCAP_LEN, len);
+	if (rc) {
+		s->cnt.tx_no_route++;
+		s->port_ops->tx_free(s->port, token);
+		return;
+	}
+	s->cnt.tx_frames++;
+	s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
+	s->port_ops->tx(s->port, token, pdu - OVR_WIRE_ENCAP_LEN,
+			len + OVR_WIRE_ENCAP_LEN);
+}
+
+/* ---- receive ------------------------------------------------------------- */
+
+static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
+		     uint64_t now)
+{
+	struct ovr_vpc_rx rx;
+	const struct ovr_wire_prefix *p;
+	struct svc_qp *qp;
+
+	s->cnt.rx_frames++;
+	s->cnt.rx_bytes += len;
+	if (ovr_vpc_decap(s->vt, frame, len, &rx)) {
+		s->cnt.rx_dropped_vpc++;
+		return;
+	}
+	if (rx.pdu_len < sizeof(struct ovr_wire_oth)) {
+		s->cnt.rx_short_pdu++;
+		return;
+	}
+	p = (const struct ovr_wire_prefix *)rx.pdu;
+	qp = svc_qp_find(s, __builtin_bswap32(p->dqpn) & 0xffffffu);
+	if (!qp) {
+		/* the engine answers version probes and counts the rest */
+		s->cnt.rx_no_qp++;
+		ovr_eng_rx(s->eng, now, rx.pdu, rx.pdu_len, rx.ce);
+		return;
+	}
+	/* a QP only hears its own peer, in its own tenant */
+	if (!qp->connected || qp->flow.vni != rx.vni ||
+	    qp->flow.src_vip != rx.dst_vip || qp->flow.dst_vip != rx.src_vip) {
+		s->cnt.rx_foreign++;
+		return;
+	}
+	ovr_eng_rx(s->eng, now, rx.pdu, rx.pdu_len, rx.ce);
+}
+
+/* ---- work from the rings ------------------------------------------------- */
+
+static void wqe_fail(struct svc *s, struct svc_qp *qp, bool recv, uint32_t idx)
+{
+	struct ovr_eng_wc wc = {
+		.wr_id = (recv ? 1ull << 63 : 0) | idx,
+		.status = OVR_WC_LOC_QP_OP_ERR,
+		.qp_num = qp->qpn,
+		.vendor_err = 0,
+	};
+
+	s->cnt.wqe_bad++;
+	cq_write(s, recv ? qp->rcq : qp->scq, &wc);
+}
+
+static void stall(struct svc *s, struct svc_qp *qp)
+{
+	if (qp->stalled)
+		return;
+	qp->stalled = true;
+	qp->stall_next = s->stalled;
+	s->stalled = qp;
+}
+
+/* Returns false when the engine had no room (try again later). */
+static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+{
+	uint32_t prod =
+		atomic_load_explicit(&qp->ring->sq_prod, memory_order_acquire);
+	bool ok = true;
+
+	if (prod - qp->sq_cons > qp->sq_depth) {
+		/* the client overran its ring: nothing in it can be trusted */
+		s->cnt.wqe_bad++;
+		prod = qp->sq_cons;
+	}
+	while (qp->sq_cons != prod) {
+		uint8_t *slot = qp->sq_slots +
+				(size_t)(qp->sq_cons & (qp->sq_depth - 1)) *
+					qp->sq_stride;
+		struct ovr_ring_swqe w;
+		struct ovr_eng_sge sg[OVR_RING_SQ_MAX_SGE];
+		struct ovr_eng_send_wr wr;
+		int rc;
+
+		memcpy(&w, slot, sizeof(w));
+		wr = (struct ovr_eng_send_wr){
+			.wr_id = qp->sq_cons,
+			.opcode = w.opcode,
+			.send_flags = w.send_flags,
+			.sg_list = sg,
+			.imm_data = w.imm_data,
+			.invalidate_rkey = w.invalidate_rkey,
+			.rkey = w.rkey,
+			.remote_addr = w.remote_addr,
+			.compare_add = w.compare_add,
+			.swap = w.swap,
+		};
+		if (w.send_flags & OVR_SEND_INLINE) {
+			if (w.inline_len > qp->cap.max_inline_data ||
+			    sizeof(w) + w.inline_len > qp->sq_stride) {
+				wqe_fail(s, qp, false, qp->sq_cons++);
+				continue;
+			}
+			sg[0] = (struct ovr_eng_sge){
+				.addr = (uint64_t)(uintptr_t)(slot + sizeof(w)),
+				.length = w.inline_len,
+			};
+			wr.num_sge = w.inline_len ? 1 : 0;
+		} else {
+			if (w.num_sge > qp->cap.max_send_sge ||
+			    w.num_sge > OVR_RING_SQ_MAX_SGE) {
+				wqe_fail(s, qp, false, qp->sq_cons++);
+				continue;
+			}
+			memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
+			wr.num_sge = w.num_sge;
+		}
+		rc = ovr_eng_post_send(s->eng, qp->qpn, &wr, now);
+		if (rc == ENOMEM) {
+			ok = false;
+			break;
+		}
+		if (rc)
+			wqe_fail(s, qp, false, qp->sq_cons);
+		qp->sq_cons++;
+	}
+	atomic_store_explicit(&qp->ring->sq_cons, qp->sq_cons,
+			      memory_order_release);
+	return ok;
+}
+
+static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+{
+	uint32_t prod =
+		atomic_load_explicit(&qp->ring->rq_prod, memory_order_acquire);
+	bool ok = true;
+
+	if (prod - qp->rq_cons > qp->rq_depth) {
+		s->cnt.wqe_bad++;
+		prod = qp->rq_cons;
+	}
+	while (qp->rq_cons != prod) {
+		uint8_t *slot = qp->rq_slots +
+				(size_t)(qp->rq_cons & (qp->rq_depth - 1)) *
+					qp->rq_stride;
+		struct ovr_ring_rwqe w;
+		struct ovr_eng_sge sg[OVR_RING_SQ_MAX_SGE];
+		struct ovr_eng_recv_wr wr;
+		int rc;
+
+		memcpy(&w, slot, sizeof(w));
+		if (w.num_sge > qp->cap.max_recv_sge ||
+		    w.num_sge > OVR_RING_SQ_MAX_SGE) {
+			wqe_fail(s, qp, true, qp->rq_cons++);
+			continue;
+		}
+		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
+		wr = (struct ovr_eng_recv_wr){
+			.wr_id = (1ull << 63) | qp->rq_cons,
+			.sg_list = sg,
+			.num_sge = w.num_sge,
+		};
+		rc = ovr_eng_post_recv(s->eng, qp->qpn, &wr, now);
+		if (rc == ENOMEM) {
+			ok = false;
+			break;
+		}
+		if (rc)
+			wqe_fail(s, qp, true, qp->rq_cons);
+		qp->rq_cons++;
+	}
+	atomic_store_explicit(&qp->ring->rq_cons, qp->rq_cons,
+			      memory_order_release);
+	return ok;
+}
+
+static void qp_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+{
+	bool ok = rq_drain(s, qp, now);
+
+	ok = sq_drain(s, qp, now) && ok;
+	if (!ok)
+		stall(s, qp);
+}
+
+void svc_qp_kick(struct svc *s, struct svc_qp *qp)
+{
+	qp_drain(s, qp, svc_now());
+}
+
+static bool stalled_retry(struct svc *s, uint64_t now)
+{
+	struct svc_qp *list = s->stalled;
+
+	if (!list)
+		return false;
+	s->stalled = NULL;
+	while (list) {
+		struct svc_qp *qp = list;
+
+		list = qp->stall_next;
+		qp->stalled = false;
+		qp_drain(s, qp, now);
+	}
+	return true;
+}
+
+static bool db_pending(struct svc *s)
+{
+	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+		if (c->db &&
+		    atomic_load_explicit(&c->db->summary, memory_order_relaxed))
+			return true;
+	return false;
+}
+
+static bool db_scan(struct svc *s, uint64_t now)
+{
+	bool any = false;
+
+	for (struct svc_ctx *c = s->ctxs; c; c = c->next) {
+		uint64_t sum;
+
+		if (!c->db || !atomic_load_explicit(&c->db->summary,
+						    memory_order_relaxed))
+			continue;
+		sum = atomic_exchange_explicit(&c->db->summary, 0,
+					       memory_order_acquire);
+		while (sum) {
+			unsigned int w = (unsigned int)__builtin_ctzll(sum);
+			uint64_t bits;
+
+			sum &= sum - 1;
+			bits = atomic_exchange_explicit(&c->db->bits[w], 0,
+							memory_order_acquire);
+			while (bits) {
+				unsigned int b =
+					(unsigned int)__builtin_ctzll(bits);
+				struct svc_qp *qp = c->db_qp[w * 64 + b];
+
+				bits &= bits - 1;
+				if (qp) {
+					qp_drain(s, qp, now);
+					any = true;
+				}
+			}
+		}
+	}
+	return any;
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+static int ep_add(struct svc *s, int fd, uint64_t tag)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
+
+	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
+	     const uint8_t mac[6])
+{
+	struct ovr_vpc_config vc = { 0 };
+	struct ovr_eng_cfg ec;
+	static const struct ovr_eng_ops eops = {
+		.tx_alloc = eng_tx_alloc,
+		.tx = eng_tx,
+		.cqe = eng_cqe,
+		.event = eng_event,
+	};
+	int pdu_mtu;
+	uint32_t maxqp = 1;
+
+	s->port_ops = ops;
+	s->port = port;
+	memcpy(s->mac, mac, 6);
+	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
+	s->next_pd = 1;
+	s->next_ctx_id = 1;
+
+	pdu_mtu = ovr_vpc_pdu_mtu(s->conf.underlay_mtu);
+	if (pdu_mtu < 0) {
+		fprintf(stderr, "ovrdmad: underlay_mtu %u is too small\n",
+			s->conf.underlay_mtu);
+		return -EINVAL;
+	}
+	vc.local_host = s->conf.host;
+	memcpy(vc.local_mac, mac, 6);
+	vc.underlay_mtu = s->conf.underlay_mtu;
+	s->vpc = ovr_vpc_create(&vc);
+	if (!s->vpc)
+		return -errno;
+	s->vt = ovr_vpc_thread_register(s->vpc);
+	if (!s->vt)
+		return -errno;
+
+	ovr_eng_cfg_default(&ec);
+	while (maxqp < s->conf.eng_max_qp)
+		maxqp <<= 1;
+	ec.max_qp = maxqp;
+	ec.max_mr = s->conf.ctx_max_mr * 4;
+	ec.max_pdu = (uint32_t)pdu_mtu < OVR_WIRE_MAX_PDU ? (uint32_t)pdu_mtu :
+							    OVR_WIRE_MAX_PDU;
+	/* a PDU carries at most 4096 bytes of payload (the verbs MTU) */
+	if (ec.max_pdu > 4096 + OVR_VPC_PDU_DATA_OVERHEAD)
+		ec.max_pdu = 4096 + OVR_VPC_PDU_DATA_OVERHEAD;
+	ec.line_rate_bps = s->conf.rate_bps;
+	ec.base_rtt_ns = s->conf.base_rtt_ns;
+	ec.cc = ovr_cc_find(s->conf.cc);
+	if (!ec.cc) {
+		fprintf(stderr, "ovrdmad: unknown congestion controller '%s'\n",
+			s->conf.cc);
+		return -EINVAL;
+	}
+	s->eng = ovr_eng_create(&ec, &eops, s);
+	if (!s->eng) {
+		fprintf(stderr, "ovrdmad: engine: %s\n", strerror(errno));
+		return -errno;
+	}
+	s->qp_mask = maxqp - 1;
+	s->qp_by_slot = calloc(maxqp, sizeof(*s->qp_by_slot));
+	if (!s->qp_by_slot)
+		return -ENOMEM;
+
+	/* the service page: clients map it read-only */
+	s->svc_fd = memfd_create("ovrdma-svc", MFD_CLOEXEC);
+	if (s->svc_fd < 0 || ftruncate(s->svc_fd, 4096))
+		return -errno;
+	s->page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       s->svc_fd, 0);
+	if (s->page == MAP_FAILED)
+		return -errno;
+	s->page->abi = OVR_RING_ABI_VERSION;
+	if (getentropy(&s->page->incarnation, sizeof(s->page->incarnation)))
+		s->page->incarnation = svc_now();
+	atomic_store(&s->page->heartbeat_ns, svc_now());
+	atomic_store_explicit((_Atomic uint32_t *)&s->page->magic,
+			      OVR_RING_SVC_MAGIC, memory_order_release);
+
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->timer_fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->epfd < 0 || s->wake_fd < 0 || s->timer_fd < 0)
+		return -errno;
+	if (ep_add(s, s->wake_fd, EV_WAKE) || ep_add(s, s->timer_fd, EV_TIMER))
+		return -errno;
+	if (ops->rx_intr_fd && ops->rx_intr_fd(port) >= 0 &&
+	    ep_add(s, ops->rx_intr_fd(port), EV_RX))
+		return -errno;
+
+	/* tenants and bindings from the configuration */
+	for (uint32_t i = 0; i < s->conf.ntenants; i++) {
+		int rc = ovr_vpc_tenant_add(s->vpc, s->conf.tenants[i]);
+
+		if (rc)
+			return rc;
+	}
+	for (uint32_t i = 0; i < s->conf.nvips; i++) {
+		const struct svc_conf_vip *v = &s->conf.vips[i];
+		struct ovr_vpc_binding b = { .host = v->local ? s->conf.host :
+								v->host,
+					     .dev = OVR_VPC_DEV_NONE };
+		int rc;
+
+		memcpy(b.mac, v->local ? mac : v->mac, 6);
+		if (v->local) {
+			b.dev = svc_dev_add(s, v->vni, v->vip, v->name);
+			if (b.dev < 0) {
+				fprintf(stderr, "ovrdmad: device for vip: %s\n",
+					strerror(-b.dev));
+				return b.dev;
+			}
+		}
+		rc = ovr_vpc_vip_add(s->vpc, v->vni, v->vip, &b);
+		if (rc) {
+			fprintf(stderr, "ovrdmad: vip %u in tenant %u: %s\n",
+				v->vip, v->vni, strerror(-rc));
+			return rc;
+		}
+	}
+	for (uint32_t t = 0; t < s->conf.ntenants; t++) {
+		struct ovr_vpc_sg_rule r[SVC_MAX_TENANT_VIPS];
+		unsigned int n = 0;
+
+		for (uint32_t i = 0; i < s->conf.nsgs; i++)
+			if (s->conf.sgs[i].vni == s->conf.tenants[t])
+				r[n++] = (struct ovr_vpc_sg_rule){
+					.prefix = s->conf.sgs[i].prefix,
+					.len = (uint8_t)s->conf.sgs[i].len
+				};
+		if (n && ovr_vpc_sg_set(s->vpc, s->conf.tenants[t], r, n))
+			return -EINVAL;
+	}
+	return svc_ctl_listen(s);
+}
+
+void svc_fini(struct svc *s)
+{
+	svc_ctl_close_all(s);
+	if (s->eng)
+		ovr_eng_destroy(s->eng);
+	if (s->vt) {
+		ovr_vpc_thread_unregister(s->vt);
+		s->vt = NULL;
+	}
+	if (s->vpc)
+		ovr_vpc_destroy(s->vpc);
+	free(s->qp_by_slot);
+	free(s->cqs);
+	if (s->page && s->page != MAP_FAILED)
+		munmap(s->page, 4096);
+	int fds[] = { s->listen_fd, s->epfd, s->wake_fd, s->timer_fd,
+		      s->svc_fd };
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (s->conf.socket[0])
+		unlink(s->conf.socket);
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void handle_events(struct svc *s, struct epoll_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t tag = ev[i].data.u64, junk;
+
+		switch (tag) {
+		case EV_LISTEN:
+			svc_ctl_accept(s);
+			break;
+		case EV_WAKE:
+		case EV_TIMER:
+		case EV_RX:
+			if (read(tag == EV_WAKE	 ? s->wake_fd :
+				 tag == EV_TIMER ? s->timer_fd :
+						   s->port_ops->rx_intr_fd(
+							   s->port),
+				 &junk, sizeof(junk)) < 0 &&
+			    errno != EAGAIN)
+				perror("ovrdmad: read");
+			break;
+		default:
+			svc_ctl_input(s, (struct svc_ctx *)(uintptr_t)tag);
+			/* @ctx may be gone: stop using this batch */
+			return;
+		}
+	}
+}
+
+static void poll_control(struct svc *s)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(s->epfd, ev, 16, 0);
+
+	if (n > 0)
+		handle_events(s, ev, n);
+}
+
+static void heartbeat(struct svc *s, uint64_t now)
+{
+	if (now - s->last_heartbeat >= OVR_RING_HEARTBEAT_NS / 4) {
+		s->last_heartbeat = now;
+		if (s->port_ops->tick)
+			s->port_ops->tick(s->port, now);
+		atomic_store_explicit(&s->page->heartbeat_ns, now,
+				      memory_order_relaxed);
+	}
+}
+
+static void svc_sleep(struct svc *s, uint64_t next)
+{
+	struct epoll_event ev[16];
+	struct itimerspec its = { 0 };
+	uint64_t now, until;
+	int rxfd = s->port_ops->rx_intr_fd ? s->port_ops->rx_intr_fd(s->port) :
+					     -1;
+	int n;
+
+	atomic_store(&s->page->sleeping, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (db_pending(s) || s->stalled) {
+		atomic_store(&s->page->sleeping, 0);
+		return;
+	}
+	now = svc_now();
+	until = now + OVR_RING_HEARTBEAT_NS / 4;
+	if (rxfd < 0) {
+		if (!s->nap_ns)
+			s->nap_ns = NAP_MIN_NS;
+		if (until > now + s->nap_ns)
+			until = now + s->nap_ns;
+		s->nap_ns = s->nap_ns * 2 > NAP_MAX_NS ? NAP_MAX_NS :
+							 s->nap_ns * 2;
+	}
+	if (next < until)
+		until = next;
+	if (until <= now) {
+		atomic_store(&s->page->sleeping, 0);
+		return;
+	}
+	its.it_value.tv_sec = (time_t)(until / 1000000000ull);
+	its.it_value.tv_nsec = (long)(until % 1000000000ull);
+	timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	if (rxfd >= 0)
+		s->port_ops->rx_intr(s->port, true);
+	s->cnt.sleeps++;
+	ovr_vpc_thread_offline();
+	n = epoll_wait(s->epfd, ev, 16, -1);
+	ovr_vpc_thread_online();
+	if (rxfd >= 0)
+		s->port_ops->rx_intr(s->port, false);
+	atomic_store(&s->page->sleeping, 0);
+	s->cnt.wakeups++;
+	if (n > 0)
+		handle_events(s, ev, n);
+}
+
+int svc_run(struct svc *s)
+{
+	void *bufs[RX_BURST];
+	const uint8_t *frames[RX_BURST];
+	uint32_t lens[RX_BURST];
+	uint64_t now = svc_now(), idle_since = now, last_ctl = now;
+	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
+
+	while (!s->stop) {
+		unsigned int n;
+		uint64_t next;
+		bool work;
+
+		now = svc_now();
+		n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
+		for (unsigned int i = 0; i < n; i++)
+			rx_frame(s, frames[i], lens[i], now);
+		if (n)
+			s->port_ops->rx_done(s->port, bufs, n);
+		work = n > 0;
+		work |= db_scan(s, now);
+		work |= stalled_retry(s, now);
+		next = ovr_eng_poll(s->eng, now, 0);
+		s->port_ops->flush(s->port);
+		heartbeat(s, now);
+		ovr_vpc_quiescent();
+		if (now - last_ctl >= CTL_EVERY_NS) {
+			last_ctl = now;
+			poll_control(s);
+		}
+		if (work || next <= now) {
+			idle_since = now;
+			s->nap_ns = NAP_MIN_NS;
+		} else if (now - idle_since >= spin) {
+			svc_sleep(s, next);
+			idle_since = last_ctl = svc_now();
+		}
+	}
+	atomic_store(&s->page->stopping, 1);
+	return 0;
+}

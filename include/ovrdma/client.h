@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libovr_client: the application side of ovrdmad's control protocol
+ * (include/ovrdma/ctl.h) and shared rings (include/ovrdma/ring.h) - the
+ * lower half that the verbs provider sits on, and what the service's
+ * tests drive (docs/SERVICE.md section 7).
+ *
+ * Control calls (everything but post, poll and notify) are serialised on
+ * the connection and return 0 or a negative errno (pointer-returning ones
+ * NULL with errno). Data-path calls make no syscall: post returns 0 or a
+ * positive errno as ibv_post_send does (ENOMEM: queue full; EINVAL: bad
+ * work request or QP state; EIO: the service is gone); poll returns the
+ * number of completions or a negative errno. A QP's send side, receive
+ * side and a CQ's poll may each be used by one thread at a time (a
+ * spinlock inside keeps concurrent users correct).
+ *
+ * Memory registration backs the registered pages with a sealed memfd
+ * (copying their contents and mapping it over them at the same
+ * addresses) and hands it to the service, which maps it too: from then
+ * on the service reads and writes the application's buffer directly, one
+ * copy between the wire and the buffer, no syscall (docs/SERVICE.md 4
+ * gives the reasons and the caveats).
+ */
+#ifndef OVRDMA_CLIENT_H
+#define OVRDMA_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ovrdma/ctl.h>
+#include <ovrdma/engine.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ovr_cl;
+struct ovr_cl_cq;
+struct ovr_cl_qp;
+
+struct ovr_cl_mr {
+	uint32_t handle;
+	uint32_t lkey;
+	uint32_t rkey;
+	void *addr;
+	size_t length;
+};
+
+struct ovr_cl_wc {
+	uint64_t wr_id;
+	uint32_t status; /* enum ovr_wc_status */
+	uint32_t opcode; /* enum ovr_wc_opcode */
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint32_t vendor_err;
+	uint64_t qp_user; /* the QP's user_handle */
+};
+
+/*
+ * Connects and says HELLO. @path: NULL for $OVRDMA_SOCKET or
+ * OVR_CTL_SOCK_DEFAULT. @name: shown by ovrdmactl.
+ */
+struct ovr_cl *ovr_cl_connect(const char *path, const char *name);
+/* Destroys everything the connection created (the service does too). */
+void ovr_cl_close(struct ovr_cl *cl);
+
+/* Devices: fills up to @max, returns how many exist or -errno. */
+int ovr_cl_list(struct ovr_cl *cl, struct ovr_ctl_dev *devs, unsigned int max);
+/* Binds the connection to device @name (once). */
+int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev);
+/* Reads struct ovr_ctl_async_event records; DEVICE_FATAL (8) with
+ * element 0 when the service died. */
+int ovr_cl_async_fd(const struct ovr_cl *cl);
+/* false once the service is known to be gone. */
+bool ovr_cl_alive(struct ovr_cl *cl);
+
+int ovr_cl_alloc_pd(struct ovr_cl *cl, uint32_t *pd);
+int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd);
+
+struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
+				size_t len, unsigned int access);
+int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);
+
+/* A completion channel: *@fd reads struct ovr_ctl_comp_event records. */
+int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd);
+int ovr_cl_destroy_channel(struct ovr_cl *cl, uint32_t channel);
+
+struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
+				   uint32_t channel, uint64_t user_handle);
+int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq);
+int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc);
+int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only);
+
+struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
+				   struct ovr_cl_cq *send_cq,
+				   struct ovr_cl_cq *recv_cq,
+				   const struct ovr_ctl_qp_cap *cap,
+				   bool sq_sig_all, uint64_t user_handle);
+uint32_t ovr_cl_qp_num(const struct ovr_cl_qp *qp);
+void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap);
+int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		     const struct ovr_ctl_qp_attr *attr, unsigned int mask);
+int ovr_cl_query_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		    struct ovr_ctl_qp_attr *attr);
+int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		    struct ovr_ctl_qp_stats_rep *st);
+int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp);
+
+int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr);
+int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr);
+
+/*
+ * One raw request (administration, ovrdmactl): sends @op with @body,
+ * copies up to @cap bytes of the reply body into @rep. Returns the reply
+ * body's length or -errno (the service's status).
+ */
+int ovr_cl_request(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+		   void *rep, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* OVRDMA_CLIENT_H */

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ovrdmad's control protocol (docs/SERVICE.md section 2).
+ *
+ * Transport: a SOCK_SEQPACKET Unix socket (default
+ * /run/ovrdma/ovrdmad.sock; group-accessible), one message per request,
+ * one reply per request, in order; file descriptors travel as
+ * SCM_RIGHTS. The peer is identified with SO_PEERCRED at accept.
+ *
+ * A connection is one application context: the first request is HELLO,
+ * then OPEN names a device; everything created afterwards belongs to the
+ * connection, and closing the socket (exit, kill -9) destroys it all.
+ * Administrative requests (OVR_CTL_ADM_*) need uid 0 and no OPEN.
+ *
+ * Every message starts with struct ovr_ctl_hdr; the request or reply body
+ * follows. A reply echoes op and seq and carries status = 0 or -errno;
+ * the body is only meaningful with status 0. Sizes are checked exactly
+ * (len == sizeof(hdr) + sizeof(body), or the variable form documented),
+ * unknown ops answer -EOPNOTSUPP, a version mismatch -EPROTO. Integers
+ * are in host byte order (the socket is local); structures are
+ * naturally aligned and fixed-size (static asserts below).
+ *
+ * Versioning: OVR_CTL_VERSION changes when a message changes; new
+ * messages get new op numbers and old ones keep theirs.
+ */
+#ifndef OVRDMA_CTL_H
+#define OVRDMA_CTL_H
+
+#include <stdint.h>
+
+#define OVR_CTL_VERSION 1u
+#define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
+#define OVR_CTL_MSG_MAX 65536u /* largest message either way */
+#define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
+
+enum ovr_ctl_op {
+	/* application contexts */
+	OVR_CTL_HELLO = 1, /* rep fds: service page (read-only) */
+	OVR_CTL_LIST_DEVICES = 2,
+	OVR_CTL_OPEN =
+		3, /* req fd: async event pipe; rep fds: doorbell, wake */
+	OVR_CTL_ALLOC_PD = 4,
+	OVR_CTL_DEALLOC_PD = 5,
+	OVR_CTL_REG_MR = 6, /* req fds: one per segment */
+	OVR_CTL_DEREG_MR = 7,
+	OVR_CTL_CREATE_CHANNEL = 8, /* req fd: completion channel pipe */
+	OVR_CTL_DESTROY_CHANNEL = 9,
+	OVR_CTL_CREATE_CQ = 10, /* rep fd: CQ ring */
+	OVR_CTL_DESTROY_CQ = 11,
+	OVR_CTL_CREATE_QP = 12, /* rep fd: QP rings */
+	OVR_CTL_MODIFY_QP = 13,
+	OVR_CTL_QUERY_QP = 14,
+	OVR_CTL_DESTROY_QP = 15,
+	OVR_CTL_QP_STATS = 16,
+	/* administration (uid 0) */
+	OVR_CTL_ADM_TENANT_ADD = 64,
+	OVR_CTL_ADM_TENANT_DEL = 65,
+	OVR_CTL_ADM_VIP_ADD = 66,
+	OVR_CTL_ADM_VIP_MOVE = 67,
+	OVR_CTL_ADM_VIP_DEL = 68,
+	OVR_CTL_ADM_SG_SET = 69,
+	OVR_CTL_ADM_SHOW = 70, /* reply body: text */
+};
+
+struct ovr_ctl_hdr {
+	uint16_t op; /* enum ovr_ctl_op */
+	uint16_t version; /* OVR_CTL_VERSION */
+	uint32_t len; /* whole message, header included */
+	uint32_t seq; /* chosen by the client, echoed */
+	int32_t status; /* reply: 0 or -errno; request: 0 */
+};
+
+/* ---- HELLO ------------------------------------------------------------- */
+
+struct ovr_ctl_hello_req {
+	uint32_t ring_abi; /* OVR_RING_ABI_VERSION the client speaks */
+	uint32_t flags; /* 0 */
+	char client[32]; /* program name, for ovrdmactl */
+};
+
+struct ovr_ctl_hello_rep {
+	uint32_t ring_abi;
+	uint32_t ndevices;
+	uint64_t incarnation; /* as the service page */
+};
+
+/* ---- devices ------------------------------------------------------------ */
+
+/* What a device looks like to verbs (ibv_query_device / _port). */
+struct ovr_ctl_dev {
+	char name[OVR_CTL_NAME_LEN]; /* "ovrdma0" */
+	uint32_t vni; /* tenant */
+	uint32_t vip; /* the device's address in the tenant (GID 0) */
+	uint64_t guid; /* node and port GUID, stable per binding */
+	uint64_t rate_bps; /* configured port rate */
+	uint32_t active_mtu; /* enum ibv_mtu */
+	uint32_t underlay_mtu;
+	uint32_t max_qp, max_qp_wr, max_sge, max_inline;
+	uint32_t max_cq, max_cqe, max_mr, max_pd;
+	uint64_t max_mr_size;
+	uint32_t max_qp_rd_atom, max_qp_init_rd_atom;
+	uint32_t atomic_cap; /* enum ibv_atomic_cap */
+	uint32_t max_srq, max_srq_wr;
+	uint32_t num_comp_vectors;
+	uint32_t rsvd[4];
+};
+
+struct ovr_ctl_list_rep {
+	uint32_t n;
+	uint32_t rsvd;
+	/* n x struct ovr_ctl_dev follow (variable length) */
+};
+
+struct ovr_ctl_open_req {
+	char name[OVR_CTL_NAME_LEN];
+};
+
+struct ovr_ctl_open_rep {
+	struct ovr_ctl_dev dev;
+	uint32_t ctx_id;
+	uint32_t rsvd;
+};
+
+/* ---- PD, MR ------------------------------------------------------------- */
+
+struct ovr_ctl_pd_rep {
+	uint32_t pd;
+	uint32_t rsvd;
+};
+
+struct ovr_ctl_handle_req {
+	uint32_t handle;
+	uint32_t rsvd;
+};
+
+#define OVR_CTL_MR_MAX_SEG 64u
+
+/*
+ * REG_MR: the registered bytes [va, va + len) lie inside the page-aligned
+ * span [span, span + sum of seg lengths), which the client has backed by
+ * the memfds it passes, one per segment in order: segment i maps
+ * seg[i].len bytes of its fd from offset seg[i].off (docs/SERVICE.md 4).
+ */
+struct ovr_ctl_mr_seg {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct ovr_ctl_reg_mr_req {
+	uint32_t pd;
+	uint32_t access; /* enum ibv_access_flags */
+	uint64_t va;
+	uint64_t len;
+	uint64_t span;
+	uint32_t nseg;
+	uint32_t rsvd;
+	struct ovr_ctl_mr_seg seg[OVR_CTL_MR_MAX_SEG]; /* nseg used */
+};
+
+struct ovr_ctl_reg_mr_rep {
+	uint32_t handle;
+	uint32_t lkey;
+	uint32_t rkey;
+	uint32_t rsvd;
+};
+
+/* ---- CQs ---------------------------------------------------------------- */
+
+struct ovr_ctl_channel_rep {
+	uint32_t channel;
+	uint32_t rsvd;
+};
+
+#define OVR_CTL_NO_CHANNEL 0xffffffffu
+
+struct ovr_ctl_create_cq_req {
+	uint32_t cqe; /* at least this many entries */
+	uint32_t channel; /* or OVR_CTL_NO_CHANNEL */
+	uint64_t user_handle; /* written to the channel on an event */
+	uint32_t comp_vector;
+	uint32_t rsvd;
+};
+
+struct ovr_ctl_create_cq_rep {
+	uint32_t cq;
+	uint32_t depth; /* entries in the ring, a power of two */
+	uint64_t map_len; /* bytes to map from the fd */
+};
+
+/* ---- QPs ---------------------------------------------------------------- */
+
+struct ovr_ctl_qp_cap {
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+	uint32_t rsvd;
+};
+
+#define OVR_CTL_QPT_RC 2u /* IBV_QPT_RC */
+#define OVR_CTL_QPT_UD 4u /* IBV_QPT_UD */
+
+struct ovr_ctl_create_qp_req {
+	uint32_t pd;
+	uint32_t send_cq;
+	uint32_t recv_cq;
+	uint32_t srq; /* 0: none */
+	uint32_t qp_type; /* OVR_CTL_QPT_* */
+	uint32_t sq_sig_all;
+	struct ovr_ctl_qp_cap cap;
+	uint64_t user_handle; /* the element of async events */
+};
+
+struct ovr_ctl_create_qp_rep {
+	uint32_t qp; /* handle */
+	uint32_t qpn;
+	struct ovr_ctl_qp_cap cap; /* what was granted */
+	uint32_t sq_depth, rq_depth; /* ring entries, powers of two */
+	uint32_t sq_stride, rq_stride; /* bytes per slot */
+	uint64_t sq_off, rq_off; /* offsets of the slots in the fd */
+	uint64_t map_len;
+	uint32_t db_index; /* this QP's doorbell bit */
+	uint32_t rsvd;
+};
+
+/* ibv_qp_attr, with the address vector reduced to what ovrdma uses. */
+struct ovr_ctl_qp_attr {
+	uint32_t qp_state;
+	uint32_t cur_qp_state;
+	uint32_t path_mtu;
+	uint32_t qp_access_flags;
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t qkey;
+	uint8_t dgid[16]; /* ah_attr.grh.dgid: ::ffff:<peer vIP> */
+	uint32_t flow_label;
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t is_global;
+	uint16_t pkey_index;
+	uint8_t port_num;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t sq_draining;
+	uint8_t rsvd[6];
+	struct ovr_ctl_qp_cap cap; /* query only */
+};
+
+struct ovr_ctl_modify_qp_req {
+	uint32_t qp;
+	uint32_t mask; /* enum ibv_qp_attr_mask */
+	struct ovr_ctl_qp_attr attr;
+};
+
+struct ovr_ctl_query_qp_rep {
+	struct ovr_ctl_qp_attr attr;
+};
+
+/* QP_STATS: the handle request; the reply is the engine's counters. */
+struct ovr_ctl_qp_stats_rep {
+	uint32_t state;
+	uint32_t snd_una, snd_nxt, rcv_nxt;
+	uint32_t inflight_pkts, cwnd_bytes;
+	uint64_t srtt_ns, rto_ns;
+	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
+	uint64_t retx_pkts, rto_count, tlp_count, rack_lost;
+	uint64_t rx_dup, rx_ooo;
+};
+
+/* ---- asynchronous events ------------------------------------------------ */
+
+/*
+ * Written by the service to the async-event pipe given at OPEN; the same
+ * layout as the kernel's struct ib_uverbs_async_event_desc, so that
+ * libibverbs' ibv_get_async_event reads it unchanged. element: the
+ * user_handle of the QP or CQ (0 for device events).
+ */
+struct ovr_ctl_async_event {
+	uint64_t element;
+	uint32_t event_type; /* enum ibv_event_type */
+	uint32_t rsvd;
+};
+
+/* ... and to a completion channel pipe (struct ib_uverbs_comp_event_desc). */
+struct ovr_ctl_comp_event {
+	uint64_t cq_handle;
+};
+
+/* ---- administration ----------------------------------------------------- */
+
+struct ovr_ctl_adm_tenant_req {
+	uint32_t vni;
+	uint32_t rsvd;
+};
+
+/*
+ * VIP_ADD / VIP_MOVE: bind tenant vIP @vip to underlay host @host with
+ * next hop @mac; @local = 1 when @host is this node: the service then
+ * publishes a device for the binding (named @name, or the first free
+ * "ovrdmaN" when empty). VIP_DEL uses vni and vip only.
+ */
+struct ovr_ctl_adm_vip_req {
+	uint32_t vni;
+	uint32_t vip;
+	uint32_t host;
+	uint32_t local;
+	uint8_t mac[6];
+	uint8_t rsvd[2];
+	char name[OVR_CTL_NAME_LEN];
+};
+
+#define OVR_CTL_SG_MAX 1024u
+
+struct ovr_ctl_adm_sg_req {
+	uint32_t vni;
+	uint32_t n;
+	struct {
+		uint32_t prefix;
+		uint32_t len;
+	} rule[OVR_CTL_SG_MAX]; /* n used; the message may stop after them */
+};
+
+/* SHOW: what to show, as a word ("devices", "contexts", "qps",
+ * "counters", "tenants"); the reply body is text. */
+struct ovr_ctl_adm_show_req {
+	char what[16];
+};
+
+#ifndef __cplusplus
+_Static_assert(sizeof(struct ovr_ctl_hdr) == 16, "ctl hdr");
+_Static_assert(sizeof(struct ovr_ctl_dev) == 128, "ctl dev");
+_Static_assert(sizeof(struct ovr_ctl_qp_attr) == 96, "ctl qp attr");
+_Static_assert(sizeof(struct ovr_ctl_async_event) == 16, "async event");
+_Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==
+		       40 + 16 * OVR_CTL_MR_MAX_SEG,
+	       "reg mr");
+#endif
+
+#endif /* OVRDMA_CTL_H */

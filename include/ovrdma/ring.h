@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared-memory queue ABI between an application (the client library /
+ * verbs provider) and ovrdmad (docs/SERVICE.md section 3).
+ *
+ * Every queue lives in a memfd that ovrdmad creates and passes over the
+ * control socket (include/ovrdma/ctl.h); both sides map it MAP_SHARED.
+ * There is no lock anywhere: each word has exactly one writer, named
+ * below, and ordering is by C11 acquire/release on the index words.
+ *
+ * Objects and their memfds:
+ *   - the service page (one per ovrdmad, passed read-only): whether the
+ *     service is asleep, its heartbeat and incarnation;
+ *   - the doorbell page (one per context): which QPs have new work;
+ *   - one memfd per QP: send ring and receive ring;
+ *   - one memfd per CQ: the completion ring.
+ *
+ * Posting a send (client):
+ *   1. check room: prod - done < sq_depth, where done is the client's own
+ *      count of completed WQEs (from the CQEs' wqe_idx, RC completes send
+ *      WQEs in order, and a signaled CQE retires every earlier unsignaled
+ *      WQE);
+ *   2. write the WQE into slot prod % sq_depth;
+ *   3. store-release prod + 1 into sq.prod;
+ *   4. ring: fetch_or the QP's bit into db.bits[] and its word's bit into
+ *      db.summary; seq_cst fence; if svc.sleeping, write 1 to the wake
+ *      eventfd (the only syscall, and only when the service went idle).
+ * The service, on waking or each loop, exchanges db.summary with 0, then
+ * each flagged db.bits[] word with 0, and for each flagged QP consumes
+ * the WQEs in [cons, prod) (load-acquire of prod), then store-releases
+ * cons. Before sleeping the service stores svc.sleeping = 1, issues a
+ * seq_cst fence and looks at every context's db.summary once more
+ * (Dekker: either it sees the doorbell or the client sees it asleep).
+ *
+ * Completions (service -> client): the service writes a CQE's body, then
+ * store-releases its `gen` word = lap + 1, where lap = index / depth (so
+ * a zero-filled ring holds no valid entry). The client's entry at index
+ * cons is valid when gen == cons / depth + 1 (32-bit wrap); after
+ * consuming, the client store-releases cq.cons so the service knows the
+ * free space. A CQE that finds the ring full is not written: the CQ is
+ * marked overflowed, its QPs' errors follow and an IBV_EVENT_CQ_ERR
+ * async event is sent.
+ *
+ * Notification: req_notify_cq stores cq.arm = (sn + 1) << 1 | solicited.
+ * When the service adds a CQE and cq.arm differs from the last arm word
+ * it fired for (and the CQE is solicited, an error, or solicited-only
+ * was not asked), it writes the CQ's user handle to the CQ's completion
+ * channel and remembers the arm word: one event per arm, as verbs says.
+ *
+ * Lifetimes: a ring's memory stays valid until both sides unmapped it;
+ * after DESTROY_QP / DESTROY_CQ the service never touches it again.
+ */
+#ifndef OVRDMA_RING_H
+#define OVRDMA_RING_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+#include <atomic>
+#define OVR_ATOMIC(t) std::atomic<t>
+#else
+#include <stdatomic.h>
+#define OVR_ATOMIC(t) _Atomic t
+#endif
+
+#define OVR_RING_ABI_VERSION 1u
+#define OVR_RING_CACHELINE 64u
+
+/* ---- service page (ovrdmad writes, clients map read-only) ------------- */
+
+#define OVR_RING_SVC_MAGIC 0x6f767273u /* "ovrs" */
+
+struct ovr_ring_svc {
+	uint32_t magic; /* OVR_RING_SVC_MAGIC, written before publishing */
+	uint32_t abi; /* OVR_RING_ABI_VERSION */
+	uint64_t incarnation; /* random per ovrdmad start */
+	uint8_t pad0[OVR_RING_CACHELINE - 16];
+	/* 1 while the dataplane blocks; clients then write the wake fd */
+	OVR_ATOMIC(uint32_t) sleeping;
+	uint32_t pad1;
+	/*
+	 * CLOCK_MONOTONIC ns, refreshed at least every
+	 * OVR_RING_HEARTBEAT_NS even when idle; a client that sees it older
+	 * than OVR_RING_DEAD_NS confirms on the control socket (one syscall)
+	 * and, if the service is gone, fails everything (docs/SERVICE.md).
+	 */
+	OVR_ATOMIC(uint64_t) heartbeat_ns;
+	/* set just before a clean exit */
+	OVR_ATOMIC(uint32_t) stopping;
+	uint8_t pad2[OVR_RING_CACHELINE - 20];
+};
+#define OVR_RING_HEARTBEAT_NS 100000000ull /* 100 ms */
+#define OVR_RING_DEAD_NS 1000000000ull /* 1 s */
+
+/* ---- doorbell page (client writes bits, service clears them) ---------- */
+
+#define OVR_RING_DB_WORDS 64u
+#define OVR_RING_MAX_QP_PER_CTX (OVR_RING_DB_WORDS * 64u) /* 4096 */
+
+struct ovr_ring_db {
+	OVR_ATOMIC(uint64_t) summary; /* bit w: bits[w] may be non-zero */
+	uint8_t pad[OVR_RING_CACHELINE - 8];
+	/* bit (i % 64) of bits[i / 64]: the QP with doorbell index i */
+	OVR_ATOMIC(uint64_t) bits[OVR_RING_DB_WORDS];
+};
+
+/* ---- work queue entries ------------------------------------------------ */
+
+struct ovr_ring_sge {
+	uint64_t addr; /* application virtual address */
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/*
+ * A send WQE: this 64-byte header, then num_sge ovr_ring_sge, or (with
+ * OVR_SEND_INLINE) inline_len bytes of payload. Field values are the
+ * engine's (= verbs') enums. Written by the client only.
+ */
+struct ovr_ring_swqe {
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	uint32_t opcode; /* enum ovr_wr_opcode */
+	uint32_t send_flags; /* enum ovr_send_flags */
+	uint32_t num_sge;
+	uint32_t inline_len;
+	uint32_t imm_data; /* as verbs: network byte order, untouched */
+	uint32_t rkey;
+	uint32_t invalidate_rkey;
+	uint32_t rsvd[3]; /* zero; UD's AH, QPN and Q_Key later */
+};
+
+/* Most SGEs a send or receive WQE may carry. */
+#define OVR_RING_SQ_MAX_SGE 16u
+/* Most inline payload bytes a send WQE may carry. */
+#define OVR_RING_MAX_INLINE 512u
+
+/* A receive WQE: this header, then num_sge ovr_ring_sge. */
+struct ovr_ring_rwqe {
+	uint32_t num_sge;
+	uint32_t rsvd[3];
+};
+
+/*
+ * Send and receive rings of one QP, at offset 0 of its memfd; the send
+ * slots start at sq_off, the receive slots at rq_off (both given by
+ * CREATE_QP's reply, with the strides and depths).
+ */
+struct ovr_ring_qp {
+	OVR_ATOMIC(uint32_t) sq_prod; /* client */
+	uint8_t pad0[OVR_RING_CACHELINE - 4];
+	OVR_ATOMIC(uint32_t) sq_cons; /* service: WQEs taken */
+	uint8_t pad1[OVR_RING_CACHELINE - 4];
+	OVR_ATOMIC(uint32_t) rq_prod; /* client */
+	uint8_t pad2[OVR_RING_CACHELINE - 4];
+	OVR_ATOMIC(uint32_t) rq_cons; /* service */
+	uint8_t pad3[OVR_RING_CACHELINE - 4];
+	/* service: current QP state (enum ibv_qp_state), for the client's
+	 * post checks after the service moved the QP to ERROR */
+	OVR_ATOMIC(uint32_t) state;
+	uint8_t pad4[OVR_RING_CACHELINE - 4];
+};
+
+/* ---- completion queue entries ------------------------------------------ */
+
+#define OVR_CQE_RECV 1u /* flags: a receive-queue completion */
+
+struct ovr_ring_cqe {
+	uint32_t wqe_idx; /* send or receive ring index of the WQE (mod 2^32) */
+	uint32_t qp_num;
+	uint32_t status; /* enum ovr_wc_status */
+	uint32_t opcode; /* enum ovr_wc_opcode */
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t src_qp;
+	uint32_t wc_flags; /* enum ovr_wc_flags */
+	uint32_t vendor_err;
+	uint32_t flags; /* OVR_CQE_* */
+	uint32_t rsvd;
+	OVR_ATOMIC(uint32_t) gen; /* service, last: lap + 1 */
+};
+
+struct ovr_ring_cq {
+	OVR_ATOMIC(uint32_t) cons; /* client */
+	OVR_ATOMIC(uint32_t) arm; /* client: (sn + 1) << 1 | solicited_only */
+	uint8_t pad0[OVR_RING_CACHELINE - 8];
+	OVR_ATOMIC(uint32_t) prod; /* service: entries written (statistic) */
+	OVR_ATOMIC(uint32_t) overflow; /* service: 1 once overflowed */
+	uint8_t pad1[OVR_RING_CACHELINE - 8];
+	/* entries follow at OVR_RING_CACHELINE * 2 */
+};
+#define OVR_RING_CQ_ENTRIES_OFF (2u * OVR_RING_CACHELINE)
+
+#ifndef __cplusplus
+_Static_assert(sizeof(struct ovr_ring_svc) == 2 * OVR_RING_CACHELINE,
+	       "svc page layout");
+_Static_assert(sizeof(struct ovr_ring_swqe) == 64, "swqe layout");
+_Static_assert(sizeof(struct ovr_ring_rwqe) == 16, "rwqe layout");
+_Static_assert(sizeof(struct ovr_ring_sge) == 16, "sge layout");
+_Static_assert(sizeof(struct ovr_ring_cqe) == 48, "cqe layout");
+_Static_assert(sizeof(struct ovr_ring_qp) == 5 * OVR_RING_CACHELINE,
+	       "qp ring header layout");
+_Static_assert(sizeof(struct ovr_ring_cq) == OVR_RING_CQ_ENTRIES_OFF,
+	       "cq header layout");
+#endif
+
+#endif /* OVRDMA_RING_H */

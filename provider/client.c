@@ -1,0 +1,1124 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libovr_client (include/ovrdma/client.h): control requests over the
+ * Unix socket, the shared rings, and memfd-backed registration.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ovrdma/client.h>
+#include <ovrdma/ring.h>
+
+#define PAGE 4096ull
+
+_Static_assert(sizeof(struct ovr_eng_sge) == sizeof(struct ovr_ring_sge) &&
+		       offsetof(struct ovr_eng_sge, lkey) ==
+			       offsetof(struct ovr_ring_sge, lkey),
+	       "work request SGEs are copied into the ring as they are");
+#define QP_BUCKETS 1024u
+#define IBV_EVENT_DEVICE_FATAL 8u
+
+struct ovr_cl {
+	int fd;
+	pthread_mutex_t lock;
+	uint32_t seq;
+	int async_rd, async_wr; /* wr: ours too, for DEVICE_FATAL */
+	const struct ovr_ring_svc *svc;
+	struct ovr_ring_db *db;
+	int wake_fd;
+	atomic_bool dead;
+	uint64_t incarnation;
+	struct ovr_cl_qp *qps[QP_BUCKETS]; /* by qpn, chained */
+	struct ovr_cl_cq *cqs; /* for failing everything when dead */
+};
+
+struct ovr_cl_cq {
+	struct ovr_cl *cl;
+	uint32_t handle;
+	uint32_t depth;
+	uint32_t cons;
+	struct ovr_ring_cq *ring;
+	struct ovr_ring_cqe *cqe;
+	size_t map_len;
+	pthread_spinlock_t lock;
+	uint32_t arm_sn;
+	uint32_t idle_polls;
+	struct ovr_cl_cq *next;
+};
+
+struct ovr_cl_qp {
+	struct ovr_cl *cl;
+	uint32_t handle, qpn, db_index;
+	struct ovr_ctl_qp_cap cap;
+	struct ovr_cl_cq *scq, *rcq;
+	uint64_t user_handle;
+	struct ovr_ring_qp *ring;
+	uint8_t *sq, *rq;
+	size_t map_len;
+	uint32_t sq_depth, rq_depth, sq_stride, rq_stride;
+	uint32_t sq_prod, sq_done, rq_prod, rq_done;
+	uint64_t *sq_wrid, *rq_wrid;
+	pthread_spinlock_t sq_lock, rq_lock;
+	struct ovr_cl_qp *hnext;
+};
+
+/* ---- the socket ---------------------------------------------------------- */
+
+static int xfer(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+		const int *fds, int nfds, void *rep, size_t cap, int *rfds,
+		int nrfds)
+{
+	struct ovr_ctl_hdr h = { .op = op,
+				 .version = OVR_CTL_VERSION,
+				 .len = (uint32_t)(sizeof(h) + len),
+				 .seq = ++cl->seq };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+	union {
+		char b[CMSG_SPACE(sizeof(int) * OVR_CTL_MR_MAX_SEG)];
+		struct cmsghdr align;
+	} cb;
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct ovr_ctl_hdr rh;
+	char *buf;
+	ssize_t n;
+	int got = 0;
+
+	if (sizeof(h) + len > OVR_CTL_MSG_MAX)
+		return -EMSGSIZE;
+	if (nfds) {
+		struct cmsghdr *cm;
+
+		memset(&cb, 0, sizeof(cb));
+		m.msg_control = cb.b;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		cm = (struct cmsghdr *)(void *)cb.b;
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	if (sendmsg(cl->fd, &m, MSG_NOSIGNAL) < 0) {
+		if (errno == EPIPE || errno == ECONNRESET)
+			atomic_store(&cl->dead, true);
+		return -errno;
+	}
+	buf = malloc(OVR_CTL_MSG_MAX);
+	if (!buf)
+		return -ENOMEM;
+	iov[0] = (struct iovec){ buf, OVR_CTL_MSG_MAX };
+	m = (struct msghdr){ .msg_iov = iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cb.b,
+			     .msg_controllen = sizeof(cb.b) };
+	do
+		n = recvmsg(cl->fd, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		free(buf);
+		atomic_store(&cl->dead, true);
+		return n == 0 ? -ECONNRESET : -errno;
+	}
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm;
+	     cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET &&
+		    cm->cmsg_type == SCM_RIGHTS) {
+			int k = (int)((cm->cmsg_len - CMSG_LEN(0)) /
+				      sizeof(int));
+
+			for (int i = 0; i < k; i++) {
+				int fd;
+
+				memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+				       sizeof(int));
+				if (got < nrfds)
+					rfds[got++] = fd;
+				else
+					close(fd);
+			}
+		}
+	memcpy(&rh, buf, sizeof(rh));
+	if ((size_t)n < sizeof(rh) || rh.seq != h.seq || rh.op != op) {
+		free(buf);
+		for (int i = 0; i < got; i++)
+			close(rfds[i]);
+		return -EPROTO;
+	}
+	if (rh.status) {
+		free(buf);
+		for (int i = 0; i < got; i++)
+			close(rfds[i]);
+		return rh.status;
+	}
+	if (got < nrfds) {
+		free(buf);
+		for (int i = 0; i < got; i++)
+			close(rfds[i]);
+		return -EPROTO;
+	}
+	n -= (ssize_t)sizeof(rh);
+	if (rep)
+		memcpy(rep, buf + sizeof(rh),
+		       (size_t)n < cap ? (size_t)n : cap);
+	free(buf);
+	return (int)n;
+}
+
+static int req(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+	       const int *fds, int nfds, void *rep, size_t cap, int *rfds,
+	       int nrfds)
+{
+	int rc;
+
+	pthread_mutex_lock(&cl->lock);
+	rc = xfer(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds);
+	pthread_mutex_unlock(&cl->lock);
+	return rc;
+}
+
+int ovr_cl_request(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+		   void *rep, size_t cap)
+{
+	return req(cl, op, body, len, NULL, 0, rep, cap, NULL, 0);
+}
+
+/* A reply of exactly @cap bytes, or an error. */
+static int req_exact(struct ovr_cl *cl, uint16_t op, const void *body,
+		     size_t len, const int *fds, int nfds, void *rep,
+		     size_t cap, int *rfds, int nrfds)
+{
+	int rc = req(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds);
+
+	if (rc >= 0 && (size_t)rc != cap) {
+		for (int i = 0; i < nrfds; i++)
+			close(rfds[i]);
+		return -EPROTO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
+struct ovr_cl *ovr_cl_connect(const char *path, const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct ovr_ctl_hello_req hq = { .ring_abi = OVR_RING_ABI_VERSION };
+	struct ovr_ctl_hello_rep hr;
+	struct ovr_cl *cl;
+	int svcfd, rc;
+	void *p;
+
+	if (!path)
+		path = getenv("OVRDMA_SOCKET");
+	if (!path)
+		path = OVR_CTL_SOCK_DEFAULT;
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return NULL;
+	pthread_mutex_init(&cl->lock, NULL);
+	cl->async_rd = cl->async_wr = cl->wake_fd = -1;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	cl->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (cl->fd < 0 || connect(cl->fd, (struct sockaddr *)&a, sizeof(a))) {
+		rc = -errno;
+		goto fail;
+	}
+	snprintf(hq.client, sizeof(hq.client), "%s", name ? name : "");
+	rc = req_exact(cl, OVR_CTL_HELLO, &hq, sizeof(hq), NULL, 0, &hr,
+		       sizeof(hr), &svcfd, 1);
+	if (rc)
+		goto fail;
+	p = mmap(NULL, sizeof(struct ovr_ring_svc), PROT_READ, MAP_SHARED,
+		 svcfd, 0);
+	close(svcfd);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto fail;
+	}
+	cl->svc = p;
+	cl->incarnation = hr.incarnation;
+	return cl;
+fail:
+	if (cl->fd >= 0)
+		close(cl->fd);
+	free(cl);
+	errno = -rc;
+	return NULL;
+}
+
+int ovr_cl_list(struct ovr_cl *cl, struct ovr_ctl_dev *devs, unsigned int max)
+{
+	char buf[sizeof(struct ovr_ctl_list_rep) + 64 * sizeof(*devs)];
+	struct ovr_ctl_list_rep *r = (void *)buf;
+	int rc = req(cl, OVR_CTL_LIST_DEVICES, NULL, 0, NULL, 0, buf,
+		     sizeof(buf), NULL, 0);
+
+	if (rc < 0)
+		return rc;
+	if ((size_t)rc < sizeof(*r) ||
+	    (size_t)rc != sizeof(*r) + r->n * sizeof(*devs))
+		return -EPROTO;
+	for (unsigned int i = 0; i < r->n && i < max; i++)
+		memcpy(&devs[i], buf + sizeof(*r) + i * sizeof(*devs),
+		       sizeof(*devs));
+	return (int)r->n;
+}
+
+int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
+{
+	struct ovr_ctl_open_req q = { 0 };
+	struct ovr_ctl_open_rep r;
+	int pfd[2], rfd[2], rc;
+	void *p;
+
+	if (strlen(name) >= sizeof(q.name))
+		return -EINVAL;
+	snprintf(q.name, sizeof(q.name), "%s", name);
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	rc = req_exact(cl, OVR_CTL_OPEN, &q, sizeof(q), &pfd[1], 1, &r,
+		       sizeof(r), rfd, 2);
+	if (rc) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return rc;
+	}
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, rfd[0], 0);
+	close(rfd[0]);
+	if (p == MAP_FAILED) {
+		close(rfd[1]);
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	cl->db = p;
+	cl->wake_fd = rfd[1];
+	cl->async_rd = pfd[0];
+	cl->async_wr = pfd[1];
+	fcntl(cl->async_wr, F_SETFL, O_NONBLOCK);
+	if (dev)
+		*dev = r.dev;
+	return 0;
+}
+
+int ovr_cl_async_fd(const struct ovr_cl *cl)
+{
+	return cl->async_rd;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void declare_dead(struct ovr_cl *cl)
+{
+	struct ovr_ctl_async_event ev = { .event_type =
+						  IBV_EVENT_DEVICE_FATAL };
+
+	if (atomic_exchange(&cl->dead, true))
+		return;
+	if (cl->async_wr >= 0 &&
+	    write(cl->async_wr, &ev, sizeof(ev)) != (ssize_t)sizeof(ev)) {
+		/* the reader is not reading: it will see errors anyway */
+	}
+}
+
+bool ovr_cl_alive(struct ovr_cl *cl)
+{
+	struct pollfd p = { .fd = cl->fd, .events = POLLIN };
+
+	if (atomic_load(&cl->dead))
+		return false;
+	/* a stale heartbeat (a dead or stopped service): ask the socket */
+	if (atomic_load_explicit(&cl->svc->stopping, memory_order_relaxed) ||
+	    mono_ns() - atomic_load_explicit(&cl->svc->heartbeat_ns,
+					     memory_order_relaxed) >
+		    OVR_RING_DEAD_NS) {
+		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+			declare_dead(cl);
+			return false;
+		}
+	}
+	return true;
+}
+
+void ovr_cl_close(struct ovr_cl *cl)
+{
+	if (!cl)
+		return;
+	for (unsigned int b = 0; b < QP_BUCKETS; b++)
+		while (cl->qps[b])
+			ovr_cl_destroy_qp(cl, cl->qps[b]);
+	while (cl->cqs)
+		ovr_cl_destroy_cq(cl, cl->cqs);
+	close(cl->fd);
+	if (cl->db)
+		munmap(cl->db, PAGE);
+	if (cl->svc)
+		munmap((void *)cl->svc, sizeof(*cl->svc));
+	if (cl->wake_fd >= 0)
+		close(cl->wake_fd);
+	if (cl->async_rd >= 0)
+		close(cl->async_rd);
+	if (cl->async_wr >= 0)
+		close(cl->async_wr);
+	pthread_mutex_destroy(&cl->lock);
+	free(cl);
+}
+
+/* ---- PDs ----------------------------------------------------------------- */
+
+int ovr_cl_alloc_pd(struct ovr_cl *cl, uint32_t *pd)
+{
+	struct ovr_ctl_pd_rep r;
+	int rc = req_exact(cl, OVR_CTL_ALLOC_PD, NULL, 0, NULL, 0, &r,
+			   sizeof(r), NULL, 0);
+
+	if (!rc)
+		*pd = r.pd;
+	return rc;
+}
+
+static int handle_op(struct ovr_cl *cl, uint16_t op, uint32_t handle)
+{
+	struct ovr_ctl_handle_req q = { .handle = handle };
+
+	return req_exact(cl, op, &q, sizeof(q), NULL, 0, NULL, 0, NULL, 0);
+}
+
+int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd)
+{
+	return handle_op(cl, OVR_CTL_DEALLOC_PD, pd);
+}
+
+/* ---- memory registration --------------------------------------------------
+ *
+ * The process keeps one table of page ranges it has moved onto memfds
+ * ("shadows"). A registration reuses shadows that still back its pages
+ * (checked against /proc/self/maps: the application may have unmapped
+ * and reused the addresses since) and moves the rest.
+ */
+
+struct shadow {
+	uint64_t start, end; /* page-aligned */
+	int fd;
+	uint64_t off; /* of start in fd */
+	ino_t ino;
+};
+
+static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shadow *shadows;
+static size_t nshadows;
+
+struct maps_line {
+	uint64_t start, end, off;
+	ino_t ino;
+};
+
+static int read_maps(struct maps_line **out, size_t *n)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off, ino;
+		char perms[8], dev[16];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %15s %llu", &s, &e, perms,
+			   &off, dev, &ino) != 6)
+			continue;
+		if (*n == cap) {
+			struct maps_line *t;
+
+			cap = cap ? cap * 2 : 256;
+			t = realloc(*out, cap * sizeof(*t));
+			if (!t) {
+				fclose(f);
+				return -ENOMEM;
+			}
+			*out = t;
+		}
+		(*out)[(*n)++] = (struct maps_line){ s, e, off, (ino_t)ino };
+	}
+	fclose(f);
+	return 0;
+}
+
+/* Does the process still map @sh's memfd at its addresses? */
+static bool shadow_valid(const struct shadow *sh, const struct maps_line *m,
+			 size_t n)
+{
+	uint64_t at = sh->start;
+
+	for (size_t i = 0; i < n && at < sh->end; i++) {
+		if (m[i].end <= at || m[i].start > at)
+			continue;
+		if (m[i].ino != sh->ino ||
+		    m[i].off + (at - m[i].start) != sh->off + (at - sh->start))
+			return false;
+		at = m[i].end;
+	}
+	return at >= sh->end;
+}
+
+static void shadow_drop(size_t i)
+{
+	close(shadows[i].fd);
+	memmove(&shadows[i], &shadows[i + 1],
+		(nshadows - i - 1) * sizeof(*shadows));
+	nshadows--;
+}
+
+/* Moves [start, end) onto a new sealed memfd, contents kept. */
+static int shadow_make(uint64_t start, uint64_t end)
+{
+	size_t len = (size_t)(end - start);
+	struct iovec lio, rio;
+	struct shadow sh = { .start = start, .end = end };
+	struct stat st;
+	struct shadow *t;
+	void *tmp;
+	int fd;
+
+	fd = memfd_create("ovrdma-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    fstat(fd, &st))
+		goto fail;
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED)
+		goto fail;
+	/* copy through the kernel: an unmapped address gives EFAULT, not a
+	 * crash */
+	lio = (struct iovec){ tmp, len };
+	rio = (struct iovec){ (void *)(uintptr_t)start, len };
+	if (process_vm_readv(getpid(), &lio, 1, &rio, 1, 0) != (ssize_t)len) {
+		munmap(tmp, len);
+		errno = EFAULT;
+		goto fail;
+	}
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+		   (void *)(uintptr_t)start) == MAP_FAILED) {
+		munmap(tmp, len);
+		goto fail;
+	}
+	t = realloc(shadows, (nshadows + 1) * sizeof(*t));
+	if (!t)
+		goto fail;
+	shadows = t;
+	sh.fd = fd;
+	sh.ino = st.st_ino;
+	/* keep the table sorted by start */
+	size_t i = 0;
+
+	while (i < nshadows && shadows[i].start < start)
+		i++;
+	memmove(&shadows[i + 1], &shadows[i], (nshadows - i) * sizeof(*t));
+	shadows[i] = sh;
+	nshadows++;
+	return 0;
+fail : {
+	int e = errno ? errno : ENOMEM;
+
+	close(fd);
+	return -e;
+}
+}
+
+struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
+				size_t len, unsigned int access)
+{
+	struct ovr_ctl_reg_mr_req q = { 0 };
+	struct ovr_ctl_reg_mr_rep r;
+	int fds[OVR_CTL_MR_MAX_SEG];
+	uint64_t va = (uint64_t)(uintptr_t)addr;
+	uint64_t start = va & ~(PAGE - 1), end, at;
+	struct maps_line *maps = NULL;
+	size_t nmaps = 0;
+	struct ovr_cl_mr *mr;
+	int rc;
+
+	if (!len || va + len < va) {
+		errno = EINVAL;
+		return NULL;
+	}
+	end = (va + len + PAGE - 1) & ~(PAGE - 1);
+	pthread_mutex_lock(&shadow_lock);
+	rc = read_maps(&maps, &nmaps);
+	for (size_t i = 0; !rc && i < nshadows;)
+		if (shadows[i].end > start && shadows[i].start < end &&
+		    !shadow_valid(&shadows[i], maps, nmaps))
+			shadow_drop(i);
+		else
+			i++;
+	free(maps);
+	/* back every page of [start, end) with a shadow */
+	for (at = start; !rc && at < end;) {
+		size_t i;
+		uint64_t gap_end = end;
+
+		for (i = 0; i < nshadows; i++) {
+			if (shadows[i].start <= at && shadows[i].end > at)
+				break;
+			if (shadows[i].start > at && shadows[i].start < gap_end)
+				gap_end = shadows[i].start;
+		}
+		if (i < nshadows) {
+			at = shadows[i].end;
+			continue;
+		}
+		rc = shadow_make(at, gap_end);
+		at = gap_end;
+	}
+	/* the segments, in address order */
+	for (at = start; !rc && at < end;) {
+		size_t i;
+
+		for (i = 0; i < nshadows; i++)
+			if (shadows[i].start <= at && shadows[i].end > at)
+				break;
+		if (i == nshadows || q.nseg == OVR_CTL_MR_MAX_SEG) {
+			rc = i == nshadows ? -EFAULT : -E2BIG;
+			break;
+		}
+		uint64_t seg_end = shadows[i].end < end ? shadows[i].end : end;
+
+		q.seg[q.nseg].off = shadows[i].off + (at - shadows[i].start);
+		q.seg[q.nseg].len = seg_end - at;
+		fds[q.nseg++] = shadows[i].fd;
+		at = seg_end;
+	}
+	if (!rc) {
+		q.pd = pd;
+		q.access = access;
+		q.va = va;
+		q.len = len;
+		q.span = start;
+		rc = req_exact(cl, OVR_CTL_REG_MR, &q,
+			       offsetof(struct ovr_ctl_reg_mr_req, seg) +
+				       q.nseg * sizeof(q.seg[0]),
+			       fds, (int)q.nseg, &r, sizeof(r), NULL, 0);
+	}
+	pthread_mutex_unlock(&shadow_lock);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		handle_op(cl, OVR_CTL_DEREG_MR, r.handle);
+		errno = ENOMEM;
+		return NULL;
+	}
+	*mr = (struct ovr_cl_mr){ .handle = r.handle,
+				  .lkey = r.lkey,
+				  .rkey = r.rkey,
+				  .addr = addr,
+				  .length = len };
+	return mr;
+}
+
+int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr)
+{
+	int rc = handle_op(cl, OVR_CTL_DEREG_MR, mr->handle);
+
+	if (!rc || atomic_load(&cl->dead))
+		free(mr);
+	return atomic_load(&cl->dead) ? 0 : rc;
+}
+
+/* ---- completion channels and CQs ------------------------------------------ */
+
+int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd)
+{
+	struct ovr_ctl_channel_rep r;
+	int p[2], rc;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	rc = req_exact(cl, OVR_CTL_CREATE_CHANNEL, NULL, 0, &p[1], 1, &r,
+		       sizeof(r), NULL, 0);
+	close(p[1]);
+	if (rc) {
+		close(p[0]);
+		return rc;
+	}
+	*channel = r.channel;
+	*fd = p[0];
+	return 0;
+}
+
+int ovr_cl_destroy_channel(struct ovr_cl *cl, uint32_t channel)
+{
+	return handle_op(cl, OVR_CTL_DESTROY_CHANNEL, channel);
+}
+
+struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
+				   uint32_t channel, uint64_t user_handle)
+{
+	struct ovr_ctl_create_cq_req q = { .cqe = cqe,
+					   .channel = channel,
+					   .user_handle = user_handle };
+	struct ovr_ctl_create_cq_rep r;
+	struct ovr_cl_cq *cq;
+	int fd, rc;
+	void *p;
+
+	rc = req_exact(cl, OVR_CTL_CREATE_CQ, &q, sizeof(q), NULL, 0, &r,
+		       sizeof(r), &fd, 1);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	p = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	cq = calloc(1, sizeof(*cq));
+	if (p == MAP_FAILED || !cq || !r.depth || (r.depth & (r.depth - 1)) ||
+	    r.map_len <
+		    OVR_RING_CQ_ENTRIES_OFF +
+			    (uint64_t)r.depth * sizeof(struct ovr_ring_cqe)) {
+		if (p != MAP_FAILED)
+			munmap(p, r.map_len);
+		free(cq);
+		handle_op(cl, OVR_CTL_DESTROY_CQ, r.cq);
+		errno = EPROTO;
+		return NULL;
+	}
+	cq->cl = cl;
+	cq->handle = r.cq;
+	cq->depth = r.depth;
+	cq->ring = p;
+	cq->cqe = (void *)((uint8_t *)p + OVR_RING_CQ_ENTRIES_OFF);
+	cq->map_len = r.map_len;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_lock(&cl->lock);
+	cq->next = cl->cqs;
+	cl->cqs = cq;
+	pthread_mutex_unlock(&cl->lock);
+	return cq;
+}
+
+int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_CQ, cq->handle);
+
+	if (rc && !atomic_load(&cl->dead))
+		return rc;
+	pthread_mutex_lock(&cl->lock);
+	for (struct ovr_cl_cq **p = &cl->cqs; *p; p = &(*p)->next)
+		if (*p == cq) {
+			*p = cq->next;
+			break;
+		}
+	pthread_mutex_unlock(&cl->lock);
+	munmap(cq->ring, cq->map_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+static struct ovr_cl_qp *qp_lookup(struct ovr_cl *cl, uint32_t qpn)
+{
+	struct ovr_cl_qp *qp = cl->qps[qpn % QP_BUCKETS];
+
+	while (qp && qp->qpn != qpn)
+		qp = qp->hnext;
+	return qp;
+}
+
+/* The service is gone: every outstanding WR of @cq's QPs completes with
+ * WR_FLUSH_ERR, once. */
+static int flush_dead(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
+{
+	struct ovr_cl *cl = cq->cl;
+	int k = 0;
+
+	for (unsigned int b = 0; b < QP_BUCKETS && k < n; b++)
+		for (struct ovr_cl_qp *qp = cl->qps[b]; qp && k < n;
+		     qp = qp->hnext) {
+			while (qp->scq == cq && qp->sq_done != qp->sq_prod &&
+			       k < n) {
+				uint32_t i = qp->sq_done++ & (qp->sq_depth - 1);
+
+				wc[k++] = (struct ovr_cl_wc){
+					.wr_id = qp->sq_wrid[i],
+					.status = OVR_WC_WR_FLUSH_ERR,
+					.qp_num = qp->qpn,
+					.qp_user = qp->user_handle,
+				};
+			}
+			while (qp->rcq == cq && qp->rq_done != qp->rq_prod &&
+			       k < n) {
+				uint32_t i = qp->rq_done++ & (qp->rq_depth - 1);
+
+				wc[k++] = (struct ovr_cl_wc){
+					.wr_id = qp->rq_wrid[i],
+					.status = OVR_WC_WR_FLUSH_ERR,
+					.opcode = OVR_WC_RECV,
+					.qp_num = qp->qpn,
+					.qp_user = qp->user_handle,
+				};
+			}
+		}
+	return k;
+}
+
+int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
+{
+	int k = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (k < n) {
+		struct ovr_ring_cqe *e = &cq->cqe[cq->cons & (cq->depth - 1)];
+		uint32_t gen =
+			atomic_load_explicit(&e->gen, memory_order_acquire);
+		struct ovr_cl_qp *qp;
+		struct ovr_cl_wc *w = &wc[k];
+
+		if (gen != cq->cons / cq->depth + 1)
+			break;
+		qp = qp_lookup(cq->cl, e->qp_num);
+		*w = (struct ovr_cl_wc){
+			.status = e->status,
+			.opcode = e->opcode,
+			.byte_len = e->byte_len,
+			.imm_data = e->imm_data,
+			.qp_num = e->qp_num,
+			.src_qp = e->src_qp,
+			.wc_flags = e->wc_flags,
+			.vendor_err = e->vendor_err,
+		};
+		if (qp) {
+			w->qp_user = qp->user_handle;
+			if (e->flags & OVR_CQE_RECV) {
+				w->wr_id = qp->rq_wrid[e->wqe_idx &
+						       (qp->rq_depth - 1)];
+				qp->rq_done = e->wqe_idx + 1;
+			} else {
+				w->wr_id = qp->sq_wrid[e->wqe_idx &
+						       (qp->sq_depth - 1)];
+				/* RC completes in order: everything up to
+				 * this one is retired */
+				qp->sq_done = e->wqe_idx + 1;
+			}
+		}
+		cq->cons++;
+		k++;
+	}
+	if (k) {
+		atomic_store_explicit(&cq->ring->cons, cq->cons,
+				      memory_order_release);
+		cq->idle_polls = 0;
+	} else if (++cq->idle_polls >= 4096) {
+		cq->idle_polls = 0;
+		if (!ovr_cl_alive(cq->cl))
+			k = flush_dead(cq, n, wc);
+	} else if (atomic_load_explicit(&cq->cl->dead, memory_order_relaxed)) {
+		k = flush_dead(cq, n, wc);
+	}
+	pthread_spin_unlock(&cq->lock);
+	return k;
+}
+
+int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only)
+{
+	if (atomic_load(&cq->cl->dead))
+		return -EIO;
+	cq->arm_sn++;
+	atomic_store_explicit(&cq->ring->arm,
+			      (cq->arm_sn << 1) | (solicited_only ? 1u : 0u),
+			      memory_order_release);
+	return 0;
+}
+
+/* ---- QPs ----------------------------------------------------------------- */
+
+struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
+				   struct ovr_cl_cq *send_cq,
+				   struct ovr_cl_cq *recv_cq,
+				   const struct ovr_ctl_qp_cap *cap,
+				   bool sq_sig_all, uint64_t user_handle)
+{
+	struct ovr_ctl_create_qp_req q = {
+		.pd = pd,
+		.send_cq = send_cq->handle,
+		.recv_cq = recv_cq->handle,
+		.qp_type = OVR_CTL_QPT_RC,
+		.sq_sig_all = sq_sig_all,
+		.cap = *cap,
+		.user_handle = user_handle,
+	};
+	struct ovr_ctl_create_qp_rep r;
+	struct ovr_cl_qp *qp;
+	int fd, rc;
+	void *p;
+
+	rc = req_exact(cl, OVR_CTL_CREATE_QP, &q, sizeof(q), NULL, 0, &r,
+		       sizeof(r), &fd, 1);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	p = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	qp = calloc(1, sizeof(*qp));
+	if (qp) {
+		qp->sq_wrid = calloc(r.sq_depth, sizeof(uint64_t));
+		qp->rq_wrid =
+			calloc(r.rq_depth ? r.rq_depth : 1, sizeof(uint64_t));
+	}
+	if (p == MAP_FAILED || !qp || !qp->sq_wrid || !qp->rq_wrid ||
+	    r.rq_off + (uint64_t)r.rq_depth * r.rq_stride > r.map_len ||
+	    r.sq_off + (uint64_t)r.sq_depth * r.sq_stride > r.map_len ||
+	    r.db_index >= OVR_RING_MAX_QP_PER_CTX) {
+		if (p != MAP_FAILED)
+			munmap(p, r.map_len);
+		if (qp) {
+			free(qp->sq_wrid);
+			free(qp->rq_wrid);
+		}
+		free(qp);
+		handle_op(cl, OVR_CTL_DESTROY_QP, r.qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->cl = cl;
+	qp->handle = r.qp;
+	qp->qpn = r.qpn;
+	qp->db_index = r.db_index;
+	qp->cap = r.cap;
+	qp->scq = send_cq;
+	qp->rcq = recv_cq;
+	qp->user_handle = user_handle;
+	qp->ring = p;
+	qp->sq = (uint8_t *)p + r.sq_off;
+	qp->rq = (uint8_t *)p + r.rq_off;
+	qp->map_len = r.map_len;
+	qp->sq_depth = r.sq_depth;
+	qp->rq_depth = r.rq_depth;
+	qp->sq_stride = r.sq_stride;
+	qp->rq_stride = r.rq_stride;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_mutex_lock(&cl->lock);
+	qp->hnext = cl->qps[qp->qpn % QP_BUCKETS];
+	cl->qps[qp->qpn % QP_BUCKETS] = qp;
+	pthread_mutex_unlock(&cl->lock);
+	return qp;
+}
+
+uint32_t ovr_cl_qp_num(const struct ovr_cl_qp *qp)
+{
+	return qp->qpn;
+}
+
+void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap)
+{
+	*cap = qp->cap;
+}
+
+int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		     const struct ovr_ctl_qp_attr *attr, unsigned int mask)
+{
+	struct ovr_ctl_modify_qp_req q = { .qp = qp->handle,
+					   .mask = mask,
+					   .attr = *attr };
+	int rc = req_exact(cl, OVR_CTL_MODIFY_QP, &q, sizeof(q), NULL, 0, NULL,
+			   0, NULL, 0);
+
+	if (!rc && (mask & OVR_ENG_ATTR_STATE) &&
+	    attr->qp_state == OVR_ENG_QPS_RESET) {
+		/* RESET discards all work without completions */
+		qp->sq_done = qp->sq_prod;
+		qp->rq_done = qp->rq_prod;
+	}
+	return rc;
+}
+
+int ovr_cl_query_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		    struct ovr_ctl_qp_attr *attr)
+{
+	struct ovr_ctl_handle_req q = { .handle = qp->handle };
+	struct ovr_ctl_query_qp_rep r;
+	int rc = req_exact(cl, OVR_CTL_QUERY_QP, &q, sizeof(q), NULL, 0, &r,
+			   sizeof(r), NULL, 0);
+
+	if (!rc)
+		*attr = r.attr;
+	return rc;
+}
+
+int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		    struct ovr_ctl_qp_stats_rep *st)
+{
+	struct ovr_ctl_handle_req q = { .handle = qp->handle };
+
+	return req_exact(cl, OVR_CTL_QP_STATS, &q, sizeof(q), NULL, 0, st,
+			 sizeof(*st), NULL, 0);
+}
+
+int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_QP, qp->handle);
+
+	if (rc && !atomic_load(&cl->dead))
+		return rc;
+	pthread_mutex_lock(&cl->lock);
+	for (struct ovr_cl_qp **p = &cl->qps[qp->qpn % QP_BUCKETS]; *p;
+	     p = &(*p)->hnext)
+		if (*p == qp) {
+			*p = qp->hnext;
+			break;
+		}
+	pthread_mutex_unlock(&cl->lock);
+	munmap(qp->ring, qp->map_len);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp->sq_wrid);
+	free(qp->rq_wrid);
+	free(qp);
+	return 0;
+}
+
+/* ---- posting ------------------------------------------------------------- */
+
+static void ring_doorbell(struct ovr_cl *cl, uint32_t idx)
+{
+	struct ovr_ring_db *db = cl->db;
+	uint64_t one = 1;
+
+	atomic_fetch_or_explicit(&db->bits[idx / 64], 1ull << (idx % 64),
+				 memory_order_release);
+	atomic_fetch_or_explicit(&db->summary, 1ull << (idx / 64),
+				 memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&cl->svc->sleeping, memory_order_relaxed) &&
+	    write(cl->wake_fd, &one, sizeof(one)) != sizeof(one)) {
+		/* the counter is full: the service is awake anyway */
+	}
+}
+
+static bool state_allows_send(uint32_t st)
+{
+	return st == OVR_ENG_QPS_RTS || st == OVR_ENG_QPS_SQD ||
+	       st == OVR_ENG_QPS_SQE || st == OVR_ENG_QPS_ERR;
+}
+
+int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
+{
+	struct ovr_ring_swqe *w;
+	uint8_t *slot;
+	uint32_t total = 0;
+	bool inl = wr->send_flags & OVR_SEND_INLINE;
+
+	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
+		return EIO;
+	if (!state_allows_send(atomic_load_explicit(&qp->ring->state,
+						    memory_order_acquire)))
+		return EINVAL;
+	if (wr->num_sge > qp->cap.max_send_sge && !inl)
+		return EINVAL;
+	for (uint32_t i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (inl && total > qp->cap.max_inline_data)
+		return EINVAL;
+	pthread_spin_lock(&qp->sq_lock);
+	if (qp->sq_prod - qp->sq_done >= qp->cap.max_send_wr) {
+		pthread_spin_unlock(&qp->sq_lock);
+		return ENOMEM;
+	}
+	slot = qp->sq +
+	       (size_t)(qp->sq_prod & (qp->sq_depth - 1)) * qp->sq_stride;
+	w = (struct ovr_ring_swqe *)slot;
+	*w = (struct ovr_ring_swqe){
+		.remote_addr = wr->remote_addr,
+		.compare_add = wr->compare_add,
+		.swap = wr->swap,
+		.opcode = wr->opcode,
+		.send_flags = wr->send_flags,
+		.num_sge = inl ? 0 : wr->num_sge,
+		.inline_len = inl ? total : 0,
+		.imm_data = wr->imm_data,
+		.rkey = wr->rkey,
+		.invalidate_rkey = wr->invalidate_rkey,
+	};
+	if (inl) {
+		uint8_t *d = slot + sizeof(*w);
+
+		for (uint32_t i = 0; i < wr->num_sge; i++) {
+			memcpy(d, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+		}
+	} else if (wr->num_sge) {
+		memcpy(slot + sizeof(*w), wr->sg_list,
+		       wr->num_sge * sizeof(struct ovr_ring_sge));
+	}
+	qp->sq_wrid[qp->sq_prod & (qp->sq_depth - 1)] = wr->wr_id;
+	qp->sq_prod++;
+	atomic_store_explicit(&qp->ring->sq_prod, qp->sq_prod,
+			      memory_order_release);
+	pthread_spin_unlock(&qp->sq_lock);
+	ring_doorbell(qp->cl, qp->db_index);
+	return 0;
+}
+
+int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr)
+{
+	struct ovr_ring_rwqe *w;
+	uint8_t *slot;
+	uint32_t st;
+
+	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
+		return EIO;
+	st = atomic_load_explicit(&qp->ring->state, memory_order_acquire);
+	if (st == OVR_ENG_QPS_RESET)
+		return EINVAL;
+	if (wr->num_sge > qp->cap.max_recv_sge)
+		return EINVAL;
+	pthread_spin_lock(&qp->rq_lock);
+	if (qp->rq_prod - qp->rq_done >= qp->cap.max_recv_wr) {
+		pthread_spin_unlock(&qp->rq_lock);
+		return ENOMEM;
+	}
+	slot = qp->rq +
+	       (size_t)(qp->rq_prod & (qp->rq_depth - 1)) * qp->rq_stride;
+	w = (struct ovr_ring_rwqe *)slot;
+	*w = (struct ovr_ring_rwqe){ .num_sge = wr->num_sge };
+	if (wr->num_sge)
+		memcpy(slot + sizeof(*w), wr->sg_list,
+		       wr->num_sge * sizeof(struct ovr_ring_sge));
+	qp->rq_wrid[qp->rq_prod & (qp->rq_depth - 1)] = wr->wr_id;
+	qp->rq_prod++;
+	atomic_store_explicit(&qp->ring->rq_prod, qp->rq_prod,
+			      memory_order_release);
+	pthread_spin_unlock(&qp->rq_lock);
+	ring_doorbell(qp->cl, qp->db_index);
+	return 0;
+}

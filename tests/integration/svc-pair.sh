@@ -1,0 +1,133 @@
+#!/bin/bash
+# Two ovrdmad nodes joined back to back by a memif link (no fabric), and
+# what the node service must do for applications (docs/SERVICE.md 8):
+#   1. byte-exact WRITE, SEND, READ both ways and atomics (svc_xfer);
+#   2. an application killed with -9 mid-transfer: its context, QPs and
+#      MRs are reclaimed (ovrdmactl), the service keeps serving;
+#   3. ovrdmad killed with -9: the application gets errors, not a hang;
+#      after a restart a new run works.
+# usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL [MB]
+set -u
+ovrdmad=$1 xfer=$2 ctl=$3 mb=${4:-64}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "svc-pair: needs root (DPDK and memif sockets); skipped"
+	exit 77
+fi
+dir=$(mktemp -d /tmp/ovrdma-pair.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+conf() { # name host role peer_vip peer_host
+	cat >"$dir/$1.conf" <<EOC
+[service]
+socket = $dir/$1.sock
+host = $2
+underlay_mtu = 9000
+spin_us = 20
+eal = --no-huge -m 256 --no-pci --no-telemetry --file-prefix=ovrpair$$$1 --vdev=net_memif0,role=$3,socket=$dir/memif.sock,bsize=10240
+[limits]
+qp_per_context = 64
+[tenant]
+vni = 100
+vip = 192.168.1.$4 local ovrdma0
+vip = 192.168.1.$5 host 10.0.0.$5 mac 02:00:00:00:00:0$5
+sg = 192.168.1.0/24
+EOC
+}
+conf a 10.0.0.1 server 1 2
+conf b 10.0.0.2 client 2 1
+
+start() { # name
+	"$ovrdmad" -- -c "$dir/$1.conf" >>"$dir/$1.log" 2>&1 &
+	pids+=($!)
+	eval "pid_$1=$!"
+	for _ in $(seq 100); do
+		[ -S "$dir/$1.sock" ] && "$ctl" -s "$dir/$1.sock" show devices \
+			>/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	echo "svc-pair: ovrdmad $1 did not start:"
+	cat "$dir/$1.log"
+	exit 1
+}
+fail() {
+	echo "svc-pair: FAIL: $*"
+	for n in a b; do
+		echo "--- $n.log"
+		tail -20 "$dir/$n.log"
+	done
+	exit 1
+}
+counter() { # node name
+	"$ctl" -s "$dir/$1.sock" show counters | awk -v k="$2" '$1 == k {print $2}'
+}
+
+start a
+start b
+for _ in $(seq 100); do
+	[ "$(counter a port_link_up)" = 1 ] && [ "$(counter b port_link_up)" = 1 ] && break
+	sleep 0.1
+done
+
+echo "== 1. transfers"
+timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" "$mb" || fail "svc_xfer"
+
+echo "== 2. kill -9 an application mid-transfer"
+"$xfer" "$dir/a.sock" "$dir/b.sock" 256 ovrdma0 hold >"$dir/hold1.log" 2>&1 &
+app=$!
+for _ in $(seq 100); do
+	grep -q holding "$dir/hold1.log" && break
+	sleep 0.1
+done
+sleep 0.5
+[ "$(counter a engine_qps)" = 1 ] || fail "no QP while the application ran"
+kill -9 $app
+wait $app 2>/dev/null
+for _ in $(seq 50); do
+	[ "$(counter a engine_qps)" = 0 ] && [ "$(counter b engine_qps)" = 0 ] &&
+		[ "$(counter a engine_mrs)" = 0 ] && break
+	sleep 0.1
+done
+for n in a b; do
+	[ "$(counter $n engine_qps)" = 0 ] || fail "$n kept the killed application's QPs"
+	[ "$(counter $n engine_mrs)" = 0 ] || fail "$n kept the killed application's MRs"
+	"$ctl" -s "$dir/$n.sock" show contexts | grep -q svc_xfer &&
+		fail "$n still lists the killed application"
+done
+echo "reclaimed: no QP, MR or context left on either node"
+
+echo "== 3. kill -9 ovrdmad under an application"
+"$xfer" "$dir/a.sock" "$dir/b.sock" 256 ovrdma0 hold >"$dir/hold2.log" 2>&1 &
+app=$!
+for _ in $(seq 100); do
+	grep -q holding "$dir/hold2.log" && break
+	sleep 0.1
+done
+sleep 0.5
+kill -9 "$pid_a"
+t0=$(date +%s)
+timeout 30 tail --pid=$app -f /dev/null
+rc=0
+wait $app || rc=$?
+cat "$dir/hold2.log" | tail -2
+[ $rc -eq 3 ] || fail "application exit $rc after ovrdmad died (3: told of the error)"
+echo "application saw an error after $(($(date +%s) - t0)) s"
+rm -f "$dir/a.sock"
+start a
+for _ in $(seq 100); do # the memif link comes back within a few seconds
+	[ "$(counter a port_link_up)" = 1 ] && [ "$(counter b port_link_up)" = 1 ] && break
+	sleep 0.1
+done
+timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 16 >/dev/null || fail "svc_xfer after restart"
+echo "after restart: transfers OK"
+
+kill -TERM "$pid_a" "$pid_b"
+wait "$pid_a" || fail "ovrdmad a did not stop cleanly"
+wait "$pid_b" || fail "ovrdmad b did not stop cleanly"
+echo "svc-pair: OK"

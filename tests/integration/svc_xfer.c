@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Two ovrdmad nodes, one application per node (here: one process with
+ * two connections), RC traffic through the service: RDMA WRITE, SEND,
+ * RDMA READ in both directions and atomics, every byte checked.
+ *
+ *   svc_xfer SOCK_A SOCK_B [MB_PER_OP] [DEV] [hold]
+ *
+ * Exit 0 when every transfer was byte-exact, 1 otherwise (with why).
+ * With "hold" it repeats the transfers until something fails and exits 3
+ * when that failure is an error the application was told about (a
+ * service that died must give errors, never a hang: a hang is exit 1).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <ovrdma/client.h>
+
+#define CHUNK (1u << 20) /* bytes per work request */
+#define DEPTH 64
+
+struct node {
+	const char *name;
+	struct ovr_cl *cl;
+	struct ovr_ctl_dev dev;
+	uint32_t pd;
+	struct ovr_cl_cq *cq;
+	struct ovr_cl_qp *qp;
+	uint8_t *buf;
+	size_t len;
+	struct ovr_cl_mr *mr;
+	uint64_t *atom;
+	struct ovr_cl_mr *amr;
+};
+
+static int hold;
+
+static int fail(const char *what, int rc)
+{
+	fprintf(stderr, "svc_xfer: %s: %s\n", what,
+		strerror(rc < 0 ? -rc : rc));
+	exit(hold ? 3 : 1);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void setup(struct node *n, const char *sock, const char *dev, size_t len)
+{
+	struct ovr_ctl_qp_cap cap = { .max_send_wr = DEPTH * 2,
+				      .max_recv_wr = DEPTH * 2,
+				      .max_send_sge = 2,
+				      .max_recv_sge = 2,
+				      .max_inline_data = 64 };
+	int rc;
+
+	n->cl = ovr_cl_connect(sock, "svc_xfer");
+	if (!n->cl)
+		fail(sock, errno);
+	rc = ovr_cl_open(n->cl, dev, &n->dev);
+	if (rc)
+		fail("open", rc);
+	rc = ovr_cl_alloc_pd(n->cl, &n->pd);
+	if (rc)
+		fail("alloc_pd", rc);
+	n->cq = ovr_cl_create_cq(n->cl, 4 * DEPTH, OVR_CTL_NO_CHANNEL, 0);
+	if (!n->cq)
+		fail("create_cq", errno);
+	n->qp = ovr_cl_create_qp(n->cl, n->pd, n->cq, n->cq, &cap, false, 0);
+	if (!n->qp)
+		fail("create_qp", errno);
+	n->len = len;
+	n->buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (n->buf == MAP_FAILED)
+		fail("mmap", errno);
+	n->mr = ovr_cl_reg_mr(n->cl, n->pd, n->buf, len, 0xf);
+	if (!n->mr)
+		fail("reg_mr", errno);
+	n->atom = aligned_alloc(4096, 4096);
+	n->amr = ovr_cl_reg_mr(n->cl, n->pd, n->atom, 64, 0xf);
+	if (!n->amr)
+		fail("reg_mr atomics", errno);
+}
+
+static void connect_qp(struct node *n, const struct node *peer)
+{
+	struct ovr_ctl_qp_attr a = { 0 };
+	int rc;
+
+	a.qp_state = OVR_ENG_QPS_INIT;
+	a.qp_access_flags = 0xe;
+	a.port_num = 1;
+	rc = ovr_cl_modify_qp(n->cl, n->qp, &a,
+			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
+				      OVR_ENG_ATTR_PORT |
+				      OVR_ENG_ATTR_ACCESS_FLAGS);
+	if (rc)
+		fail("modify INIT", rc);
+	a = (struct ovr_ctl_qp_attr){ 0 };
+	a.qp_state = OVR_ENG_QPS_RTR;
+	a.path_mtu = n->dev.active_mtu;
+	a.dest_qp_num = ovr_cl_qp_num(peer->qp);
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.hop_limit = 64;
+	a.is_global = 1;
+	/* ::ffff:<peer vIP> */
+	a.dgid[10] = a.dgid[11] = 0xff;
+	a.dgid[12] = (uint8_t)(peer->dev.vip >> 24);
+	a.dgid[13] = (uint8_t)(peer->dev.vip >> 16);
+	a.dgid[14] = (uint8_t)(peer->dev.vip >> 8);
+	a.dgid[15] = (uint8_t)peer->dev.vip;
+	rc = ovr_cl_modify_qp(
+		n->cl, n->qp, &a,
+		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV | OVR_ENG_ATTR_PATH_MTU |
+			OVR_ENG_ATTR_DEST_QPN | OVR_ENG_ATTR_RQ_PSN |
+			OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+			OVR_ENG_ATTR_MIN_RNR_TIMER);
+	if (rc)
+		fail("modify RTR", rc);
+	a = (struct ovr_ctl_qp_attr){ 0 };
+	a.qp_state = OVR_ENG_QPS_RTS;
+	a.sq_psn = 0;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	rc = ovr_cl_modify_qp(
+		n->cl, n->qp, &a,
+		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+			OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
+			OVR_ENG_ATTR_RNR_RETRY | OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
+	if (rc)
+		fail("modify RTS", rc);
+}
+
+/* Waits for @want completions on @n's CQ, all successful. */
+static void reap(struct node *n, unsigned int want, const char *what)
+{
+	struct ovr_cl_wc wc[16];
+	double t0 = now_s();
+
+	while (want) {
+		int k = ovr_cl_poll_cq(n->cq, want < 16 ? (int)want : 16, wc);
+
+		if (k < 0)
+			fail("poll_cq", k);
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != OVR_WC_SUCCESS) {
+				fprintf(stderr,
+					"svc_xfer: %s: completion status %u "
+					"vendor_err 0x%x\n",
+					what, wc[i].status, wc[i].vendor_err);
+				exit(hold ? 3 : 1);
+			}
+		want -= (unsigned int)k;
+		if (!k && now_s() - t0 > 60) {
+			fprintf(stderr, "svc_xfer: %s: no completion in 60 s\n",
+				what);
+			exit(1);
+		}
+	}
+}
+
+static void fill(uint8_t *p, size_t len, uint32_t seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+
+	for (size_t i = 0; i < len; i += 8) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		memcpy(p + i, &x, len - i < 8 ? len - i : 8);
+	}
+}
+
+static void check(const uint8_t *a, const uint8_t *b, size_t len,
+		  const char *what)
+{
+	if (memcmp(a, b, len)) {
+		size_t i = 0;
+
+		while (a[i] == b[i])
+			i++;
+		fprintf(stderr, "svc_xfer: %s: data differs at byte %zu\n",
+			what, i);
+		exit(1);
+	}
+}
+
+/* @op over the whole buffer from @s to @d in CHUNK pieces. */
+static void move(struct node *s, struct node *d, uint32_t op, const char *what)
+{
+	unsigned int posted = 0, done = 0,
+		     nchunks = (unsigned int)(s->len / CHUNK);
+	double t0 = now_s(), t;
+
+	if (op == OVR_WR_SEND)
+		for (unsigned int i = 0; i < nchunks; i++) {
+			struct ovr_eng_sge sg = {
+				(uint64_t)(uintptr_t)(d->buf +
+						      (size_t)i * CHUNK),
+				CHUNK, d->mr->lkey
+			};
+			struct ovr_eng_recv_wr rw = { i, &sg, 1 };
+			int rc;
+
+			while ((rc = ovr_cl_post_recv(d->qp, &rw)) == ENOMEM)
+				reap(d, 1, "recv");
+			if (rc)
+				fail("post_recv", rc);
+		}
+	while (done < nchunks) {
+		while (posted < nchunks && posted - done < DEPTH) {
+			size_t off = (size_t)posted * CHUNK;
+			struct ovr_eng_sge sg = {
+				(uint64_t)(uintptr_t)((op == OVR_WR_RDMA_READ ?
+							       d->buf :
+							       s->buf) +
+						      off),
+				CHUNK,
+				op == OVR_WR_RDMA_READ ? d->mr->lkey :
+							 s->mr->lkey
+			};
+			struct ovr_eng_send_wr wr = {
+				.wr_id = posted,
+				.opcode = op,
+				.send_flags = OVR_SEND_SIGNALED,
+				.sg_list = &sg,
+				.num_sge = 1,
+				.rkey = op == OVR_WR_RDMA_READ ? s->mr->rkey :
+								 d->mr->rkey,
+				.remote_addr =
+					(uint64_t)(uintptr_t)((op == OVR_WR_RDMA_READ ?
+								       s->buf :
+								       d->buf) +
+							      off),
+			};
+			struct node *issuer = op == OVR_WR_RDMA_READ ? d : s;
+			int rc = ovr_cl_post_send(issuer->qp, &wr);
+
+			if (rc)
+				fail("post_send", rc);
+			posted++;
+		}
+		reap(op == OVR_WR_RDMA_READ ? d : s, 1, what);
+		done++;
+	}
+	if (op == OVR_WR_SEND)
+		reap(d, nchunks, "receives");
+	t = now_s() - t0;
+	printf("%-22s %6zu MB %8.2f s %8.2f Gbit/s\n", what, s->len >> 20, t,
+	       (double)s->len * 8 / t / 1e9);
+}
+
+static void round_trip(struct node *s, struct node *d, uint32_t op,
+		       const char *what, uint32_t seed)
+{
+	fill(s->buf, s->len, seed);
+	memset(d->buf, 0, d->len);
+	move(s, d, op, what);
+	check(s->buf, d->buf, s->len, what);
+}
+
+static void atomics(struct node *s, struct node *d)
+{
+	struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)s->atom, 8,
+				  s->amr->lkey };
+	struct ovr_eng_send_wr wr = {
+		.opcode = OVR_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sg,
+		.num_sge = 1,
+		.rkey = d->amr->rkey,
+		.remote_addr = (uint64_t)(uintptr_t)d->atom,
+	};
+	int rc;
+
+	d->atom[0] = 1000;
+	for (int i = 0; i < 100; i++) {
+		wr.compare_add = 3;
+		rc = ovr_cl_post_send(s->qp, &wr);
+		if (rc)
+			fail("post atomic", rc);
+		reap(s, 1, "fetch-add");
+		if (s->atom[0] != 1000 + 3ull * (uint64_t)i) {
+			fprintf(stderr, "svc_xfer: fetch-add returned %llu\n",
+				(unsigned long long)s->atom[0]);
+			exit(1);
+		}
+	}
+	wr.opcode = OVR_WR_ATOMIC_CMP_AND_SWP;
+	wr.compare_add = 1300;
+	wr.swap = 7;
+	rc = ovr_cl_post_send(s->qp, &wr);
+	if (rc)
+		fail("post cas", rc);
+	reap(s, 1, "compare-swap");
+	if (s->atom[0] != 1300 || d->atom[0] != 7) {
+		fprintf(stderr,
+			"svc_xfer: compare-swap: got %llu, target %llu\n",
+			(unsigned long long)s->atom[0],
+			(unsigned long long)d->atom[0]);
+		exit(1);
+	}
+	printf("%-22s 101 operations, results exact\n", "atomics");
+}
+
+int main(int argc, char **argv)
+{
+	struct node a = { .name = "A" }, b = { .name = "B" };
+	size_t mb = argc > 3 ? strtoul(argv[3], NULL, 0) : 64;
+	const char *dev = argc > 4 ? argv[4] : "ovrdma0";
+
+	hold = argc > 5 && !strcmp(argv[5], "hold");
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: svc_xfer SOCK_A SOCK_B [MB] [DEV]\n");
+		return 2;
+	}
+	setup(&a, argv[1], dev, mb << 20);
+	setup(&b, argv[2], dev, mb << 20);
+	connect_qp(&a, &b);
+	connect_qp(&b, &a);
+	if (hold) {
+		printf("svc_xfer: connected, holding\n");
+		fflush(stdout);
+		for (uint32_t i = 0;; i++)
+			round_trip(&a, &b, OVR_WR_RDMA_WRITE, "WRITE A->B", i);
+	}
+	round_trip(&a, &b, OVR_WR_RDMA_WRITE, "WRITE A->B", 1);
+	round_trip(&b, &a, OVR_WR_RDMA_WRITE, "WRITE B->A", 2);
+	round_trip(&a, &b, OVR_WR_SEND, "SEND A->B", 3);
+	round_trip(&b, &a, OVR_WR_SEND, "SEND B->A", 4);
+	round_trip(&a, &b, OVR_WR_RDMA_READ, "READ by B from A", 5);
+	round_trip(&b, &a, OVR_WR_RDMA_READ, "READ by A from B", 6);
+	atomics(&a, &b);
+	atomics(&b, &a);
+	ovr_cl_close(a.cl);
+	ovr_cl_close(b.cl);
+	printf("svc_xfer: OK\n");
+	return 0;
+}
