@@ -4,7 +4,10 @@
 #   1. byte-exact WRITE, SEND, READ both ways and atomics (svc_xfer);
 #   2. an application killed with -9 mid-transfer: its context, QPs and
 #      MRs are reclaimed (ovrdmactl), the service keeps serving;
-#   3. ovrdmad killed with -9: the application gets errors, not a hang;
+#   3. 1000 QPs between the two nodes, all transferring at once;
+#   4. two tenants with the same vIPs on the same nodes: both work at
+#      once, and a QP of one cannot reach a QP of the other;
+#   5. ovrdmad killed with -9: the application gets errors, not a hang;
 #      after a restart a new run works.
 # usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL [MB]
 set -u
@@ -32,10 +35,15 @@ underlay_mtu = 9000
 spin_us = 20
 eal = --no-huge -m 256 --no-pci --no-telemetry --file-prefix=ovrpair$$$1 --vdev=net_memif0,role=$3,socket=$dir/memif.sock,bsize=10240
 [limits]
-qp_per_context = 64
+qp_per_context = 1100
 [tenant]
 vni = 100
 vip = 192.168.1.$4 local ovrdma0
+vip = 192.168.1.$5 host 10.0.0.$5 mac 02:00:00:00:00:0$5
+sg = 192.168.1.0/24
+[tenant]
+vni = 200
+vip = 192.168.1.$4 local ovrdma1
 vip = 192.168.1.$5 host 10.0.0.$5 mac 02:00:00:00:00:0$5
 sg = 192.168.1.0/24
 EOC
@@ -102,7 +110,24 @@ for n in a b; do
 done
 echo "reclaimed: no QP, MR or context left on either node"
 
-echo "== 3. kill -9 ovrdmad under an application"
+echo "== 3. 1000 QPs at once"
+timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 128 ovrdma0 qps 1000 || fail "1000 QPs"
+[ "$(counter a engine_qps)" = 0 ] || fail "QPs left after the 1000-QP run"
+
+echo "== 4. two tenants, same vIPs"
+timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 32 ovrdma0 >"$dir/t100.log" 2>&1 &
+t100=$!
+timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 32 ovrdma1 >"$dir/t200.log" 2>&1 ||
+	fail "tenant 200: $(tail -1 "$dir/t200.log")"
+wait $t100 || fail "tenant 100: $(tail -1 "$dir/t100.log")"
+echo "tenants 100 and 200 ran at once, both byte-exact"
+foreign0=$(counter b rx_foreign)
+timeout 120 "$xfer" "$dir/a.sock" "$dir/b.sock" 4 ovrdma0,ovrdma1 cross ||
+	fail "cross-tenant isolation"
+[ "$(counter b rx_foreign)" -gt "${foreign0:-0}" ] ||
+	fail "the other tenant's packets were not counted as foreign"
+
+echo "== 5. kill -9 ovrdmad under an application"
 "$xfer" "$dir/a.sock" "$dir/b.sock" 256 ovrdma0 hold >"$dir/hold2.log" 2>&1 &
 app=$!
 for _ in $(seq 100); do

@@ -4,14 +4,19 @@
  * two connections), RC traffic through the service: RDMA WRITE, SEND,
  * RDMA READ in both directions and atomics, every byte checked.
  *
- *   svc_xfer SOCK_A SOCK_B [MB_PER_OP] [DEV] [hold]
+ *   svc_xfer SOCK_A SOCK_B [MB_PER_OP] [DEV_A[,DEV_B]] [hold|qps N|cross]
  *
+ * qps N: N QPs on each side, every QP moving 64 KB each way at once.
+ * cross: A and B are devices of different tenants (same vIPs): A's QP is
+ * pointed at B's QPN and must not get through (retry-exceeded error,
+ * nothing written), exit 0 when isolation held.
  * Exit 0 when every transfer was byte-exact, 1 otherwise (with why).
  * With "hold" it repeats the transfers until something fails and exits 3
  * when that failure is an error the application was told about (a
  * service that died must give errors, never a hang: a hang is exit 1).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,22 +322,186 @@ static void atomics(struct node *s, struct node *d)
 	printf("%-22s 101 operations, results exact\n", "atomics");
 }
 
+/*
+ * @nq QP pairs (the first pair is a's and b's own), each QP writing
+ * 64 KB to its peer at once; every byte checked.
+ */
+static int many_qps(struct node *a, struct node *b, unsigned int nq)
+{
+	const size_t piece = 64 * 1024;
+	struct ovr_ctl_qp_cap cap = { .max_send_wr = 4,
+				      .max_recv_wr = 1,
+				      .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	struct node *side[2] = { a, b };
+	struct ovr_cl_qp **qps[2];
+	double t0, t;
+
+	if ((size_t)nq * piece * 2 > a->len) {
+		fprintf(stderr, "svc_xfer: qps %u needs %zu MB buffers\n", nq,
+			((size_t)nq * piece * 2) >> 20);
+		return 1;
+	}
+	for (int s = 0; s < 2; s++) {
+		struct node *n = side[s];
+
+		qps[s] = calloc(nq, sizeof(*qps[s]));
+		n->cq = ovr_cl_create_cq(n->cl, 2 * nq + 8, OVR_CTL_NO_CHANNEL,
+					 0);
+		if (!n->cq)
+			fail("create_cq", errno);
+		for (unsigned int i = 1; i < nq; i++) {
+			qps[s][i] = ovr_cl_create_qp(n->cl, n->pd, n->cq, n->cq,
+						     &cap, false, i);
+			if (!qps[s][i])
+				fail("create_qp", errno);
+		}
+	}
+	/* the first pair uses the new CQ too */
+	for (int s = 0; s < 2; s++) {
+		qps[s][0] = ovr_cl_create_qp(side[s]->cl, side[s]->pd,
+					     side[s]->cq, side[s]->cq, &cap,
+					     false, 0);
+		if (!qps[s][0])
+			fail("create_qp", errno);
+	}
+	for (unsigned int i = 0; i < nq; i++) {
+		struct ovr_cl_qp *qa = qps[0][i], *qb = qps[1][i];
+
+		a->qp = qa;
+		b->qp = qb;
+		connect_qp(a, b);
+		connect_qp(b, a);
+	}
+	fill(a->buf, a->len, 11);
+	fill(b->buf, b->len, 12);
+	memset(a->buf + (size_t)nq * piece, 0, (size_t)nq * piece);
+	memset(b->buf, 0, (size_t)nq * piece);
+	t0 = now_s();
+	for (unsigned int i = 0; i < nq; i++) {
+		/* a writes its first half into b's first half, b its second
+		 * half into a's second half */
+		for (int s = 0; s < 2; s++) {
+			struct node *n = side[s], *p = side[!s];
+			size_t off = (size_t)(s ? nq + i : i) * piece;
+			struct ovr_eng_sge sg = {
+				(uint64_t)(uintptr_t)(n->buf + off),
+				(uint32_t)piece, n->mr->lkey
+			};
+			struct ovr_eng_send_wr wr = {
+				.wr_id = i,
+				.opcode = OVR_WR_RDMA_WRITE,
+				.send_flags = OVR_SEND_SIGNALED,
+				.sg_list = &sg,
+				.num_sge = 1,
+				.rkey = p->mr->rkey,
+				.remote_addr =
+					(uint64_t)(uintptr_t)(p->buf + off),
+			};
+			int rc = ovr_cl_post_send(qps[s][i], &wr);
+
+			if (rc)
+				fail("post_send", rc);
+		}
+	}
+	reap(a, nq, "many QPs A");
+	reap(b, nq, "many QPs B");
+	t = now_s() - t0;
+	{
+		uint8_t *ref = malloc(a->len);
+
+		fill(ref, a->len, 11);
+		check(ref, b->buf, (size_t)nq * piece, "many QPs A->B");
+		fill(ref, b->len, 12);
+		check(ref + (size_t)nq * piece, a->buf + (size_t)nq * piece,
+		      (size_t)nq * piece, "many QPs B->A");
+		free(ref);
+	}
+	printf("%u QPs each way, 64 KB each, all at once: %.2f s, "
+	       "byte-exact\n",
+	       nq, t);
+	ovr_cl_close(a->cl);
+	ovr_cl_close(b->cl);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct node a = { .name = "A" }, b = { .name = "B" };
 	size_t mb = argc > 3 ? strtoul(argv[3], NULL, 0) : 64;
-	const char *dev = argc > 4 ? argv[4] : "ovrdma0";
+	char devs[64], *dev_b;
+	const char *mode = argc > 5 ? argv[5] : "";
+	unsigned int nqps = 0;
+	bool cross = !strcmp(mode, "cross");
 
-	hold = argc > 5 && !strcmp(argv[5], "hold");
+	snprintf(devs, sizeof(devs), "%s", argc > 4 ? argv[4] : "ovrdma0");
+	dev_b = strchr(devs, ',');
+	if (dev_b)
+		*dev_b++ = 0;
+	else
+		dev_b = devs;
+	hold = !strcmp(mode, "hold");
+	if (!strcmp(mode, "qps"))
+		nqps = argc > 6 ? (unsigned int)strtoul(argv[6], NULL, 0) : 0;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: svc_xfer SOCK_A SOCK_B [MB] [DEV]\n");
 		return 2;
 	}
-	setup(&a, argv[1], dev, mb << 20);
-	setup(&b, argv[2], dev, mb << 20);
+	setup(&a, argv[1], devs, mb << 20);
+	setup(&b, argv[2], dev_b, mb << 20);
 	connect_qp(&a, &b);
 	connect_qp(&b, &a);
+	if (cross) {
+		/* the peer is another tenant's QP at the same vIP, connected
+		 * back to us: QPNs and vIPs match, only the tenant differs,
+		 * and no packet may get through */
+		memset(b.buf, 0x5a, b.len);
+		fill(a.buf, CHUNK, 9);
+		{
+			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)a.buf,
+						  CHUNK, a.mr->lkey };
+			struct ovr_eng_send_wr wr = {
+				.opcode = OVR_WR_RDMA_WRITE,
+				.send_flags = OVR_SEND_SIGNALED,
+				.sg_list = &sg,
+				.num_sge = 1,
+				.rkey = b.mr->rkey,
+				.remote_addr = (uint64_t)(uintptr_t)b.buf,
+			};
+			struct ovr_cl_wc wc;
+			int rc = ovr_cl_post_send(a.qp, &wr), k = 0;
+			double t0 = now_s();
+
+			if (rc)
+				fail("post", rc);
+			while (k == 0 && now_s() - t0 < 60)
+				k = ovr_cl_poll_cq(a.cq, 1, &wc);
+			if (k != 1 || wc.status == OVR_WC_SUCCESS) {
+				fprintf(stderr,
+					"svc_xfer: cross-tenant WRITE "
+					"%s\n",
+					k ? "succeeded" : "never completed");
+				return 1;
+			}
+			for (size_t i = 0; i < b.len; i++)
+				if (b.buf[i] != 0x5a) {
+					fprintf(stderr,
+						"svc_xfer: cross-tenant "
+						"WRITE changed byte %zu\n",
+						i);
+					return 1;
+				}
+			printf("cross-tenant WRITE refused: status %u, nothing "
+			       "written\n",
+			       wc.status);
+		}
+		ovr_cl_close(a.cl);
+		ovr_cl_close(b.cl);
+		return 0;
+	}
+	if (nqps)
+		return many_qps(&a, &b, nqps);
 	if (hold) {
 		printf("svc_xfer: connected, holding\n");
 		fflush(stdout);
