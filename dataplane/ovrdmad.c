@@ -207,6 +207,7 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
+	uint32_t room;
 	int rc;
 
 	if (rte_eth_dev_count_avail() < 1) {
@@ -220,10 +221,11 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	rc = rte_eth_dev_info_get(p->id, &info);
 	if (rc)
 		return rc;
-	p->mp = rte_pktmbuf_pool_create(
-		"ovrdma_mbuf", NB_MBUF, 256, 0,
-		(uint16_t)(RTE_PKTMBUF_HEADROOM + frame_max + 64),
-		(int)rte_socket_id());
+	/* af_packet wants room for its whole 2 KB frame slot */
+	room = frame_max + 64 > 2048 ? frame_max + 64 : 2048;
+	p->mp = rte_pktmbuf_pool_create("ovrdma_mbuf", NB_MBUF, 256, 0,
+					(uint16_t)(RTE_PKTMBUF_HEADROOM + room),
+					(int)rte_socket_id());
 	if (!p->mp) {
 		LOG(ERR, "mbuf pool: %s\n", rte_strerror(rte_errno));
 		return -ENOMEM;
