@@ -67,6 +67,7 @@ struct ovr_link_stats {
 	uint64_t duplicated;
 	uint64_t reordered;
 	uint64_t ce_marked;
+	uint64_t lost_ge; /* of lost: in the Gilbert-Elliott bad state */
 };
 
 /* What the receiver learns besides the bytes. */

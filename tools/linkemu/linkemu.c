@@ -222,8 +222,12 @@ static bool wire_loses(struct ovr_link *l)
 			l->ge_bad = true;
 		else if (l->ge_bad && chance(l, c->ge_r))
 			l->ge_bad = false;
-		if (l->ge_bad)
-			return chance(l, c->ge_loss_bad);
+		if (l->ge_bad) {
+			if (!chance(l, c->ge_loss_bad))
+				return false;
+			l->st.lost_ge++;
+			return true;
+		}
 	}
 	return chance(l, c->loss);
 }
