@@ -1,8 +1,9 @@
 #!/bin/bash
 # Malformed and foreign frames injected into a node's port are dropped and
 # counted, and the node keeps serving (docs/SERVICE.md 8). Two ovrdmad on
-# the two ends of a veth pair (DPDK af_packet ports) in a private network
-# namespace; inject.py sends thousands of bad frames out of node A's end
+# the two ends of a veth pair (DPDK af_packet ports), each end in its own
+# network namespace (af_packet's fanout groups are per namespace and must
+# not meet); inject.py sends thousands of bad frames out of node A's end
 # while a transfer runs, then a second transfer checks the service.
 # usage: svc-hostile.sh OVRDMAD SVC_XFER OVRDMACTL INJECT.PY
 set -u
@@ -13,8 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 77
 fi
 ns=ovrhostile$$
-if ! ip netns add $ns 2>/dev/null; then
-	echo "svc-hostile: cannot create a network namespace; skipped"
+if ! ip netns add ${ns}a 2>/dev/null || ! ip netns add ${ns}b; then
+	ip netns del ${ns}a 2>/dev/null
+	echo "svc-hostile: cannot create network namespaces; skipped"
 	exit 77
 fi
 dir=$(mktemp -d /tmp/ovrdma-hostile.XXXXXX)
@@ -22,14 +24,19 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	ip netns del $ns 2>/dev/null
+	ip netns del ${ns}a 2>/dev/null
+	ip netns del ${ns}b 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-nsx() { ip netns exec $ns "$@"; }
-nsx ip link add va type veth peer name vb || exit 1
-nsx ip link set va up
-nsx ip link set vb up
+nsx() { # a|b command...
+	local n=$1
+	shift
+	ip netns exec "$ns$n" "$@"
+}
+nsx a ip link add va type veth peer name vb netns ${ns}b || exit 1
+nsx a ip link set va up
+nsx b ip link set vb up
 
 conf() { # name iface host my peer
 	cat >"$dir/$1.conf" <<EOC
@@ -49,7 +56,7 @@ EOC
 conf a va 10.0.0.1 1 2
 conf b vb 10.0.0.2 2 1
 for n in a b; do
-	nsx "$ovrdmad" -- -c "$dir/$n.conf" >"$dir/$n.log" 2>&1 &
+	nsx $n "$ovrdmad" -- -c "$dir/$n.conf" >"$dir/$n.log" 2>&1 &
 	pids+=($!)
 done
 for n in a b; do
@@ -70,7 +77,7 @@ fail() {
 timeout 120 "$xfer" "$dir/a.sock" "$dir/b.sock" 8 >"$dir/x1.log" 2>&1 &
 x1=$!
 echo "injecting into node b while a transfer runs:"
-nsx python3 "$inject" va 6000 || fail "inject.py"
+nsx a python3 "$inject" va 6000 || fail "inject.py"
 wait $x1 || fail "transfer during injection: $(tail -1 "$dir/x1.log")"
 timeout 120 "$xfer" "$dir/a.sock" "$dir/b.sock" 8 >/dev/null ||
 	fail "transfer after injection"
