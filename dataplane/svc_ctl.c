@@ -254,6 +254,12 @@ static int reply(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int status,
 	return sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
 }
 
+/* A reply with no body: 0 or -errno. */
+static int status(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int rc)
+{
+	return reply(c, req, rc, NULL, 0, NULL, 0);
+}
+
 /* ---- objects ------------------------------------------------------------- */
 
 static int obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle)
@@ -446,11 +452,11 @@ static int take_fd(struct req *r, int i)
 	return fd;
 }
 
-#define BODY(r, type)                                                       \
-	({                                                                  \
-		if ((r)->blen != sizeof(type))                              \
-			return reply(c, (r)->h, -EINVAL, NULL, 0, NULL, 0); \
-		(const type *)(r)->body;                                    \
+#define BODY(r, type)                                      \
+	({                                                 \
+		if ((r)->blen != sizeof(type))             \
+			return status(c, (r)->h, -EINVAL); \
+		(const type *)(r)->body;                   \
 	})
 
 static int do_hello(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -461,7 +467,7 @@ static int do_hello(struct svc *s, struct svc_ctx *c, struct req *r)
 	int ro, rc;
 
 	if (q->ring_abi != OVR_RING_ABI_VERSION)
-		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+		return status(c, r->h, -EPROTO);
 	memcpy(c->client, q->client, sizeof(c->client));
 	c->client[sizeof(c->client) - 1] = 0;
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
@@ -471,7 +477,7 @@ static int do_hello(struct svc *s, struct svc_ctx *c, struct req *r)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", s->svc_fd);
 	ro = open(path, O_RDONLY | O_CLOEXEC);
 	if (ro < 0)
-		return reply(c, r->h, -errno, NULL, 0, NULL, 0);
+		return status(c, r->h, -errno);
 	c->hello = true;
 	rc = reply(c, r->h, 0, &rep, sizeof(rep), &ro, 1);
 	close(ro);
@@ -501,16 +507,16 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct req *r)
 	int dev = -1, dbfd, fds[2], rc;
 
 	if (c->dev >= 0)
-		return reply(c, r->h, -EALREADY, NULL, 0, NULL, 0);
+		return status(c, r->h, -EALREADY);
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
 		if (s->devs[i].used &&
 		    !strncmp(s->devs[i].d.name, q->name, OVR_CTL_NAME_LEN))
 			dev = i;
 	if (dev < 0)
-		return reply(c, r->h, -ENODEV, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENODEV);
 	c->db = map_memfd("ovrdma-db", page_up(sizeof(*c->db)), &dbfd);
 	if (!c->db)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	if (r->nfds > 0) {
 		c->async_fd = take_fd(r, 0);
 		fcntl(c->async_fd, F_SETFL,
@@ -534,17 +540,17 @@ static int do_alloc_pd(struct svc *s, struct svc_ctx *c, struct req *r)
 	int rc;
 
 	if (r->blen)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	if (c->npd >= s->conf.ctx_max_pd)
-		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOSPC);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	pd->id = s->next_pd++;
 	rc = obj_new(c, SVC_OBJ_PD, pd, &rep.pd);
 	if (rc) {
 		free(pd);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	c->npd++;
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
@@ -557,13 +563,13 @@ static int do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	(void)s;
 	if (!pd)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (pd->users)
-		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+		return status(c, r->h, -EBUSY);
 	free(pd);
 	obj_free(c, q->handle);
 	c->npd--;
-	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+	return status(c, r->h, 0);
 }
 
 #define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
@@ -584,14 +590,14 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
 			       q->nseg * sizeof(q->seg[0]) ||
 	    r->nfds != (int)q->nseg)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	pd = obj_get(c, q->pd, SVC_OBJ_PD);
 	if (!pd)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
-		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+		return status(c, r->h, -EOPNOTSUPP);
 	if (c->nmr >= s->conf.ctx_max_mr)
-		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOSPC);
 	for (uint32_t i = 0; i < q->nseg; i++) {
 		struct stat st;
 		int seals = fcntl(r->fds[i], F_GET_SEALS);
@@ -602,30 +608,30 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 		    q->seg[i].off % PAGE || seals < 0 ||
 		    !(seals & F_SEAL_SHRINK) || fstat(r->fds[i], &st) ||
 		    q->seg[i].off + q->seg[i].len > (uint64_t)st.st_size)
-			return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+			return status(c, r->h, -EINVAL);
 		total += q->seg[i].len;
 	}
 	if (q->span % PAGE || q->len == 0 || q->va < q->span ||
 	    q->va - q->span + q->len > total)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	if (s->conf.ctx_max_pinned &&
 	    c->pinned + total > s->conf.ctx_max_pinned)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	for (uint64_t i = 0, at = 0; i < q->nseg; at += q->seg[i].len, i++)
 		if (mmap(base + at, q->seg[i].len, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_FIXED, r->fds[i],
 			 (off_t)q->seg[i].off) == MAP_FAILED) {
 			rc = -errno;
 			munmap(base, total);
-			return reply(c, r->h, rc, NULL, 0, NULL, 0);
+			return status(c, r->h, rc);
 		}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
 		munmap(base, total);
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	}
 	rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
 			    q->access & ACCESS_KNOWN, base + (q->va - q->span),
@@ -637,7 +643,7 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 			ovr_eng_dereg_mr(s->eng, mr->key);
 		munmap(base, total);
 		free(mr);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
 	mr->map = base;
@@ -654,8 +660,8 @@ static int do_dereg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
 
 	if (!obj_get(c, q->handle, SVC_OBJ_MR))
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
-	return reply(c, r->h, mr_destroy(s, c, q->handle), NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
+	return status(c, r->h, mr_destroy(s, c, q->handle));
 }
 
 static int do_create_channel(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -666,14 +672,14 @@ static int do_create_channel(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	(void)s;
 	if (r->blen || r->nfds != 1)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	rc = obj_new(c, SVC_OBJ_CHANNEL, ch, &rep.channel);
 	if (rc) {
 		free(ch);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	ch->fd = take_fd(r, 0);
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
@@ -687,13 +693,13 @@ static int do_destroy_channel(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	(void)s;
 	if (!ch)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (ch->users)
-		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+		return status(c, r->h, -EBUSY);
 	close(ch->fd);
 	free(ch);
 	obj_free(c, q->handle);
-	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+	return status(c, r->h, 0);
 }
 
 static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -706,17 +712,17 @@ static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 	int fd, rc;
 
 	if (q->cqe == 0 || q->cqe >= CQ_MAX_DEPTH)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	if (c->ncq >= s->conf.ctx_max_cq)
-		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOSPC);
 	if (q->channel != OVR_CTL_NO_CHANNEL) {
 		ch = obj_get(c, q->channel, SVC_OBJ_CHANNEL);
 		if (!ch)
-			return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+			return status(c, r->h, -ENOENT);
 	}
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	cq->ctx = c;
 	cq->depth = pow2_at_least(q->cqe + 1);
 	cq->map_len =
@@ -725,7 +731,7 @@ static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 	cq->ring = map_memfd("ovrdma-cq", cq->map_len, &fd);
 	if (!cq->ring) {
 		free(cq);
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	}
 	cq->cqe = (void *)((uint8_t *)cq->ring + OVR_RING_CQ_ENTRIES_OFF);
 	cq->user_handle = q->user_handle;
@@ -739,7 +745,7 @@ static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 		munmap(cq->ring, cq->map_len);
 		close(fd);
 		free(cq);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	if (ch)
 		ch->users++;
@@ -758,11 +764,11 @@ static int do_destroy_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 	struct svc_cq *cq = obj_get(c, q->handle, SVC_OBJ_CQ);
 
 	if (!cq)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (cq->users)
-		return reply(c, r->h, -EBUSY, NULL, 0, NULL, 0);
+		return status(c, r->h, -EBUSY);
 	cq_destroy(s, c, q->handle);
-	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+	return status(c, r->h, 0);
 }
 
 static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -780,26 +786,26 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	int fd, rc;
 
 	if (c->dev < 0)
-		return reply(c, r->h, -EBADF, NULL, 0, NULL, 0);
+		return status(c, r->h, -EBADF);
 	if (!pd || !scq || !rcq)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (q->qp_type != OVR_CTL_QPT_RC || q->srq)
-		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+		return status(c, r->h, -EOPNOTSUPP);
 	if (!q->cap.max_send_wr || q->cap.max_send_wr > 16384 ||
 	    q->cap.max_recv_wr > 16384 ||
 	    q->cap.max_send_sge > OVR_RING_SQ_MAX_SGE ||
 	    q->cap.max_recv_sge > OVR_RING_SQ_MAX_SGE ||
 	    q->cap.max_inline_data > OVR_RING_MAX_INLINE)
-		return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+		return status(c, r->h, -EINVAL);
 	if (c->nqp >= s->conf.ctx_max_qp)
-		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOSPC);
 	while (db < OVR_RING_MAX_QP_PER_CTX && c->db_qp[db])
 		db++;
 	if (db == OVR_RING_MAX_QP_PER_CTX)
-		return reply(c, r->h, -ENOSPC, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOSPC);
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	init = (struct ovr_eng_qp_init){
 		.pd = pd->id,
 		.send_cq = scq->slot,
@@ -820,7 +826,7 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
 	if (rc) {
 		free(qp);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	ovr_eng_qp_query(s->eng, qp->qpn, &qa);
 	qp->cap = (struct ovr_ctl_qp_cap){
@@ -855,7 +861,7 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	if (!qp->ring) {
 		ovr_eng_qp_destroy(s->eng, qp->qpn);
 		free(qp);
-		return reply(c, r->h, -ENOMEM, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOMEM);
 	}
 	qp->sq_slots = (uint8_t *)qp->ring + rep.sq_off;
 	qp->rq_slots = (uint8_t *)qp->ring + rep.rq_off;
@@ -868,7 +874,7 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		munmap(qp->ring, qp->map_len);
 		close(fd);
 		free(qp);
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	}
 	c->db_qp[db] = qp;
 	scq->users++;
@@ -901,17 +907,17 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	int rc;
 
 	if (!qp)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	if (av) {
 		const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
 		uint32_t peer;
 
 		if (!(q->mask & OVR_ENG_ATTR_DEST_QPN) ||
 		    ovr_vpc_gid_to_vip(a->dgid, &peer))
-			return reply(c, r->h, -EINVAL, NULL, 0, NULL, 0);
+			return status(c, r->h, -EINVAL);
 		rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
 		if (rc)
-			return reply(c, r->h, rc, NULL, 0, NULL, 0);
+			return status(c, r->h, rc);
 		ovr_vpc_flow_init(&flow, d->vni, d->vip, peer, qp->qpn,
 				  a->dest_qp_num, a->traffic_class >> 2);
 	}
@@ -930,7 +936,7 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	ea.max_dest_rd_atomic = a->max_dest_rd_atomic;
 	rc = ovr_eng_qp_modify(s->eng, qp->qpn, &ea, q->mask, svc_now());
 	if (rc)
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	if (av) {
 		qp->flow = flow;
 		qp->connected = true;
@@ -948,7 +954,7 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		}
 	}
 	svc_qp_kick(s, qp);
-	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+	return status(c, r->h, 0);
 }
 
 static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -961,10 +967,10 @@ static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	int rc;
 
 	if (!qp)
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	rc = ovr_eng_qp_query(s->eng, qp->qpn, &ea);
 	if (rc)
-		return reply(c, r->h, rc, NULL, 0, NULL, 0);
+		return status(c, r->h, rc);
 	a->qp_state = ea.qp_state;
 	a->cur_qp_state = ea.qp_state;
 	a->path_mtu = ea.path_mtu;
@@ -994,9 +1000,9 @@ static int do_destroy_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
 
 	if (!obj_get(c, q->handle, SVC_OBJ_QP))
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	qp_destroy(s, c, q->handle);
-	return reply(c, r->h, 0, NULL, 0, NULL, 0);
+	return status(c, r->h, 0);
 }
 
 static int do_qp_stats(struct svc *s, struct svc_ctx *c, struct req *r)
@@ -1007,7 +1013,7 @@ static int do_qp_stats(struct svc *s, struct svc_ctx *c, struct req *r)
 	struct ovr_eng_qp_stats st;
 
 	if (!qp || ovr_eng_qp_stats(s->eng, qp->qpn, &st))
-		return reply(c, r->h, -ENOENT, NULL, 0, NULL, 0);
+		return status(c, r->h, -ENOENT);
 	rep = (struct ovr_ctl_qp_stats_rep){
 		.state = st.state,
 		.snd_una = st.snd_una,
@@ -1039,7 +1045,7 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 	int rc;
 
 	if (c->uid != 0)
-		return reply(c, h, -EPERM, NULL, 0, NULL, 0);
+		return status(c, h, -EPERM);
 	switch (h->op) {
 	case OVR_CTL_ADM_TENANT_ADD:
 	case OVR_CTL_ADM_TENANT_DEL: {
@@ -1049,7 +1055,7 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 		rc = h->op == OVR_CTL_ADM_TENANT_ADD ?
 			     ovr_vpc_tenant_add(s->vpc, q->vni) :
 			     ovr_vpc_tenant_del(s->vpc, q->vni);
-		return reply(c, h, rc, NULL, 0, NULL, 0);
+		return status(c, h, rc);
 	}
 	case OVR_CTL_ADM_VIP_ADD:
 	case OVR_CTL_ADM_VIP_MOVE:
@@ -1063,19 +1069,19 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 
 		if (old >= 0 && s->devs[old].contexts &&
 		    h->op != OVR_CTL_ADM_VIP_ADD)
-			return reply(c, h, -EBUSY, NULL, 0, NULL, 0);
+			return status(c, h, -EBUSY);
 		if (h->op == OVR_CTL_ADM_VIP_DEL) {
 			rc = ovr_vpc_vip_del(s->vpc, q->vni, q->vip);
 			if (!rc)
 				svc_dev_del(s, q->vni, q->vip);
-			return reply(c, h, rc, NULL, 0, NULL, 0);
+			return status(c, h, rc);
 		}
 		if (h->op == OVR_CTL_ADM_VIP_ADD && old >= 0)
-			return reply(c, h, -EEXIST, NULL, 0, NULL, 0);
+			return status(c, h, -EEXIST);
 		memcpy(b.mac, q->mac, 6);
 		if (q->local) {
 			if (q->host && q->host != s->conf.host)
-				return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+				return status(c, h, -EINVAL);
 			b.host = s->conf.host;
 			memcpy(b.mac, s->mac, 6);
 			memcpy(name, q->name, sizeof(name));
@@ -1084,7 +1090,7 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 				svc_dev_del(s, q->vni, q->vip);
 			b.dev = svc_dev_add(s, q->vni, q->vip, name);
 			if (b.dev < 0)
-				return reply(c, h, b.dev, NULL, 0, NULL, 0);
+				return status(c, h, b.dev);
 		} else if (old >= 0) {
 			svc_dev_del(s, q->vni, q->vip);
 		}
@@ -1093,7 +1099,7 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 			     ovr_vpc_vip_move(s->vpc, q->vni, q->vip, &b);
 		if (rc && b.dev >= 0)
 			svc_dev_del(s, q->vni, q->vip);
-		return reply(c, h, rc, NULL, 0, NULL, 0);
+		return status(c, h, rc);
 	}
 	case OVR_CTL_ADM_SG_SET: {
 		const struct ovr_ctl_adm_sg_req *q = r->body;
@@ -1101,15 +1107,15 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 
 		if (r->blen < 8 || q->n > OVR_CTL_SG_MAX ||
 		    r->blen != 8 + q->n * sizeof(q->rule[0]))
-			return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+			return status(c, h, -EINVAL);
 		for (uint32_t i = 0; i < q->n; i++) {
 			if (q->rule[i].len > 32)
-				return reply(c, h, -EINVAL, NULL, 0, NULL, 0);
+				return status(c, h, -EINVAL);
 			rules[i].prefix = q->rule[i].prefix;
 			rules[i].len = (uint8_t)q->rule[i].len;
 		}
 		rc = ovr_vpc_sg_set(s->vpc, q->vni, rules, q->n);
-		return reply(c, h, rc, NULL, 0, NULL, 0);
+		return status(c, h, rc);
 	}
 	case OVR_CTL_ADM_SHOW: {
 		const struct ovr_ctl_adm_show_req *q =
@@ -1121,11 +1127,11 @@ static int do_adm(struct svc *s, struct svc_ctx *c, struct req *r)
 		what[sizeof(q->what)] = 0;
 		rc = svc_show(s, what, text, sizeof(text));
 		if (rc < 0)
-			return reply(c, h, rc, NULL, 0, NULL, 0);
+			return status(c, h, rc);
 		return reply(c, h, 0, text, (size_t)rc, NULL, 0);
 	}
 	default:
-		return reply(c, h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+		return status(c, h, -EOPNOTSUPP);
 	}
 }
 
@@ -1136,13 +1142,13 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct req *r)
 	uint16_t op = r->h->op;
 
 	if (r->h->version != OVR_CTL_VERSION)
-		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+		return status(c, r->h, -EPROTO);
 	if (op >= OVR_CTL_ADM_TENANT_ADD)
 		return do_adm(s, c, r);
 	if (op != OVR_CTL_HELLO && !c->hello)
-		return reply(c, r->h, -EPROTO, NULL, 0, NULL, 0);
+		return status(c, r->h, -EPROTO);
 	if (op > OVR_CTL_OPEN && c->dev < 0)
-		return reply(c, r->h, -EBADF, NULL, 0, NULL, 0);
+		return status(c, r->h, -EBADF);
 	switch (op) {
 	case OVR_CTL_HELLO:
 		return do_hello(s, c, r);
@@ -1177,7 +1183,7 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct req *r)
 	case OVR_CTL_QP_STATS:
 		return do_qp_stats(s, c, r);
 	default:
-		return reply(c, r->h, -EOPNOTSUPP, NULL, 0, NULL, 0);
+		return status(c, r->h, -EOPNOTSUPP);
 	}
 }
 

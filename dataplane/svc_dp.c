@@ -307,6 +307,12 @@ static void stall(struct svc *s, struct svc_qp *qp)
 	s->stalled = qp;
 }
 
+static inline uint8_t *ring_slot(uint8_t *base, uint32_t idx, uint32_t depth,
+				 uint32_t stride)
+{
+	return base + (size_t)(idx & (depth - 1)) * stride;
+}
+
 /* Returns false when the engine had no room (try again later). */
 static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 {
@@ -320,9 +326,8 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		prod = qp->sq_cons;
 	}
 	while (qp->sq_cons != prod) {
-		uint8_t *slot = qp->sq_slots +
-				(size_t)(qp->sq_cons & (qp->sq_depth - 1)) *
-					qp->sq_stride;
+		uint8_t *slot = ring_slot(qp->sq_slots, qp->sq_cons,
+					  qp->sq_depth, qp->sq_stride);
 		struct ovr_ring_swqe w;
 		struct ovr_eng_sge sg[OVR_RING_SQ_MAX_SGE];
 		struct ovr_eng_send_wr wr;
@@ -386,9 +391,8 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		prod = qp->rq_cons;
 	}
 	while (qp->rq_cons != prod) {
-		uint8_t *slot = qp->rq_slots +
-				(size_t)(qp->rq_cons & (qp->rq_depth - 1)) *
-					qp->rq_stride;
+		uint8_t *slot = ring_slot(qp->rq_slots, qp->rq_cons,
+					  qp->rq_depth, qp->rq_stride);
 		struct ovr_ring_rwqe w;
 		struct ovr_eng_sge sg[OVR_RING_SQ_MAX_SGE];
 		struct ovr_eng_recv_wr wr;

@@ -177,6 +177,15 @@ static int xfer(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 	return (int)n;
 }
 
+/* Maps @len bytes of the shared memfd @fd, which it closes. */
+static void *map_fd(int fd, size_t len, int prot)
+{
+	void *p = mmap(NULL, len, prot, MAP_SHARED, fd, 0);
+
+	close(fd);
+	return p;
+}
+
 static int req(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 	       const int *fds, int nfds, void *rep, size_t cap, int *rfds,
 	       int nrfds)
@@ -243,9 +252,7 @@ struct ovr_cl *ovr_cl_connect(const char *path, const char *name)
 		       sizeof(hr), &svcfd, 1);
 	if (rc)
 		goto fail;
-	p = mmap(NULL, sizeof(struct ovr_ring_svc), PROT_READ, MAP_SHARED,
-		 svcfd, 0);
-	close(svcfd);
+	p = map_fd(svcfd, sizeof(struct ovr_ring_svc), PROT_READ);
 	if (p == MAP_FAILED) {
 		rc = -errno;
 		goto fail;
@@ -298,8 +305,7 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 		close(pfd[1]);
 		return rc;
 	}
-	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, rfd[0], 0);
-	close(rfd[0]);
+	p = map_fd(rfd[0], PAGE, PROT_READ | PROT_WRITE);
 	if (p == MAP_FAILED) {
 		close(rfd[1]);
 		close(pfd[0]);
@@ -361,16 +367,21 @@ bool ovr_cl_alive(struct ovr_cl *cl)
 	return true;
 }
 
+static void qp_free(struct ovr_cl *cl, struct ovr_cl_qp *qp);
+static void cq_free(struct ovr_cl *cl, struct ovr_cl_cq *cq);
+
 void ovr_cl_close(struct ovr_cl *cl)
 {
 	if (!cl)
 		return;
+	/* closing the socket makes the service destroy everything the
+	 * context owns: only this side's mappings are left to undo */
+	close(cl->fd);
 	for (unsigned int b = 0; b < QP_BUCKETS; b++)
 		while (cl->qps[b])
-			ovr_cl_destroy_qp(cl, cl->qps[b]);
+			qp_free(cl, cl->qps[b]);
 	while (cl->cqs)
-		ovr_cl_destroy_cq(cl, cl->cqs);
-	close(cl->fd);
+		cq_free(cl, cl->cqs);
 	if (cl->db)
 		munmap(cl->db, PAGE);
 	if (cl->svc)
@@ -696,8 +707,7 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 		errno = -rc;
 		return NULL;
 	}
-	p = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	p = map_fd(fd, r.map_len, PROT_READ | PROT_WRITE);
 	cq = calloc(1, sizeof(*cq));
 	if (p == MAP_FAILED || !cq || !r.depth || (r.depth & (r.depth - 1)) ||
 	    r.map_len <
@@ -724,12 +734,9 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 	return cq;
 }
 
-int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq)
+/* Forgets @cq on this side only. */
+static void cq_free(struct ovr_cl *cl, struct ovr_cl_cq *cq)
 {
-	int rc = handle_op(cl, OVR_CTL_DESTROY_CQ, cq->handle);
-
-	if (rc && !atomic_load(&cl->dead))
-		return rc;
 	pthread_mutex_lock(&cl->lock);
 	for (struct ovr_cl_cq **p = &cl->cqs; *p; p = &(*p)->next)
 		if (*p == cq) {
@@ -740,6 +747,15 @@ int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq)
 	munmap(cq->ring, cq->map_len);
 	pthread_spin_destroy(&cq->lock);
 	free(cq);
+}
+
+int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_CQ, cq->handle);
+
+	if (rc && !atomic_load(&cl->dead))
+		return rc;
+	cq_free(cl, cq);
 	return 0;
 }
 
@@ -885,8 +901,7 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 		errno = -rc;
 		return NULL;
 	}
-	p = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
+	p = map_fd(fd, r.map_len, PROT_READ | PROT_WRITE);
 	qp = calloc(1, sizeof(*qp));
 	if (qp) {
 		qp->sq_wrid = calloc(r.sq_depth, sizeof(uint64_t));
@@ -983,12 +998,9 @@ int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 			 sizeof(*st), NULL, 0);
 }
 
-int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp)
+/* Forgets @qp on this side only. */
+static void qp_free(struct ovr_cl *cl, struct ovr_cl_qp *qp)
 {
-	int rc = handle_op(cl, OVR_CTL_DESTROY_QP, qp->handle);
-
-	if (rc && !atomic_load(&cl->dead))
-		return rc;
 	pthread_mutex_lock(&cl->lock);
 	for (struct ovr_cl_qp **p = &cl->qps[qp->qpn % QP_BUCKETS]; *p;
 	     p = &(*p)->hnext)
@@ -1003,6 +1015,15 @@ int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp)
 	free(qp->sq_wrid);
 	free(qp->rq_wrid);
 	free(qp);
+}
+
+int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_QP, qp->handle);
+
+	if (rc && !atomic_load(&cl->dead))
+		return rc;
+	qp_free(cl, qp);
 	return 0;
 }
 
