@@ -51,6 +51,7 @@ struct dport {
 	int intr_fd;
 	uint64_t tx_dropped;
 	bool memif;
+	bool started; /* false after a restart that failed: no burst calls */
 	uint64_t down_since;
 	uint64_t rx_multiseg;
 };
@@ -62,6 +63,8 @@ static unsigned int p_rx(void *port, void **bufs, const uint8_t **frames,
 	struct rte_mbuf *m[32];
 	unsigned int got, k = 0;
 
+	if (!p->started)
+		return 0;
 	if (n > 32)
 		n = 32;
 	got = rte_eth_rx_burst(p->id, 0, m, (uint16_t)n);
@@ -113,7 +116,7 @@ static void p_flush(void *port)
 	unsigned int sent = 0;
 
 	/* a full TX ring: a few tries, then drop (the transport resends) */
-	for (int tries = 0; sent < p->ntx && tries < 4; tries++)
+	for (int tries = 0; p->started && sent < p->ntx && tries < 4; tries++)
 		sent += rte_eth_tx_burst(p->id, 0, p->txq + sent,
 					 (uint16_t)(p->ntx - sent));
 	if (sent < p->ntx) {
@@ -183,8 +186,10 @@ static void p_tick(void *port, uint64_t now)
 		p->down_since = now;
 	} else if (now - p->down_since > 2000000000ull) {
 		LOG(INFO, "port %u: link down for 2 s, restarting it\n", p->id);
-		rte_eth_dev_stop(p->id);
-		rte_eth_dev_start(p->id);
+		if (p->started)
+			rte_eth_dev_stop(p->id);
+		/* the peer may not listen yet: try again in 2 s */
+		p->started = rte_eth_dev_start(p->id) == 0;
 		p->down_since = now;
 	}
 }
@@ -254,6 +259,7 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 		rc = rte_eth_dev_start(p->id);
 	if (rc)
 		return rc;
+	p->started = true;
 	rte_eth_promiscuous_enable(p->id);
 	p->memif = !strcmp(info.driver_name, "net_memif");
 	if (conf.intr_conf.rxq) {
@@ -457,8 +463,15 @@ int main(int argc, char **argv)
 	svc_run(&svc);
 	LOG(INFO, "stopping: %u contexts closed\n", svc.nctx);
 	svc_fini(&svc);
-	rte_eth_dev_stop(port.id);
+	if (port.started)
+		rte_eth_dev_stop(port.id);
 	rte_eth_dev_close(port.id);
+	/*
+	 * memif finishes tearing down its control channel from the EAL
+	 * interrupt thread; rte_eal_cleanup() (22.11) unmaps memory without
+	 * waiting for that thread, which then crashes. Let it finish first.
+	 */
+	usleep(100000);
 	rte_eal_cleanup();
 	free(ealbuf);
 	return 0;
