@@ -271,7 +271,7 @@ static inline struct eng_pkt *sb_pkt(struct ovr_eng *e, struct eng_qp *qp,
 	return &qp->sb->pkt[psn & (e->cfg.window_pkts - 1)];
 }
 
-static bool sb_acquire(struct ovr_eng *e, struct eng_qp *qp)
+static bool sb_acquire(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 {
 	struct eng_sb *sb;
 
@@ -286,6 +286,11 @@ static bool sb_acquire(struct ovr_eng *e, struct eng_qp *qp)
 	/* no clearing: only slots in [snd_una, snd_nxt) are ever read, and
 	 * each is written by sb_record before it enters that range */
 	qp->sb = sb;
+	/* nothing was in flight: the retry budget (retry_cnt timeouts
+	 * without progress) counts from now, not from the last ACK of a
+	 * QP that may have been idle for seconds */
+	qp->retries = 0;
+	qp->last_progress_ns = now;
 	return true;
 }
 
@@ -1374,7 +1379,7 @@ static int tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		return -1;
 	len = q->opcode == OVR_OP_READ_REQ ? min32(qp->seg, q->len - q->sent) :
 					     0;
-	if (!window_open(e, qp, len) || !sb_acquire(e, qp))
+	if (!window_open(e, qp, len) || !sb_acquire(e, qp, now))
 		return -1;
 	psn = qp->snd_nxt;
 	if (!tx_resp_seg(e, qp, slot, q->sent, len, psn, false, now))
@@ -1433,7 +1438,7 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	    (int32_t)e->cfg.window_pkts)
 		return -1;
 	len = is_q1(w->opcode) ? 0 : min32(qp->seg, w->len - w->sent);
-	if (!window_open(e, qp, len) || !sb_acquire(e, qp))
+	if (!window_open(e, qp, len) || !sb_acquire(e, qp, now))
 		return -1;
 	psn = qp->snd_nxt;
 	if (!tx_req_seg(e, qp, idx, w->sent, len, psn, false, now))
