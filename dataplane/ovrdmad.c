@@ -194,7 +194,18 @@ static void p_tick(void *port, uint64_t now)
 	}
 }
 
+static void p_stats(void *port, struct svc_port_stats *st)
+{
+	struct dport *p = port;
+	struct rte_eth_stats es;
+
+	st->tx_dropped = p->tx_dropped;
+	if (rte_eth_stats_get(p->id, &es) == 0)
+		st->rx_missed = es.imissed + es.rx_nombuf;
+}
+
 static const struct svc_port_ops dport_ops = {
+	.stats = p_stats,
 	.link_up = p_link_up,
 	.tick = p_tick,
 	.rx = p_rx,
@@ -226,8 +237,11 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	rc = rte_eth_dev_info_get(p->id, &info);
 	if (rc)
 		return rc;
-	/* af_packet wants room for its whole 2 KB frame slot */
-	room = frame_max + 64 > 2048 ? frame_max + 64 : 2048;
+	/* af_packet wants room for its whole frame slot (framesz, 2 KB by
+	 * default, 9216 for jumbo frames): round up to whole kilobytes */
+	room = (frame_max + 256 + 1023) & ~1023u;
+	if (room < 2048)
+		room = 2048;
 	p->mp = rte_pktmbuf_pool_create("ovrdma_mbuf", NB_MBUF, 256, 0,
 					(uint16_t)(RTE_PKTMBUF_HEADROOM + room),
 					(int)rte_socket_id());

@@ -73,6 +73,11 @@ int svc_parse_mac(const char *s, uint8_t mac[6]);
 
 /* ---- the port ----------------------------------------------------------- */
 
+struct svc_port_stats {
+	uint64_t tx_dropped; /* the TX ring stayed full: dropped */
+	uint64_t rx_missed; /* the port had no room or no buffer */
+};
+
 struct svc_port_ops {
 	/* Up to @n received frames; *@frames[i] / @lens[i] stay valid
 	 * until rx_done. */
@@ -97,6 +102,8 @@ struct svc_port_ops {
 	bool (*link_up)(void *port);
 	/* Called about every 25 ms (busy or idle): link upkeep. */
 	void (*tick)(void *port, uint64_t now_ns);
+	/* Frames the port lost on its own (optional). */
+	void (*stats)(void *port, struct svc_port_stats *st);
 };
 
 /* ---- objects ------------------------------------------------------------ */

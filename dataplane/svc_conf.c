@@ -212,7 +212,16 @@ static int on_entry(void *user, const char *section, const char *name,
 		} else if (!strcmp(name, "group")) {
 			snprintf(c->group, sizeof(c->group), "%s", value);
 		} else if (!strcmp(name, "eal")) {
-			snprintf(c->eal, sizeof(c->eal), "%s", value);
+			/* repeatable: lines are joined (inih's lines are
+			 * at most 200 bytes) */
+			size_t used = strlen(c->eal);
+
+			if (used + 1 + strlen(value) >= sizeof(c->eal)) {
+				st->err = "eal arguments too long";
+				return 0;
+			}
+			snprintf(c->eal + used, sizeof(c->eal) - used, "%s%s",
+				 used ? " " : "", value);
 		} else if (!strcmp(name, "host")) {
 			if (svc_parse_ipv4(value, &c->host) || !c->host) {
 				st->err = "host: expected an IPv4 address";
@@ -309,10 +318,40 @@ static int on_entry(void *user, const char *section, const char *name,
 	return 0;
 }
 
+/* inih cuts lines at INI_MAX_LINE bytes and parses the rest as a line
+ * of its own: refuse such a file with the real reason. */
+static int long_line(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int line = 1, len = 0, ch, found = 0;
+
+	if (!f)
+		return 0; /* ini_parse reports it */
+	while ((ch = fgetc(f)) != EOF && !found) {
+		if (ch == '\n') {
+			line++;
+			len = 0;
+		} else if (++len >= INI_MAX_LINE - 1) {
+			found = line;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 int svc_conf_load(struct svc_conf *c, const char *path)
 {
 	struct conf_state st = { .c = c, .vni = -1 };
-	int line = ini_parse(path, on_entry, &st);
+	int line = long_line(path);
+
+	if (line) {
+		fprintf(stderr,
+			"ovrdmad: %s:%d: line longer than %d bytes (eal = may "
+			"be repeated)\n",
+			path, line, INI_MAX_LINE - 2);
+		return -1;
+	}
+	line = ini_parse(path, on_entry, &st);
 
 	if (line == -1) {
 		fprintf(stderr, "ovrdmad: %s: %s\n", path, strerror(errno));

@@ -1285,10 +1285,13 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 			    c->dev >= 0 ? s->devs[c->dev].d.name : "-", c->nqp,
 			    c->ncq, c->nmr, (unsigned long long)c->pinned);
 	} else if (!strcmp(what, "qps")) {
+		/* sq_new/rq_new: WQEs posted in the ring that the service
+		 * has not taken yet (S: waiting for room in the engine) */
 		OUT("%-5s %-8s %-5s %-15s %-8s %-8s %-8s %-8s %-9s %-8s "
-		    "%-10s %-8s\n",
+		    "%-10s %-8s %-7s %-7s\n",
 		    "ctx", "qpn", "state", "peer", "dqpn", "snd_una", "snd_nxt",
-		    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx");
+		    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx", "sq_new",
+		    "rq_new");
 		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 			for (uint32_t i = 0; i < c->nobj; i++) {
 				struct svc_qp *qp = c->obj[i].p;
@@ -1302,14 +1305,20 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 					continue;
 				v = qp->connected ? qp->flow.dst_vip : 0;
 				OUT("%-5u %-8u %-5u %3u.%3u.%3u.%3u %-8u %-8u "
-				    "%-8u %-8u %-9u %-8llu %-10llu %-8llu\n",
+				    "%-8u %-8u %-9u %-8llu %-10llu %-8llu "
+				    "%-6u%c %-7u\n",
 				    c->id, qp->qpn, st.state, v >> 24,
 				    (v >> 16) & 255, (v >> 8) & 255, v & 255,
 				    qa.dest_qp_num, st.snd_una, st.snd_nxt,
 				    st.rcv_nxt, st.cwnd_bytes,
 				    (unsigned long long)(st.srtt_ns / 1000),
 				    (unsigned long long)st.tx_pkts,
-				    (unsigned long long)st.retx_pkts);
+				    (unsigned long long)st.retx_pkts,
+				    atomic_load(&qp->ring->sq_prod) -
+					    qp->sq_cons,
+				    qp->stalled ? 'S' : ' ',
+				    atomic_load(&qp->ring->rq_prod) -
+					    qp->rq_cons);
 			}
 	} else if (!strcmp(what, "counters")) {
 		const struct svc_counters *k = &s->cnt;
@@ -1321,6 +1330,13 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 #define C(name, v) OUT("%-22s %llu\n", name, (unsigned long long)(v))
 		C("port_link_up",
 		  s->port_ops->link_up ? s->port_ops->link_up(s->port) : 1);
+		if (s->port_ops->stats) {
+			struct svc_port_stats ps = { 0 };
+
+			s->port_ops->stats(s->port, &ps);
+			C("port_tx_dropped", ps.tx_dropped);
+			C("port_rx_missed", ps.rx_missed);
+		}
 		C("rx_frames", k->rx_frames);
 		C("rx_bytes", k->rx_bytes);
 		C("tx_frames", k->tx_frames);
