@@ -4,12 +4,14 @@
  * two connections), RC traffic through the service: RDMA WRITE, SEND,
  * RDMA READ in both directions and atomics, every byte checked.
  *
- *   svc_xfer SOCK_A SOCK_B [MB_PER_OP] [DEV_A[,DEV_B]] [hold|qps N|cross]
+ *   svc_xfer SOCK_A SOCK_B [MB_PER_OP] [DEV_A[,DEV_B]] [hold|qps N|cross|peerkill]
  *
  * qps N: N QPs on each side, every QP moving 64 KB each way at once.
  * cross: A and B are devices of different tenants (same vIPs): A's QP is
  * pointed at B's QPN and must not get through (retry-exceeded error,
  * nothing written), exit 0 when isolation held.
+ * peerkill: A's side runs in a child that is killed with -9 mid-transfer;
+ * B's outstanding work requests must complete with errors (peer_kill()).
  * Exit 0 when every transfer was byte-exact, 1 otherwise (with why).
  * With "hold" it repeats the transfers until something fails and exits 3
  * when that failure is an error the application was told about (a
@@ -20,7 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <ovrdma/client.h>
@@ -97,7 +102,7 @@ static void setup(struct node *n, const char *sock, const char *dev, size_t len)
 		fail("reg_mr atomics", errno);
 }
 
-static void connect_qp(struct node *n, const struct node *peer)
+static void connect_to(struct node *n, uint32_t dqpn, uint32_t dvip)
 {
 	struct ovr_ctl_qp_attr a = { 0 };
 	int rc;
@@ -114,7 +119,7 @@ static void connect_qp(struct node *n, const struct node *peer)
 	a = (struct ovr_ctl_qp_attr){ 0 };
 	a.qp_state = OVR_ENG_QPS_RTR;
 	a.path_mtu = n->dev.active_mtu;
-	a.dest_qp_num = ovr_cl_qp_num(peer->qp);
+	a.dest_qp_num = dqpn;
 	a.rq_psn = 0;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 12;
@@ -122,10 +127,10 @@ static void connect_qp(struct node *n, const struct node *peer)
 	a.is_global = 1;
 	/* ::ffff:<peer vIP> */
 	a.dgid[10] = a.dgid[11] = 0xff;
-	a.dgid[12] = (uint8_t)(peer->dev.vip >> 24);
-	a.dgid[13] = (uint8_t)(peer->dev.vip >> 16);
-	a.dgid[14] = (uint8_t)(peer->dev.vip >> 8);
-	a.dgid[15] = (uint8_t)peer->dev.vip;
+	a.dgid[12] = (uint8_t)(dvip >> 24);
+	a.dgid[13] = (uint8_t)(dvip >> 16);
+	a.dgid[14] = (uint8_t)(dvip >> 8);
+	a.dgid[15] = (uint8_t)dvip;
 	rc = ovr_cl_modify_qp(
 		n->cl, n->qp, &a,
 		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV | OVR_ENG_ATTR_PATH_MTU |
@@ -148,6 +153,11 @@ static void connect_qp(struct node *n, const struct node *peer)
 			OVR_ENG_ATTR_RNR_RETRY | OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
 	if (rc)
 		fail("modify RTS", rc);
+}
+
+static void connect_qp(struct node *n, const struct node *peer)
+{
+	connect_to(n, ovr_cl_qp_num(peer->qp), peer->dev.vip);
 }
 
 /* Waits for @want completions on @n's CQ, all successful. */
@@ -204,30 +214,66 @@ static void check(const uint8_t *a, const uint8_t *b, size_t len,
 	}
 }
 
-/* @op over the whole buffer from @s to @d in CHUNK pieces. */
+/* Posts receives for chunks [*rposted, nchunks) while the RQ has room. */
+static void post_recvs(struct node *d, unsigned int *rposted,
+		       unsigned int nchunks)
+{
+	while (*rposted < nchunks) {
+		struct ovr_eng_sge sg = {
+			(uint64_t)(uintptr_t)(d->buf +
+					      (size_t)*rposted * CHUNK),
+			CHUNK, d->mr->lkey
+		};
+		struct ovr_eng_recv_wr rw = { *rposted, &sg, 1 };
+		int rc = ovr_cl_post_recv(d->qp, &rw);
+
+		if (rc == ENOMEM)
+			return;
+		if (rc)
+			fail("post_recv", rc);
+		(*rposted)++;
+	}
+}
+
+/* Counts the receiver's completions without waiting (all successful, in
+ * order: a SEND's receive completes in posting order). */
+static unsigned int reap_recvs(struct node *d, unsigned int *rdone)
+{
+	struct ovr_cl_wc wc[16];
+	int k = ovr_cl_poll_cq(d->cq, 16, wc);
+
+	if (k < 0)
+		fail("poll_cq", k);
+	for (int i = 0; i < k; i++) {
+		if (wc[i].status != OVR_WC_SUCCESS || wc[i].wr_id != *rdone ||
+		    wc[i].byte_len != CHUNK) {
+			fprintf(stderr,
+				"svc_xfer: receive %u: status %u wr_id %llu "
+				"byte_len %u\n",
+				*rdone, wc[i].status,
+				(unsigned long long)wc[i].wr_id,
+				wc[i].byte_len);
+			exit(hold ? 3 : 1);
+		}
+		(*rdone)++;
+	}
+	return (unsigned int)k;
+}
+
+/* @op over the whole buffer from @s to @d in CHUNK pieces; for SEND the
+ * receiver keeps its queue topped up (it holds fewer WRs than chunks). */
 static void move(struct node *s, struct node *d, uint32_t op, const char *what)
 {
-	unsigned int posted = 0, done = 0,
+	unsigned int posted = 0, done = 0, rposted = 0, rdone = 0,
 		     nchunks = (unsigned int)(s->len / CHUNK);
-	double t0 = now_s(), t;
+	double t0 = now_s(), t, idle = 0;
+	bool send = op == OVR_WR_SEND;
 
-	if (op == OVR_WR_SEND)
-		for (unsigned int i = 0; i < nchunks; i++) {
-			struct ovr_eng_sge sg = {
-				(uint64_t)(uintptr_t)(d->buf +
-						      (size_t)i * CHUNK),
-				CHUNK, d->mr->lkey
-			};
-			struct ovr_eng_recv_wr rw = { i, &sg, 1 };
-			int rc;
-
-			while ((rc = ovr_cl_post_recv(d->qp, &rw)) == ENOMEM)
-				reap(d, 1, "recv");
-			if (rc)
-				fail("post_recv", rc);
-		}
+	if (send)
+		post_recvs(d, &rposted, nchunks);
 	while (done < nchunks) {
-		while (posted < nchunks && posted - done < DEPTH) {
+		while (posted < nchunks && posted - done < DEPTH &&
+		       (!send || posted < rposted)) {
 			size_t off = (size_t)posted * CHUNK;
 			struct ovr_eng_sge sg = {
 				(uint64_t)(uintptr_t)((op == OVR_WR_RDMA_READ ?
@@ -259,14 +305,55 @@ static void move(struct node *s, struct node *d, uint32_t op, const char *what)
 				fail("post_send", rc);
 			posted++;
 		}
+		if (send) {
+			/* the sender's completions, the receiver's, and
+			 * room for more receives, without blocking on one */
+			struct ovr_cl_wc wc[16];
+			int k = ovr_cl_poll_cq(s->cq, 16, wc);
+
+			if (k < 0)
+				fail("poll_cq", k);
+			for (int i = 0; i < k; i++)
+				if (wc[i].status != OVR_WC_SUCCESS) {
+					fprintf(stderr,
+						"svc_xfer: %s: completion "
+						"status %u vendor_err 0x%x\n",
+						what, wc[i].status,
+						wc[i].vendor_err);
+					exit(hold ? 3 : 1);
+				}
+			done += (unsigned int)k;
+			k += (int)reap_recvs(d, &rdone);
+			post_recvs(d, &rposted, nchunks);
+			if (k)
+				idle = 0;
+			else if (!idle)
+				idle = now_s();
+			else if (now_s() - idle > 60) {
+				fprintf(stderr,
+					"svc_xfer: %s: no completion in 60 s\n",
+					what);
+				exit(1);
+			}
+			continue;
+		}
 		reap(op == OVR_WR_RDMA_READ ? d : s, 1, what);
 		done++;
 	}
-	if (op == OVR_WR_SEND)
-		reap(d, nchunks, "receives");
+	while (send && rdone < nchunks) {
+		double t1 = now_s();
+
+		while (!reap_recvs(d, &rdone))
+			if (now_s() - t1 > 60) {
+				fprintf(stderr,
+					"svc_xfer: receives: none in 60 s\n");
+				exit(1);
+			}
+	}
 	t = now_s() - t0;
 	printf("%-22s %6zu MB %8.2f s %8.2f Gbit/s\n", what, s->len >> 20, t,
 	       (double)s->len * 8 / t / 1e9);
+	fflush(stdout);
 }
 
 static void round_trip(struct node *s, struct node *d, uint32_t op,
@@ -425,6 +512,145 @@ static int many_qps(struct node *a, struct node *b, unsigned int nq)
 	return 0;
 }
 
+/* What the two processes of peerkill tell each other. */
+struct peer_info {
+	uint32_t qpn, vip, rkey;
+	uint64_t addr;
+};
+
+static void xread(int fd, void *p, size_t n)
+{
+	if (read(fd, p, n) != (ssize_t)n)
+		fail("pipe read", EPIPE);
+}
+
+static void xwrite(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n)
+		fail("pipe write", EPIPE);
+}
+
+/*
+ * peerkill: the application on node A (a child process) is killed with
+ * -9 while node B's application has RDMA WRITEs and READs to it in
+ * flight. B's work requests must complete with errors (the first with
+ * the real error, the rest flushed), within the retry timeout at worst;
+ * exit 0 then, 1 on a hang or a success after the kill.
+ */
+static int peer_kill(const char *sock_a, const char *sock_b, const char *dev_a,
+		     const char *dev_b, size_t len)
+{
+	struct node a = { .name = "A" }, b = { .name = "B" };
+	struct peer_info ia, ib;
+	int up[2], down[2];
+	unsigned int posted = 0, done = 0, errors = 0, first = 0;
+	double t_kill = 0, t_err = 0, t0;
+	pid_t pid;
+	char ready;
+
+	if (pipe(up) || pipe(down))
+		fail("pipe", errno);
+	pid = fork();
+	if (pid < 0)
+		fail("fork", errno);
+	if (pid == 0) { /* the victim */
+		setup(&a, sock_a, dev_a, len);
+		ia = (struct peer_info){ ovr_cl_qp_num(a.qp), a.dev.vip,
+					 a.mr->rkey,
+					 (uint64_t)(uintptr_t)a.buf };
+		xwrite(up[1], &ia, sizeof(ia));
+		xread(down[0], &ib, sizeof(ib));
+		connect_to(&a, ib.qpn, ib.vip);
+		xwrite(up[1], "R", 1);
+		for (;;)
+			pause();
+	}
+	setup(&b, sock_b, dev_b, len);
+	xread(up[0], &ia, sizeof(ia));
+	ib = (struct peer_info){ ovr_cl_qp_num(b.qp), b.dev.vip, b.mr->rkey,
+				 (uint64_t)(uintptr_t)b.buf };
+	xwrite(down[1], &ib, sizeof(ib));
+	connect_to(&b, ia.qpn, ia.vip);
+	xread(up[0], &ready, 1);
+	t0 = now_s();
+	for (;;) {
+		struct ovr_cl_wc wc[16];
+		int k;
+
+		while (!t_kill && posted - done < DEPTH) {
+			size_t off = (size_t)(posted % (len / CHUNK)) * CHUNK;
+			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)b.buf +
+							  off,
+						  CHUNK, b.mr->lkey };
+			struct ovr_eng_send_wr wr = {
+				.wr_id = posted,
+				.opcode = posted % 2 ? OVR_WR_RDMA_READ :
+						       OVR_WR_RDMA_WRITE,
+				.send_flags = OVR_SEND_SIGNALED,
+				.sg_list = &sg,
+				.num_sge = 1,
+				.rkey = ia.rkey,
+				.remote_addr = ia.addr + off,
+			};
+			int rc = ovr_cl_post_send(b.qp, &wr);
+
+			if (rc)
+				fail("post_send", rc);
+			posted++;
+		}
+		if (!t_kill && now_s() - t0 > 1.0) {
+			if (done == 0) {
+				fprintf(stderr, "peerkill: nothing completed "
+						"before the kill\n");
+				kill(pid, SIGKILL);
+				return 1;
+			}
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			t_kill = now_s();
+		}
+		k = ovr_cl_poll_cq(b.cq, 16, wc);
+		if (k < 0)
+			fail("poll_cq", k);
+		for (int i = 0; i < k; i++, done++) {
+			if (wc[i].status == OVR_WC_SUCCESS) {
+				if (errors) {
+					fprintf(stderr,
+						"peerkill: WR %llu succeeded "
+						"after an error\n",
+						(unsigned long long)wc[i].wr_id);
+					return 1;
+				}
+				continue;
+			}
+			if (!errors++) {
+				first = wc[i].status;
+				t_err = now_s();
+			}
+		}
+		if (t_kill && done == posted)
+			break;
+		if (t_kill && now_s() - t_kill > 60) {
+			fprintf(stderr,
+				"peerkill: %u of %u WRs still outstanding 60 s "
+				"after the peer died\n",
+				posted - done, posted);
+			return 1;
+		}
+	}
+	if (!errors) {
+		fprintf(stderr, "peerkill: every WR succeeded, peer killed "
+				"after they completed?\n");
+		return 1;
+	}
+	printf("peer killed: %u WRs before it done, the first outstanding "
+	       "failed with status %u %.3f s after the kill, %u completed "
+	       "with errors\n",
+	       done - errors, first, t_err - t_kill, errors);
+	ovr_cl_close(b.cl);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct node a = { .name = "A" }, b = { .name = "B" };
@@ -448,6 +674,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: svc_xfer SOCK_A SOCK_B [MB] [DEV]\n");
 		return 2;
 	}
+	if (!strcmp(mode, "peerkill"))
+		return peer_kill(argv[1], argv[2], devs, dev_b, mb << 20);
 	setup(&a, argv[1], devs, mb << 20);
 	setup(&b, argv[2], dev_b, mb << 20);
 	connect_qp(&a, &b);
