@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Issue 6's acceptance through the testbed (docs/TESTBED.md): two nodes,
+# each in its own network namespace with its own ovrdmad, joined by the
+# lossy fabric emulator.
+#   1. memif fabric, two tenants with the same vIPs; kernel TCP between the
+#      vIPs works (the applications' out-of-band network);
+#   2. no loss: MB (default 1024) each of RDMA WRITE, SEND and RDMA READ in
+#      both directions and atomics, byte-exact (svc_xfer);
+#   3. 1 % loss with reordering set at run time: the same again, and 1000
+#      QPs between the two nodes all transferring at once;
+#   4. an application killed with -9 mid-transfer: the peer's work
+#      requests complete with errors, the killed one's resources are gone;
+#   5. both tenants at once, and neither reaches the other;
+#   6. veth fabric with kernel traffic routed through it at 1 % loss:
+#      ovrdma and kernel TCP both cross it, byte-exact;
+#   7. `up` over a running testbed replaces it, `down` (twice) leaves no
+#      namespace, process, mount or hugepage behind.
+# usage: testbed.sh TESTBED SVC_XFER TCP_CHECK [MB]
+set -u
+tb=$1 xfer=$2 tcpc=$3 mb=${4:-1024}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "testbed: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+export OVRDMA_TESTBED_DIR=/run/ovrdma-tb-test.$$
+export OVRDMA_TESTBED_PREFIX=ovrtt$$
+huge0=$(cat /proc/sys/vm/nr_hugepages)
+trap '"$tb" down' EXIT
+
+fail() {
+	echo "testbed: FAIL: $*"
+	for f in "$OVRDMA_TESTBED_DIR"/fabric.log "$OVRDMA_TESTBED_DIR"/n*/ovrdmad.log; do
+		[ -f "$f" ] && {
+			echo "--- $f"
+			tail -15 "$f"
+		}
+	done
+	exit 1
+}
+counter() { # node name
+	"$tb" ctl "$1" show counters | awk -v k="$2" '$1 == k {print $2}'
+}
+fstat() { # name [port]
+	"$tb" fabric stats ${2:-} | awk -v k="$1" '$1 == k {print $2}'
+}
+tcp_check() { # from to MB
+	local ip out_s out_c
+	ip=$("$tb" addr "$2")
+	"$tb" exec "$2" python3 "$tcpc" serve "$ip" 18515 >"$OVRDMA_TESTBED_DIR/tcp.srv" 2>&1 &
+	local srv=$!
+	out_c=$("$tb" exec "$1" timeout 120 python3 "$tcpc" send "$ip" 18515 "$3") ||
+		fail "kernel TCP from node $1 to $ip: $out_c"
+	wait $srv
+	out_s=$(cat "$OVRDMA_TESTBED_DIR/tcp.srv")
+	[ "$(echo "$out_c" | cut -d' ' -f1-2)" = "$out_s" ] ||
+		fail "kernel TCP: sent '$out_c', received '$out_s'"
+	echo "kernel TCP node $1 -> $ip: $3 MB intact, ${out_c#* * }"
+}
+
+echo "== 1. up: memif fabric, 2 tenants"
+"$tb" up 2 --tenants 2 || fail "up"
+s1=$("$tb" sock 1) s2=$("$tb" sock 2)
+[ "$("$tb" addr 1)" = 192.168.100.1 ] || fail "addr 1"
+tcp_check 2 1 16
+
+echo "== 2. no loss: $mb MB per operation"
+timeout 600 "$xfer" "$s1" "$s2" "$mb" || fail "svc_xfer without loss"
+
+echo "== 3. 1 % loss with reordering"
+"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null || fail "fabric set"
+retx0=$(fstat loss)
+timeout 900 "$xfer" "$s1" "$s2" "$mb" || fail "svc_xfer at 1 % loss"
+lost=$(fstat loss) reord=$(fstat reordered)
+[ "$lost" -gt "$retx0" ] && [ "$reord" -gt 0 ] ||
+	fail "the fabric did not lose or reorder (loss $lost reordered $reord)"
+echo "fabric dropped $lost and reordered $reord frames; every byte arrived"
+timeout 300 "$xfer" "$s1" "$s2" 128 ovrdma0 qps 1000 || fail "1000 QPs at 1 % loss"
+
+echo "== 4. kill -9 an application mid-transfer"
+timeout 120 "$xfer" "$s1" "$s2" 64 ovrdma0 peerkill || fail "peer's WRs after the kill"
+for _ in $(seq 50); do
+	[ "$(counter 1 engine_qps)" = 0 ] && [ "$(counter 1 engine_mrs)" = 0 ] && break
+	sleep 0.1
+done
+[ "$(counter 1 engine_qps)" = 0 ] && [ "$(counter 1 engine_mrs)" = 0 ] ||
+	fail "node 1 kept the killed application's QPs or MRs"
+"$tb" ctl 1 show contexts | grep -q svc_xfer && fail "node 1 still lists the killed application"
+echo "the killed application's QPs, MRs and context are gone"
+
+echo "== 5. two tenants, same vIPs, at once"
+timeout 300 "$xfer" "$s1" "$s2" 32 ovrdma0 >"$OVRDMA_TESTBED_DIR/t0.log" 2>&1 &
+t0=$!
+timeout 300 "$xfer" "$s1" "$s2" 32 ovrdma1 >"$OVRDMA_TESTBED_DIR/t1.log" 2>&1 ||
+	fail "tenant 2: $(tail -1 "$OVRDMA_TESTBED_DIR/t1.log")"
+wait $t0 || fail "tenant 1: $(tail -1 "$OVRDMA_TESTBED_DIR/t0.log")"
+timeout 120 "$xfer" "$s1" "$s2" 4 ovrdma0,ovrdma1 cross || fail "cross-tenant isolation"
+
+echo "== 6. veth fabric, kernel traffic through it, 1 % loss"
+"$tb" up 2 --fabric veth --kernel-via-fabric --loss 1% --mtu 9000 2>&1 | head -1
+[ -S "$("$tb" sock 2)" ] || fail "up over a running testbed"
+timeout 300 "$xfer" "$("$tb" sock 1)" "$("$tb" sock 2)" 64 || fail "svc_xfer over veth"
+tcp_check 1 2 32
+kp=$(fstat rx 2)
+[ "${kp:-0}" -gt 1000 ] || fail "kernel traffic did not cross the fabric (port 2 rx ${kp:-0})"
+echo "fabric kernel ports saw $kp frames from node 1; lost on all links: $(fstat loss)"
+
+echo "== 7. down"
+"$tb" down || fail "down"
+"$tb" down || fail "second down"
+ip netns list | grep -q "^$OVRDMA_TESTBED_PREFIX-" && fail "namespaces left behind"
+pgrep -f "$OVRDMA_TESTBED_DIR" >/dev/null && fail "processes left behind"
+[ -e "$OVRDMA_TESTBED_DIR" ] && fail "state directory left behind"
+[ "$(cat /proc/sys/vm/nr_hugepages)" = "$huge0" ] ||
+	fail "hugepages $(cat /proc/sys/vm/nr_hugepages), were $huge0"
+echo "testbed: OK"
