@@ -95,6 +95,9 @@ static uint32_t mtu_bytes(uint32_t mtu)
 }
 
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
+static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
+		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
+		    uint64_t now);
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -117,6 +120,12 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 		.line_rate_bps = 0,
 		.base_rtt_ns = 0,
 		.seed = 0,
+		/* answers to packets for vanished QPs: enough for a peer
+		 * node's thousand QPs to learn within a few retransmissions,
+		 * far too few to make a node a useful reflector (each answer
+		 * is 48 bytes, no larger than what it answers) */
+		.term_rate = 10000,
+		.term_burst = 64,
 	};
 }
 
@@ -203,6 +212,7 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 		e->sb_free = sb;
 	}
 	e->act.act_next = e->act.act_prev = &e->act;
+	e->term_tokens = cfg->term_burst;
 	return e;
 }
 
@@ -502,6 +512,26 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
 	qp_error(e, qp, qp->sq_cons, status, verr);
 }
 
+/*
+ * ERROR for a cause of this side's own (the application, a local error,
+ * retry or RNR budget spent): a connected QP tells its peer with a
+ * TERMINATE, sent by the poll loop and repeated in answer to the peer's
+ * later packets. Causes the peer already knows (a NAK either way, a
+ * TERMINATE, a version mismatch) use qp_error() alone.
+ */
+static void qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
+			   uint32_t status, uint32_t verr)
+{
+	bool connected = qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR;
+
+	qp_error(e, qp, fail, status, verr);
+	if (connected) {
+		qp->term_reason = OVR_TERM_ERROR;
+		qp->term_pending = true;
+		qp_activate(e, qp);
+	}
+}
+
 /* A responder-side violation: NAK it, then ERROR (verbs class C/J). */
 static void qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 			 uint32_t psn)
@@ -652,6 +682,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->comm_est = false;
 	qp->sqd_drained = false;
 	qp->ce_count = qp->peer_ce = 0;
+	qp->term_reason = 0;
+	qp->term_pending = false;
 	memset(&qp->st, 0, sizeof(qp->st));
 }
 
@@ -661,6 +693,11 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 
 	if (!qp)
 		return -EINVAL;
+	/* tell a connected peer now: there will be no later chance */
+	if ((qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR) ||
+	    qp->term_pending)
+		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
+			qp->snd_nxt, qp->peer, qp->user, e->now);
 	qp_reset(e, qp);
 	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
@@ -756,8 +793,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		return 0;
 	}
 	if (next == OVR_QPS_ERR) {
-		qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
 		qp_deactivate(qp);
+		qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR, 0);
 		return 0;
 	}
 	if (cur == OVR_QPS_RESET)
@@ -1277,6 +1314,69 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	}
 }
 
+/*
+ * Send a TERMINATE from QPN @sqpn to @dqpn at @peer (docs/WIRE.md §3.11).
+ * Returns false when no buffer was free.
+ */
+static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
+		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
+		    uint64_t now)
+{
+	struct ovr_wire_pkt p;
+	void *tok = NULL;
+	uint8_t *buf;
+	int h;
+
+	memset(&p, 0, sizeof(p));
+	p.version = OVR_WIRE_VERSION;
+	p.opcode = OVR_OP_TERMINATE;
+	p.dqpn = dqpn & M24;
+	p.sqpn = sqpn & M24;
+	p.tsval = ts_of(now);
+	p.u.term.reason = reason;
+	p.u.term.psn = psn & M24;
+	buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+	if (!buf) {
+		e->st.tx_nobuf++;
+		return false;
+	}
+	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
+	e->ops.tx(e->ctx, tok,
+		  h < 0 ? 0 : (uint32_t)ovr_wire_seal(buf, (size_t)h), peer,
+		  user);
+	if (h < 0)
+		return false;
+	e->st.tx_pkts++;
+	e->st.tx_term++;
+	return true;
+}
+
+/* Take a token for a TERMINATE answer (cfg.term_rate per second, bursts
+ * of cfg.term_burst); false when the bucket is empty. */
+static bool term_token(struct ovr_eng *e, uint64_t now)
+{
+	uint64_t rate = e->cfg.term_rate, n;
+
+	if (rate && now > e->term_refill_ns) {
+		n = (now - e->term_refill_ns) * rate / 1000000000ull;
+		if (n) {
+			if (e->term_tokens + n >= e->cfg.term_burst) {
+				e->term_tokens = e->cfg.term_burst;
+				e->term_refill_ns = now;
+			} else {
+				e->term_tokens += (uint32_t)n;
+				e->term_refill_ns += n * 1000000000ull / rate;
+			}
+		}
+	}
+	if (!e->term_tokens) {
+		e->st.term_limited++;
+		return false;
+	}
+	e->term_tokens--;
+	return true;
+}
+
 static void arm_timers(struct eng_qp *qp, uint64_t now, uint64_t ack_delay)
 {
 	uint32_t inflight = (qp->snd_nxt - qp->snd_una) & M24;
@@ -1473,6 +1573,12 @@ static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 
 	if (qp->nak_code) {
 		send_nak(e, qp, now);
+		n++;
+	}
+	if (qp->term_pending &&
+	    tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason, qp->snd_nxt,
+		    qp->peer, qp->user, now)) {
+		qp->term_pending = false;
 		n++;
 	}
 	if (qp->state == OVR_QPS_ERR || qp->state < OVR_QPS_RTR)
@@ -1790,11 +1896,12 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			qp_error_head(e, qp, w->status, OVR_VERR_LKEY);
+			qp_error_local(e, qp, idx, w->status, OVR_VERR_LKEY);
 			return;
 		}
 		if (qp->fail_pending && idx == qp->fail_idx) {
-			qp_error_head(e, qp, qp->fail_status, qp->fail_verr);
+			qp_error_local(e, qp, idx, qp->fail_status,
+				       qp->fail_verr);
 			return;
 		}
 		if (w->state != W_SENT)
@@ -2152,8 +2259,85 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			     qp->rx.hi_psn != qp->rx.ack_psn);
 }
 
+/*
+ * Does the PSN of a TERMINATE fit @qp's state? It must, so that a stray,
+ * stale or forged TERMINATE (which would need the right pair of 24-bit
+ * QPNs, generations included, already) does not end a live QP.
+ */
+static bool term_psn_ok(const struct ovr_eng *e, const struct eng_qp *qp,
+			const struct ovr_wire_pkt *p)
+{
+	uint32_t psn = p->u.term.psn, w = e->cfg.window_pkts;
+
+	switch (p->u.term.reason) {
+	case OVR_TERM_DESTROYED:
+	case OVR_TERM_ERROR:
+		/* the sender's next PSN: it sent everything we received,
+		 * and never more than a window beyond what we acknowledged */
+		return ovr_wire_psn_diff(psn, qp->rx.hi_psn) >= 0 &&
+		       ovr_wire_psn_diff(psn, qp->rx.ack_psn) <= (int32_t)w;
+	case OVR_TERM_NO_QP_SEQ:
+		/* a packet of ours, sent and not yet acknowledged */
+		return !PSN_LT(psn, qp->snd_una) && PSN_LT(psn, qp->snd_nxt);
+	case OVR_TERM_NO_QP_ACK: {
+		/* an ACK of ours: at most a window old */
+		int32_t d = ovr_wire_psn_diff(qp->rx.ack_psn, psn);
+
+		return d >= 0 && d <= (int32_t)w;
+	}
+	}
+	return false;
+}
+
+/* A TERMINATE: the peer QP is gone; so is this one, if it checks out. */
+static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p)
+{
+	struct eng_qp *qp = qp_get(e, p->dqpn);
+	uint32_t fail;
+
+	if (!qp) {
+		e->st.rx_no_qp++; /* never answered */
+		return;
+	}
+	if (qp->state < OVR_QPS_RTR || qp->state == OVR_QPS_ERR) {
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (p->sqpn != qp->dest_qpn || !term_psn_ok(e, qp, p)) {
+		e->st.rx_term_bad++;
+		return;
+	}
+	e->st.rx_term++;
+	/* the WR the peer was working on fails with the cause, the rest
+	 * flush; a head that never went out just flushes */
+	fail = qp->sq_cons - 1;
+	if (qp->sq_cons != qp->sq_prod) {
+		uint8_t st = qp->sq[qp->sq_cons & qp->sq_mask].state;
+
+		if (st == W_SENDING || st == W_SENT)
+			fail = qp->sq_cons;
+	}
+	qp_error(e, qp, fail, OVR_WC_REM_ABORT_ERR,
+		 OVR_VERR_TERM + p->u.term.reason);
+	qp_event(e, qp, OVR_EV_QP_FATAL);
+}
+
+/* Worth a TERMINATE when it reaches no QP: it will be retransmitted (a
+ * sequenced packet) or it is an ACK, whose sender may wait on us. */
+static bool answerable(const struct ovr_wire_pkt *p)
+{
+	return ovr_wire_opcode_is_sequenced(p->opcode) ||
+	       p->opcode == OVR_OP_ACK;
+}
+
 void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 		bool ce)
+{
+	ovr_eng_rx_from(e, now, pdu, len, ce, OVR_ENG_FROM_NONE);
+}
+
+void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
+		     uint32_t len, bool ce, uint64_t from)
 {
 	struct ovr_wire_pkt p;
 	struct eng_qp *qp;
@@ -2187,8 +2371,29 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 		}
 		return;
 	}
+	if (p.opcode == OVR_OP_TERMINATE) {
+		rx_terminate(e, &p);
+		return;
+	}
 	qp = qp_get(e, p.dqpn);
-	if (!qp || (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn)) {
+	if (!qp) {
+		e->st.rx_no_qp++;
+		if (!answerable(&p))
+			return;
+		if (from == OVR_ENG_FROM_NONE)
+			e->st.term_limited++;
+		else if (term_token(e, now))
+			tx_term(e, p.sqpn, p.dqpn,
+				ovr_wire_opcode_is_sequenced(p.opcode) ?
+					OVR_TERM_NO_QP_SEQ :
+					OVR_TERM_NO_QP_ACK,
+				ovr_wire_opcode_is_sequenced(p.opcode) ?
+					p.psn :
+					p.ack_psn,
+				from, 0, now);
+		return;
+	}
+	if (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn) {
 		e->st.rx_no_qp++;
 		return;
 	}
@@ -2213,6 +2418,11 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 			qp->nak_psn = qp->fatal_psn;
 			qp_activate(e, qp);
 		}
+		/* ... or the TERMINATE that told it this QP failed */
+		if (qp->term_reason && !qp->term_pending && answerable(&p) &&
+		    term_token(e, now))
+			tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason,
+				qp->snd_nxt, qp->peer, qp->user, now);
 		e->st.rx_bad_state++;
 		return;
 	}
@@ -2254,11 +2464,12 @@ static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 		if (k->flags & SB_RESP) {
 			/* our responses go unanswered: the peer is gone */
-			qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+			qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR,
+				       0);
 			qp_event(e, qp, OVR_EV_QP_FATAL);
 		} else {
-			qp_error_head(e, qp, OVR_WC_RETRY_EXC_ERR,
-				      OVR_VERR_RETRY);
+			qp_error_local(e, qp, qp->sq_cons, OVR_WC_RETRY_EXC_ERR,
+				       OVR_VERR_RETRY);
 		}
 		return;
 	}
@@ -2344,7 +2555,7 @@ static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 /* Could this QP send something right now if the window allowed? */
 static bool qp_has_work(const struct eng_qp *qp)
 {
-	if (qp->nak_code || qp->ack_now)
+	if (qp->nak_code || qp->ack_now || qp->term_pending)
 		return true;
 	if (qp->state == OVR_QPS_ERR)
 		return false;

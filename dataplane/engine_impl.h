@@ -193,6 +193,11 @@ struct eng_qp {
 	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
 	uint32_t pend_psn; /* the QP failed) once everything before it is in */
+	/* the QP failed on its own side: it tells the peer with a TERMINATE
+	 * of this reason (0: it does not), now if term_pending, and again in
+	 * answer to the peer's later packets (rate limited) */
+	uint8_t term_reason;
+	bool term_pending;
 	/* requester: a WR that failed once the WRs before it complete */
 	bool fail_pending;
 	uint8_t fail_status;
@@ -240,6 +245,9 @@ struct ovr_eng {
 	struct ovr_wire_counters wc;
 	struct ovr_eng_stats st;
 	uint64_t now;
+	/* token bucket of TERMINATE answers (cfg.term_rate, term_burst) */
+	uint32_t term_tokens;
+	uint64_t term_refill_ns; /* time the tokens were last counted up to */
 };
 
 #endif /* OVR_DP_ENGINE_IMPL_H */

@@ -66,6 +66,7 @@ enum ovr_wc_status {
 	OVR_WC_RNR_RETRY_EXC_ERR = 13,
 	OVR_WC_FATAL_ERR = 19,
 	OVR_WC_GENERAL_ERR = 21,
+	OVR_WC_REM_ABORT_ERR = 22, /* the peer QP terminated (TERMINATE) */
 };
 
 enum ovr_wc_opcode {
@@ -179,6 +180,10 @@ enum ovr_eng_verr {
 	OVR_VERR_RESP = 0x103, /* malformed or unexpected response */
 	OVR_VERR_VERSION = 0x104, /* no wire version in common with peer */
 	OVR_VERR_LEN = 0x105, /* message longer than the receive buffer */
+	/* a TERMINATE ended the QP: OVR_VERR_TERM + its reason (enum
+	 * ovr_wire_term_reason: 1 peer QP destroyed, 2 peer QP in ERROR,
+	 * 3 and 4 peer QP does not exist) */
+	OVR_VERR_TERM = 0x110,
 };
 
 /* Asynchronous events (values of enum ibv_event_type). */
@@ -253,8 +258,13 @@ struct ovr_eng_ops {
 	 * comes back in tx().
 	 */
 	void *(*tx_alloc)(void *ctx, uint32_t cap, void **token);
-	/* Send the PDU of @len bytes built in the buffer of @token to the
-	 * QP's peer (@peer: the address vector given at RTR). */
+	/*
+	 * Send the PDU of @len bytes built in the buffer of @token to the
+	 * QP's peer (@peer: the address vector given at RTR). A PDU that
+	 * belongs to no QP (a TERMINATE answering a packet for a QPN that
+	 * does not exist) goes to the @from given to ovr_eng_rx_from() with
+	 * @qp_user 0. @len 0: nothing to send, just release the buffer.
+	 */
 	void (*tx)(void *ctx, void *token, uint32_t len, uint64_t peer,
 		   uint64_t qp_user);
 	/* Deliver a completion to completion queue @cq. */
@@ -279,6 +289,11 @@ struct ovr_eng_cfg {
 	uint64_t line_rate_bps; /* for the controller; 0: unknown */
 	uint64_t base_rtt_ns; /* unloaded RTT hint for the controller; 0: unknown */
 	uint64_t seed; /* keys and QPN generations; 0: from getrandom */
+	/* TERMINATEs answering packets for QPs that do not exist (or are
+	 * in ERROR): a token bucket of term_burst packets refilled at
+	 * term_rate per second; 0/0 never answers */
+	uint32_t term_rate; /* per second */
+	uint32_t term_burst;
 };
 
 /* Defaults for a datacenter fabric (see docs/TRANSPORT.md). */
@@ -301,9 +316,21 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 /* Queue pairs (RC). Returns 0 and the QPN, or a negative errno. */
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		      uint32_t *qpn);
-/* Destroys in any state; nothing is completed, nothing more is sent. */
+/*
+ * Destroys in any state; nothing is completed. A connected QP (RTR, RTS,
+ * SQD, SQE) first sends its peer a TERMINATE (best effort, at once,
+ * through ops->tx), so the peer's outstanding work fails with
+ * REM_ABORT_ERR within about one RTT instead of after its retry budget;
+ * if that TERMINATE is lost, the peer's next packet to the vanished QPN
+ * is answered with another (see ovr_eng_rx_from). Nothing more is sent.
+ */
 int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn);
-/* ibv_modify_qp: 0 or -EINVAL (bad transition, mask or value). */
+/*
+ * ibv_modify_qp: 0 or -EINVAL (bad transition, mask or value). A
+ * connected QP moved to ERROR sends its peer a TERMINATE (as does one
+ * that fails on its own: retry or RNR budget spent, a bad local key), and
+ * answers the peer's later packets with it again.
+ */
 int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_qp_attr *attr, unsigned int mask,
 		      uint64_t now_ns);
@@ -327,9 +354,24 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 
 /* One received PDU (starting at the OTH); @ce: the packet arrived marked
  * Congestion Experienced. Corrupt and unexpected packets are counted and
- * dropped. */
+ * dropped. Same as ovr_eng_rx_from(..., OVR_ENG_FROM_NONE). */
 void ovr_eng_rx(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
 		uint32_t len, bool ce);
+
+/* @from when the caller does not know where a PDU came from. */
+#define OVR_ENG_FROM_NONE UINT64_MAX
+
+/*
+ * ovr_eng_rx for a PDU that came from the address vector @from (the same
+ * kind of opaque value as a QP's peer attribute: what ops->tx must be
+ * given to reach the sender). The engine uses it to answer a request or
+ * ACK for a QPN that does not exist with a TERMINATE (rate limited by
+ * cfg.term_rate / term_burst; never in answer to a TERMINATE, NAK, CNP,
+ * VERSION_REJECT or datagram). With OVR_ENG_FROM_NONE such packets are
+ * only counted.
+ */
+void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
+		     uint32_t len, bool ce, uint64_t from);
 
 /*
  * Transmit what windows, credits and pacing allow (at most @budget
@@ -346,6 +388,10 @@ struct ovr_eng_stats {
 	uint64_t tx_pkts, tx_nobuf;
 	uint64_t sb_waits; /* a QP had to wait for a scoreboard */
 	uint32_t qps, mrs;
+	uint64_t tx_term; /* TERMINATEs sent, all reasons */
+	uint64_t rx_term; /* TERMINATEs accepted (a QP went to ERROR) */
+	uint64_t rx_term_bad; /* TERMINATEs ignored: wrong source QPN or PSN */
+	uint64_t term_limited; /* answers not sent: rate limit or no @from */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

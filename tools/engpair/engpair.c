@@ -84,10 +84,14 @@ static void pair_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 	struct ovr_pair_node *n = ctx;
 
 	(void)token;
-	(void)peer;
-	(void)qp_user;
 	if (!len)
 		return;
+	n->last_peer = peer;
+	n->last_user = qp_user;
+	if (n->tx_filter && n->tx_filter(n, n->txbuf, len, n->tx_filter_ctx)) {
+		n->tx_filtered++;
+		return;
+	}
 	n->tx_pkts++;
 	trace_pkt(n->pair, n == &n->pair->n[0] ? 0 : 1, n->txbuf, len);
 	(void)ovr_link_send(n->out, n->pair->now, n->txbuf, len);
@@ -122,7 +126,7 @@ static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 
 	(void)qp_user;
 	(void)qpn;
-	if ((unsigned int)ev < 8)
+	if ((unsigned int)ev < OVR_PAIR_MAX_EV)
 		n->events[ev]++;
 }
 
@@ -281,7 +285,8 @@ bool ovr_pair_step(struct ovr_pair *p)
 		/* node i receives from the other node's out link */
 		while (ovr_link_recv(p->n[1 - i].out, p->now, rxbuf,
 				     sizeof(rxbuf), &len, &meta) == 1)
-			ovr_eng_rx(p->n[i].eng, p->now, rxbuf, len, meta.ce);
+			ovr_eng_rx_from(p->n[i].eng, p->now, rxbuf, len,
+					meta.ce, (uint64_t)(1 - i));
 	}
 	for (int i = 0; i < 2; i++) {
 		uint64_t t = ovr_eng_poll(p->n[i].eng, p->now, 0);
