@@ -126,6 +126,7 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 		 * is 48 bytes, no larger than what it answers) */
 		.term_rate = 10000,
 		.term_burst = 64,
+		.max_srq = 256,
 	};
 }
 
@@ -199,7 +200,16 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	e->rxbits_mem =
 		calloc((size_t)maxqp * ovr_dp_rxwin_words(cfg->window_pkts),
 		       sizeof(uint64_t));
-	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem) {
+	if (cfg->max_srq) {
+		uint32_t n = pow2_at_least(cfg->max_srq);
+
+		for (e->srq_bits = 0; (1u << e->srq_bits) < n; e->srq_bits++)
+			;
+		e->srq_gen = (uint32_t)(seed >> 20);
+		e->srqs = calloc(n, sizeof(*e->srqs));
+	}
+	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem ||
+	    (cfg->max_srq && !e->srqs)) {
 		ovr_eng_destroy(e);
 		errno = ENOMEM;
 		return NULL;
@@ -223,11 +233,25 @@ static void qp_free_queues(struct eng_qp *qp)
 	free(qp->sinl);
 	free(qp->rq);
 	free(qp->rsge);
+	free(qp->bind);
 	qp->sq = NULL;
 	qp->ssge = NULL;
 	qp->sinl = NULL;
 	qp->rq = NULL;
 	qp->rsge = NULL;
+	qp->bind = NULL;
+}
+
+static void srq_free(struct eng_srq *q)
+{
+	free(q->wqe);
+	free(q->sge);
+	free(q->fifo);
+	free(q->free_slot);
+	q->wqe = NULL;
+	q->sge = NULL;
+	q->fifo = NULL;
+	q->free_slot = NULL;
 }
 
 void ovr_eng_destroy(struct ovr_eng *e)
@@ -239,6 +263,10 @@ void ovr_eng_destroy(struct ovr_eng *e)
 	if (e->qps)
 		for (i = 0; i < (1u << e->qp_bits); i++)
 			qp_free_queues(&e->qps[i]);
+	if (e->srqs)
+		for (i = 0; i < (1u << e->srq_bits); i++)
+			srq_free(&e->srqs[i]);
+	free(e->srqs);
 	free(e->qps);
 	free(e->sb_mem);
 	free(e->rxbits_mem);
@@ -360,8 +388,23 @@ static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
 	return &qp->ssge[(idx & qp->sq_mask) * qp->cap.max_send_sge];
 }
 
+static inline struct eng_lsge *srq_sge(struct eng_srq *q, uint32_t slot)
+{
+	return &q->sge[(size_t)slot * q->max_sge];
+}
+
+/* Receive entry @idx of a QP: its own, or the SRQ slot it took. */
+static inline struct eng_rwqe *rwqe(struct eng_qp *qp, uint32_t idx)
+{
+	if (ovr_unlikely(qp->srq != NULL))
+		return &qp->srq->wqe[qp->bind[idx & qp->rq_mask]];
+	return &qp->rq[idx & qp->rq_mask];
+}
+
 static inline struct eng_lsge *rwqe_sge(struct eng_qp *qp, uint32_t idx)
 {
+	if (ovr_unlikely(qp->srq != NULL))
+		return srq_sge(qp->srq, qp->bind[idx & qp->rq_mask]);
 	return &qp->rsge[(idx & qp->rq_mask) * qp->cap.max_recv_sge];
 }
 
@@ -379,9 +422,14 @@ static void swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 	put_refs(e, swqe_sge(qp, idx), &qp->sq[idx & qp->sq_mask].nsge);
 }
 
+/* Receive entry @idx is done with: drop its references; an SRQ slot
+ * goes back to the SRQ's free stack. */
 static void rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 {
-	put_refs(e, rwqe_sge(qp, idx), &qp->rq[idx & qp->rq_mask].nsge);
+	put_refs(e, rwqe_sge(qp, idx), &rwqe(qp, idx)->nsge);
+	if (qp->srq)
+		qp->srq->free_slot[qp->srq->nfree++] =
+			qp->bind[idx & qp->rq_mask];
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -432,7 +480,7 @@ static void complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 			  uint32_t status, uint32_t verr)
 {
-	struct eng_rwqe *r = &qp->rq[idx & qp->rq_mask];
+	struct eng_rwqe *r = rwqe(qp, idx);
 	struct ovr_eng_wc wc = {
 		.wr_id = r->wr_id,
 		.status = status,
@@ -488,12 +536,17 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 	qp->sq_cons = qp->sq_next = qp->sq_prod;
 	qp->rd_out = 0;
 	for (i = qp->rq_cons; i != qp->rq_prod; i++) {
-		struct eng_rwqe *r = &qp->rq[i & qp->rq_mask];
+		struct eng_rwqe *r = rwqe(qp, i);
 
 		complete_recv(e, qp, i, r->bad ? r->bad : OVR_WC_WR_FLUSH_ERR,
 			      r->bad == OVR_WC_LOC_LEN_ERR ? OVR_VERR_LEN : 0);
 	}
 	qp->rq_cons = qp->rq_prod;
+	/* what it took from its SRQ has all completed (verbs' cue that
+	 * the QP may be destroyed without losing receives) */
+	if (qp->srq && e->ops.event)
+		e->ops.event(e->ctx, qp->user, qp->qpn,
+			     OVR_EV_QP_LAST_WQE_REACHED);
 	sb_release(e, qp);
 	memset(qp->stash, 0, sizeof(qp->stash));
 	memset(qp->rdq, 0, sizeof(qp->rdq));
@@ -569,30 +622,265 @@ static void violation(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 
 /* ---- QP verbs --------------------------------------------------------------- */
 
-static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap)
+/*
+ * The QP's queues. With an SRQ there is no receive queue but a ring of
+ * @nbind SRQ slot numbers (4 bytes each): the receives the QP has taken
+ * for messages in its receive window.
+ */
+static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap,
+			   bool srq, uint32_t nbind)
 {
 	uint32_t ns = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
 	uint32_t nr = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 
 	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	if (srq) {
+		nr = nbind;
+		cap->max_recv_sge = 0;
+	}
 	qp->sq = calloc(ns, sizeof(*qp->sq));
 	qp->ssge = calloc((size_t)ns * cap->max_send_sge, sizeof(*qp->ssge));
 	qp->sinl = cap->max_inline_data ? calloc(ns, cap->max_inline_data) :
 					  NULL;
-	qp->rq = calloc(nr, sizeof(*qp->rq));
-	qp->rsge = calloc((size_t)nr * cap->max_recv_sge, sizeof(*qp->rsge));
+	if (srq) {
+		qp->bind = calloc(nr, sizeof(*qp->bind));
+	} else {
+		qp->rq = calloc(nr, sizeof(*qp->rq));
+		qp->rsge = calloc((size_t)nr * cap->max_recv_sge,
+				  sizeof(*qp->rsge));
+	}
 	if (!qp->sq || !qp->ssge || (cap->max_inline_data && !qp->sinl) ||
-	    !qp->rq || !qp->rsge) {
+	    (srq ? !qp->bind : !qp->rq || !qp->rsge)) {
 		qp_free_queues(qp);
 		return -ENOMEM;
 	}
 	qp->sq_mask = ns - 1;
 	qp->rq_mask = nr - 1;
 	cap->max_send_wr = ns;
-	cap->max_recv_wr = nr;
+	cap->max_recv_wr = srq ? 0 : nr;
 	qp->cap = *cap;
 	return 0;
+}
+
+/* ---- shared receive queues --------------------------------------------- */
+
+static struct eng_srq *srq_get(struct ovr_eng *e, uint32_t srqn)
+{
+	struct eng_srq *q;
+
+	if (!e->srqs || !srqn)
+		return NULL;
+	q = &e->srqs[srqn & ((1u << e->srq_bits) - 1)];
+	return q->in_use && q->srqn == (srqn & M24) ? q : NULL;
+}
+
+/* (Re)size @q to @cap slots (a power of two, not below the current),
+ * keeping its receives where they are. */
+static int srq_resize(struct eng_srq *q, uint32_t cap)
+{
+	struct eng_rwqe *wqe = calloc(cap, sizeof(*wqe));
+	struct eng_lsge *sge = calloc((size_t)cap * q->max_sge, sizeof(*sge));
+	uint32_t *fifo = calloc(cap, sizeof(*fifo));
+	uint32_t *fr = calloc(cap, sizeof(*fr));
+	uint32_t i, n = 0;
+
+	if (!wqe || !sge || !fifo || !fr) {
+		free(wqe);
+		free(sge);
+		free(fifo);
+		free(fr);
+		return -ENOMEM;
+	}
+	if (q->cap) {
+		/* slots keep their numbers: QPs name them in bind rings */
+		memcpy(wqe, q->wqe, q->cap * sizeof(*wqe));
+		memcpy(sge, q->sge, (size_t)q->cap * q->max_sge * sizeof(*sge));
+		for (i = q->head; i != q->tail; i++)
+			fifo[n++] = q->fifo[i & (q->cap - 1)];
+		memcpy(fr, q->free_slot, q->nfree * sizeof(*fr));
+	}
+	/* new slots are free, lowest numbers on top */
+	for (i = cap; i-- > q->cap;)
+		fr[q->nfree++] = i;
+	srq_free(q);
+	q->wqe = wqe;
+	q->sge = sge;
+	q->fifo = fifo;
+	q->free_slot = fr;
+	q->head = 0;
+	q->tail = n;
+	q->cap = cap;
+	return 0;
+}
+
+int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
+		       uint32_t *srqn)
+{
+	uint32_t n = 1u << e->srq_bits, i, gen_bits = 24 - e->srq_bits;
+	struct eng_srq *q = NULL;
+	int rc;
+
+	if (!init || !srqn || !e->srqs || !init->attr.max_wr ||
+	    init->attr.max_wr > OVR_ENG_MAX_WR || !init->attr.max_sge ||
+	    init->attr.max_sge > OVR_ENG_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < n && i < e->cfg.max_srq; i++)
+		if (!e->srqs[i].in_use) {
+			q = &e->srqs[i];
+			break;
+		}
+	if (!q)
+		return -ENOSPC;
+	memset(q, 0, sizeof(*q));
+	q->max_sge = init->attr.max_sge;
+	rc = srq_resize(q, pow2_at_least(init->attr.max_wr));
+	if (rc)
+		return rc;
+	/* like QPNs: generation | slot, never 0 */
+	e->srq_gen = (e->srq_gen + 1) & ((1u << gen_bits) - 1);
+	if (!e->srq_gen)
+		e->srq_gen = 1;
+	q->srqn = (e->srq_gen << e->srq_bits) | i;
+	q->pd = init->pd;
+	q->user = init->user;
+	q->in_use = true;
+	*srqn = q->srqn;
+	return 0;
+}
+
+int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
+		       const struct ovr_eng_srq_attr *attr, unsigned int mask)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+	uint32_t cap;
+	int rc;
+
+	if (!q || !attr || (mask & ~(OVR_ENG_SRQ_MAX_WR | OVR_ENG_SRQ_LIMIT)))
+		return -EINVAL;
+	cap = q->cap;
+	if (mask & OVR_ENG_SRQ_MAX_WR) {
+		if (attr->max_wr < q->cap || attr->max_wr > OVR_ENG_MAX_WR)
+			return -EINVAL;
+		cap = pow2_at_least(attr->max_wr);
+	}
+	if ((mask & OVR_ENG_SRQ_LIMIT) && attr->srq_limit > cap)
+		return -EINVAL;
+	if (cap != q->cap) {
+		rc = srq_resize(q, cap);
+		if (rc)
+			return rc;
+	}
+	if (mask & OVR_ENG_SRQ_LIMIT)
+		q->limit = attr->srq_limit;
+	return 0;
+}
+
+int ovr_eng_srq_query(struct ovr_eng *e, uint32_t srqn,
+		      struct ovr_eng_srq_attr *attr)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+
+	if (!q || !attr)
+		return -EINVAL;
+	attr->max_wr = q->cap;
+	attr->max_sge = q->max_sge;
+	attr->srq_limit = q->limit;
+	return 0;
+}
+
+int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+
+	if (!q)
+		return -EINVAL;
+	if (q->nqp)
+		return -EBUSY;
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+		put_refs(e, srq_sge(q, slot), &q->wqe[slot].nsge);
+	}
+	srq_free(q);
+	q->in_use = false;
+	q->srqn = 0;
+	return 0;
+}
+
+/* Fill receive entry @r and its scatter list @s from @wr, checking and
+ * referencing each key against @pd (a bad one marks the entry bad). */
+static void rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
+		      struct eng_lsge *s, const struct ovr_eng_recv_wr *wr,
+		      uint32_t total)
+{
+	memset(r, 0, sizeof(*r));
+	r->wr_id = wr->wr_id;
+	r->cap = total;
+	r->wc_opcode = OVR_WC_RECV;
+	for (uint32_t i = 0; i < wr->num_sge; i++) {
+		const struct ovr_eng_sge *g = &wr->sg_list[i];
+		uint8_t *host = NULL;
+
+		s[i].len = g->length;
+		s[i].key = 0;
+		s[i].host = NULL;
+		r->nsge = (uint8_t)(i + 1);
+		if (!g->length)
+			continue;
+		if (ovr_mr_check(e->mrs, g->lkey, pd, g->addr, g->length,
+				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
+		    ovr_mr_get(e->mrs, g->lkey)) {
+			r->bad = OVR_WC_LOC_PROT_ERR;
+			r->nsge = (uint8_t)i;
+			break;
+		}
+		s[i].host = host;
+		s[i].key = g->lkey;
+	}
+}
+
+int ovr_eng_post_srq_recv(struct ovr_eng *e, uint32_t srqn,
+			  const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+	uint64_t total = 0;
+	uint32_t slot, i;
+
+	(void)now_ns;
+	if (!q || !wr || wr->num_sge > q->max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > OVR_WIRE_MAX_MSG)
+		return EINVAL;
+	if (!q->nfree)
+		return ENOMEM;
+	slot = q->free_slot[--q->nfree];
+	rwqe_fill(e, q->pd, &q->wqe[slot], srq_sge(q, slot), wr,
+		  (uint32_t)total);
+	q->fifo[q->tail++ & (q->cap - 1)] = slot;
+	return 0;
+}
+
+/* @qp takes the oldest posted receive of its SRQ as entry rq_prod;
+ * false when none is posted (or its ring is full: RNR either way). */
+static bool srq_take(struct ovr_eng *e, struct eng_qp *qp)
+{
+	struct eng_srq *q = qp->srq;
+
+	if (q->head == q->tail || qp->rq_prod - qp->rq_cons > qp->rq_mask)
+		return false;
+	qp->bind[qp->rq_prod++ & qp->rq_mask] =
+		q->fifo[q->head++ & (q->cap - 1)];
+	if (q->limit && q->tail - q->head < q->limit) {
+		q->limit = 0; /* fires once, then disarmed */
+		if (e->ops.srq_event)
+			e->ops.srq_event(e->ctx, q->user, q->srqn,
+					 OVR_EV_SRQ_LIMIT_REACHED);
+	}
+	return true;
 }
 
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
@@ -600,6 +888,7 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 {
 	struct ovr_eng_qp_cap cap;
 	struct eng_qp *qp = NULL;
+	struct eng_srq *srq = NULL;
 	uint32_t n = 1u << e->qp_bits, i, gen_bits = 24 - e->qp_bits;
 	uint64_t *rxbits;
 	int rc;
@@ -622,11 +911,21 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		}
 	if (!qp)
 		return -ENOSPC;
+	if (init->srq) {
+		srq = srq_get(e, init->srq);
+		if (!srq || srq->pd != init->pd)
+			return -EINVAL;
+	}
 	rxbits = qp->rxbits;
 	memset(qp, 0, sizeof(*qp));
-	rc = qp_alloc_queues(qp, &cap);
+	/* an SRQ's receives are taken for messages in the receive window:
+	 * at most window_pkts of them */
+	rc = qp_alloc_queues(qp, &cap, srq != NULL, e->cfg.window_pkts);
 	if (rc)
 		return rc;
+	qp->srq = srq;
+	if (srq)
+		srq->nqp++;
 	/* QPN = generation | slot: a packet for a destroyed QP does not
 	 * reach the next QP in that slot. Generation 0 is skipped so QPN 0
 	 * and 1 (IB's special QPs) are never used. */
@@ -701,6 +1000,9 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	qp_reset(e, qp);
 	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
+	if (qp->srq)
+		qp->srq->nqp--;
+	qp->srq = NULL;
 	qp_free_queues(qp);
 	qp->in_use = false;
 	qp->qpn = 0;
@@ -1026,13 +1328,11 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
 {
 	struct eng_qp *qp = qp_get(e, qpn);
-	struct eng_rwqe *r;
-	struct eng_lsge *s;
 	uint64_t total = 0;
 	uint32_t idx, i;
 
 	(void)now_ns;
-	if (!qp || !wr)
+	if (!qp || !wr || qp->srq)
 		return EINVAL;
 	if (qp->state == OVR_QPS_RESET)
 		return EINVAL;
@@ -1045,32 +1345,8 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 	if (total > OVR_WIRE_MAX_MSG)
 		return EINVAL;
 	idx = qp->rq_prod;
-	r = &qp->rq[idx & qp->rq_mask];
-	s = rwqe_sge(qp, idx);
-	memset(r, 0, sizeof(*r));
-	r->wr_id = wr->wr_id;
-	r->cap = (uint32_t)total;
-	r->wc_opcode = OVR_WC_RECV;
-	for (i = 0; i < wr->num_sge; i++) {
-		const struct ovr_eng_sge *g = &wr->sg_list[i];
-		uint8_t *host = NULL;
-
-		s[i].len = g->length;
-		s[i].key = 0;
-		s[i].host = NULL;
-		r->nsge = (uint8_t)(i + 1);
-		if (!g->length)
-			continue;
-		if (ovr_mr_check(e->mrs, g->lkey, qp->pd, g->addr, g->length,
-				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
-		    ovr_mr_get(e->mrs, g->lkey)) {
-			r->bad = OVR_WC_LOC_PROT_ERR;
-			r->nsge = (uint8_t)i;
-			break;
-		}
-		s[i].host = host;
-		s[i].key = g->lkey;
-	}
+	rwqe_fill(e, qp->pd, &qp->rq[idx & qp->rq_mask], rwqe_sge(qp, idx), wr,
+		  (uint32_t)total);
 	qp->rq_prod++;
 	if (qp->state == OVR_QPS_ERR) {
 		complete_recv(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0);
@@ -1099,10 +1375,16 @@ static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
 	p->payload = NULL;
 	p->payload_len = 0;
 	if (qp->state >= OVR_QPS_RTR) {
-		p->flags = OVR_F_ACK | OVR_F_CREDIT;
+		p->flags = OVR_F_ACK;
 		p->ack_psn = qp->rx.ack_psn;
 		p->tsecr = qp->ts_recent;
-		p->credit = credit_of(qp);
+		/* an SRQ's receives are not this QP's to promise (IB's SRQ
+		 * responders send no end-to-end credit either): the peer
+		 * sends and learns from an RNR NAK */
+		if (!qp->srq) {
+			p->flags |= OVR_F_CREDIT;
+			p->credit = credit_of(qp);
+		}
 	}
 }
 
@@ -1928,14 +2210,19 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- receive side ----------------------------------------------------- */
 
-static struct eng_rwqe *rq_slot(struct eng_qp *qp, uint32_t msn, uint32_t *idx)
+static struct eng_rwqe *rq_slot(struct ovr_eng *e, struct eng_qp *qp,
+				uint32_t msn, uint32_t *idx)
 {
 	uint32_t k = msn - qp->rq_msn;
 
-	if ((int32_t)k < 0 || k >= qp->rq_prod - qp->rq_cons)
+	if ((int32_t)k < 0)
 		return NULL;
+	/* from an SRQ: take receives, in order, up to this message's */
+	while (k >= qp->rq_prod - qp->rq_cons)
+		if (!qp->srq || !srq_take(e, qp))
+			return NULL;
 	*idx = qp->rq_cons + k;
-	return &qp->rq[*idx & qp->rq_mask];
+	return rwqe(qp, *idx);
 }
 
 /* Everything before rx.ack_psn has arrived: release what waited on it. */
@@ -2009,7 +2296,7 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 	}
 	/* 3. receives, in MSN order */
 	while (qp->rq_cons != qp->rq_prod && qp->state != OVR_QPS_ERR) {
-		struct eng_rwqe *r = &qp->rq[qp->rq_cons & qp->rq_mask];
+		struct eng_rwqe *r = rwqe(qp, qp->rq_cons);
 
 		if (!r->have_last || !PSN_LT(r->last_psn, ack))
 			break;
@@ -2093,7 +2380,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		uint32_t msn = p->opcode == OVR_OP_WRITE_IMM ? p->u.write.msn :
 							       p->u.send.msn;
 
-		r = rq_slot(qp, msn, &ridx);
+		r = rq_slot(e, qp, msn, &ridx);
 		if (!r) {
 			/* no receive for this message (yet): RNR */
 			if ((int32_t)(msn - qp->rq_msn) < 0) {

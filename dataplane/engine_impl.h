@@ -73,6 +73,28 @@ struct eng_rwqe {
 	uint8_t rsvd[3];
 };
 
+/*
+ * Shared receive queue. Receives live in slots; a slot is free (on the
+ * free stack), posted (in the FIFO, in posting order), or taken by a QP
+ * (named in that QP's bind ring until it completes). cap is a power of
+ * two. The limit event fires when taking a receive leaves fewer than
+ * limit posted.
+ */
+struct eng_srq {
+	struct eng_rwqe *wqe; /* cap slots */
+	struct eng_lsge *sge; /* max_sge per slot */
+	uint32_t *fifo; /* posted slots, ring of cap */
+	uint32_t *free_slot; /* stack of nfree free slots */
+	uint32_t cap, max_sge;
+	uint32_t head, tail; /* fifo [head, tail) */
+	uint32_t nfree;
+	uint32_t limit; /* armed when nonzero */
+	uint32_t srqn, pd;
+	uint32_t nqp; /* QPs using it */
+	uint64_t user;
+	bool in_use;
+};
+
 /* Responder's READ / atomic queue entry (queue-1). */
 enum { RD_FREE, RD_PENDING, RD_READY, RD_SENT };
 
@@ -204,9 +226,12 @@ struct eng_qp {
 	uint32_t fail_idx;
 	uint32_t fail_verr;
 
-	/* receive queue */
+	/* receive queue: its own (rq, rsge), or receives taken from an SRQ
+	 * (bind[i & rq_mask] names the SRQ slot of entry i) */
 	struct eng_rwqe *rq;
 	struct eng_lsge *rsge;
+	struct eng_srq *srq;
+	uint32_t *bind;
 	uint32_t rq_mask;
 	uint32_t rq_prod, rq_cons;
 	uint32_t rq_msn; /* MSN of the message rq_cons receives */
@@ -245,6 +270,9 @@ struct ovr_eng {
 	struct ovr_wire_counters wc;
 	struct ovr_eng_stats st;
 	uint64_t now;
+	struct eng_srq *srqs; /* cfg.max_srq, rounded up to 2^srq_bits */
+	uint32_t srq_bits;
+	uint32_t srq_gen;
 	/* token bucket of TERMINATE answers (cfg.term_rate, term_burst) */
 	uint32_t term_tokens;
 	uint64_t term_refill_ns; /* time the tokens were last counted up to */

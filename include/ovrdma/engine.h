@@ -193,6 +193,11 @@ enum ovr_eng_event {
 	OVR_EV_QP_ACCESS_ERR = 3, /* IBV_EVENT_QP_ACCESS_ERR */
 	OVR_EV_COMM_EST = 4, /* IBV_EVENT_COMM_EST */
 	OVR_EV_SQ_DRAINED = 5, /* IBV_EVENT_SQ_DRAINED */
+	/* a QP that takes its receives from an SRQ went to ERROR and every
+	 * receive it had taken has completed (flushed) */
+	OVR_EV_QP_LAST_WQE_REACHED = 16, /* IBV_EVENT_QP_LAST_WQE_REACHED */
+	/* through ops->srq_event: fewer receives than the armed limit */
+	OVR_EV_SRQ_LIMIT_REACHED = 17, /* IBV_EVENT_SRQ_LIMIT_REACHED */
 };
 
 /* ---- queue pairs ------------------------------------------------------- */
@@ -212,6 +217,10 @@ struct ovr_eng_qp_init {
 	bool sq_sig_all;
 	uint64_t user; /* passed to ops->tx and ops->event */
 	struct ovr_eng_qp_cap cap; /* rounded up; the result is reported */
+	/* 0, or the SRQ (same pd) the QP takes its receives from; then
+	 * cap.max_recv_wr / max_recv_sge are ignored (reported 0) and
+	 * ovr_eng_post_recv on the QP is EINVAL */
+	uint32_t srq;
 };
 
 struct ovr_eng_qp_attr {
@@ -272,6 +281,10 @@ struct ovr_eng_ops {
 	/* An asynchronous event on a QP. */
 	void (*event)(void *ctx, uint64_t qp_user, uint32_t qpn,
 		      enum ovr_eng_event ev);
+	/* (optional) An asynchronous event on a shared receive queue: only
+	 * OVR_EV_SRQ_LIMIT_REACHED; @srq_user is the SRQ's init user. */
+	void (*srq_event)(void *ctx, uint64_t srq_user, uint32_t srqn,
+			  enum ovr_eng_event ev);
 };
 
 struct ovr_eng_cfg {
@@ -294,6 +307,7 @@ struct ovr_eng_cfg {
 	 * term_rate per second; 0/0 never answers */
 	uint32_t term_rate; /* per second */
 	uint32_t term_burst;
+	uint32_t max_srq; /* shared receive queue slots; 0: none */
 };
 
 /* Defaults for a datacenter fabric (see docs/TRANSPORT.md). */
@@ -338,6 +352,56 @@ int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn,
 		     struct ovr_eng_qp_attr *attr);
 int ovr_eng_qp_stats(struct ovr_eng *e, uint32_t qpn,
 		     struct ovr_eng_qp_stats *st);
+
+/* ---- shared receive queues ------------------------------------------------ */
+
+/* = struct ibv_srq_attr */
+struct ovr_eng_srq_attr {
+	uint32_t max_wr; /* receives the SRQ holds (rounded up to 2^n) */
+	uint32_t max_sge; /* scatter entries per receive */
+	uint32_t srq_limit; /* modify: arm at this level; 0 disarms */
+};
+
+/* = enum ibv_srq_attr_mask */
+#define OVR_ENG_SRQ_MAX_WR (1u << 0)
+#define OVR_ENG_SRQ_LIMIT (1u << 1)
+
+struct ovr_eng_srq_init {
+	uint32_t pd; /* QPs using it must be in the same pd */
+	uint64_t user; /* passed to ops->srq_event */
+	struct ovr_eng_srq_attr attr; /* srq_limit ignored, as in verbs */
+};
+
+/*
+ * ibv_create_srq: 0 and the SRQ number (never 0), or -EINVAL (max_wr 0
+ * or above 16384, max_sge 0 or above 16, no cfg.max_srq),
+ * -ENOSPC (cfg.max_srq in use), -ENOMEM. All its memory is allocated
+ * here (and by a MAX_WR resize), never per packet.
+ */
+int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
+		       uint32_t *srqn);
+/*
+ * ibv_modify_srq. OVR_ENG_SRQ_LIMIT arms the limit event: the first time
+ * a QP takes a receive that leaves fewer than srq_limit posted, ops->
+ * srq_event gets OVR_EV_SRQ_LIMIT_REACHED once and the limit disarms
+ * (reads 0). OVR_ENG_SRQ_MAX_WR grows the queue (posted receives kept);
+ * shrinking is -EINVAL. 0, -EINVAL or -ENOMEM.
+ */
+int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
+		       const struct ovr_eng_srq_attr *attr, unsigned int mask);
+int ovr_eng_srq_query(struct ovr_eng *e, uint32_t srqn,
+		      struct ovr_eng_srq_attr *attr);
+/* -EBUSY while a QP uses it; its posted receives vanish uncompleted. */
+int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn);
+/*
+ * ibv_post_srq_recv for one work request: 0, EINVAL (no such SRQ, too
+ * many SGEs) or ENOMEM (full). A QP takes receives from its SRQ in
+ * posting order as messages arrive and completes them on its own recv
+ * CQ with its qp_num; an empty SRQ is answered with RNR NAKs as an empty
+ * receive queue is (QPs with an SRQ advertise no credit).
+ */
+int ovr_eng_post_srq_recv(struct ovr_eng *e, uint32_t srqn,
+			  const struct ovr_eng_recv_wr *wr, uint64_t now_ns);
 
 /*
  * ibv_post_send / ibv_post_recv for one work request: 0, or a positive

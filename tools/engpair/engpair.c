@@ -130,11 +130,23 @@ static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 		n->events[ev]++;
 }
 
+static void pair_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
+			   enum ovr_eng_event ev)
+{
+	struct ovr_pair_node *n = ctx;
+
+	(void)srq_user;
+	n->last_srq_event_srqn = srqn;
+	if ((unsigned int)ev < OVR_PAIR_MAX_EV)
+		n->srq_events[ev]++;
+}
+
 static const struct ovr_eng_ops pair_ops = {
 	.tx_alloc = pair_tx_alloc,
 	.tx = pair_tx,
 	.cqe = pair_cqe,
 	.event = pair_event,
+	.srq_event = pair_srq_event,
 };
 
 struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
@@ -202,6 +214,7 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 			.sq_sig_all = qp->sq_sig_all,
 			.user = (uint64_t)i,
 			.cap = qp->cap,
+			.srq = qp->srq[i],
 		};
 
 		rc = ovr_eng_qp_create(eng[i], &init, &qpn[i]);

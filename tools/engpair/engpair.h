@@ -42,6 +42,8 @@ struct ovr_pair_node {
 	struct ovr_pair_cq cq[OVR_PAIR_MAX_CQ];
 	uint8_t *txbuf;
 	uint64_t events[OVR_PAIR_MAX_EV]; /* count per enum ovr_eng_event */
+	uint64_t srq_events[OVR_PAIR_MAX_EV]; /* the same, of SRQs */
+	uint32_t last_srq_event_srqn;
 	uint64_t tx_pkts;
 	uint64_t tx_filtered; /* dropped by tx_filter */
 	uint64_t last_peer, last_user; /* of the last PDU sent */
@@ -71,6 +73,7 @@ struct ovr_pair_qp_params {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	bool sq_sig_all;
+	uint32_t srq[2]; /* node i's QP takes receives from SRQ srq[i]; 0: own */
 };
 
 void ovr_pair_cfg_default(struct ovr_pair_cfg *cfg);
