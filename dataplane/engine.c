@@ -94,6 +94,20 @@ static uint32_t mtu_bytes(uint32_t mtu)
 	return mtu >= OVR_MTU_256 && mtu <= OVR_MTU_4096 ? 128u << mtu : 0;
 }
 
+/* The MTU of UD QPs: the largest verbs MTU whose datagram (OTH, DETH,
+ * payload, CRC) fits in cfg.max_pdu. */
+static uint32_t ud_mtu(const struct ovr_eng *e)
+{
+	uint32_t room = e->cfg.max_pdu - (uint32_t)sizeof(struct ovr_wire_oth) -
+			(uint32_t)sizeof(struct ovr_wire_deth) -
+			OVR_WIRE_CRC_LEN;
+	uint32_t m = OVR_MTU_4096;
+
+	while (m > OVR_MTU_256 && mtu_bytes(m) > room)
+		m--;
+	return m;
+}
+
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
 static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
@@ -488,7 +502,9 @@ static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		.byte_len = status == OVR_WC_SUCCESS ? r->msg_len : 0,
 		.imm_data = r->imm,
 		.qp_num = qp->qpn,
-		.src_qp = qp->dest_qpn,
+		/* UD: the sender of the datagram, kept in last_psn */
+		.src_qp = qp->type == OVR_ENG_QPT_UD ? r->last_psn :
+						       qp->dest_qpn,
 		.wc_flags = status == OVR_WC_SUCCESS ? r->wc_flags : 0,
 		.vendor_err = verr,
 	};
@@ -575,7 +591,8 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
 static void qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 			   uint32_t status, uint32_t verr)
 {
-	bool connected = qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR;
+	bool connected = qp->type == OVR_ENG_QPT_RC &&
+			 qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR;
 
 	qp_error(e, qp, fail, status, verr);
 	if (connected) {
@@ -893,7 +910,9 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	uint64_t *rxbits;
 	int rc;
 
-	if (!init || !qpn)
+	if (!init || !qpn ||
+	    (init->qp_type && init->qp_type != OVR_ENG_QPT_RC &&
+	     init->qp_type != OVR_ENG_QPT_UD))
 		return -EINVAL;
 	cap = init->cap;
 	if (cap.max_send_wr > OVR_ENG_MAX_WR ||
@@ -933,6 +952,12 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	if (!e->qp_gen)
 		e->qp_gen = 1;
 	qp->qpn = (e->qp_gen << e->qp_bits) | i;
+	qp->type = init->qp_type ? init->qp_type : OVR_ENG_QPT_RC;
+	if (qp->type == OVR_ENG_QPT_UD) {
+		/* no path: the port's MTU, fixed */
+		qp->mtu = ud_mtu(e);
+		qp->seg = mtu_bytes(qp->mtu);
+	}
 	qp->in_use = true;
 	qp->state = OVR_QPS_RESET;
 	qp->pd = init->pd;
@@ -993,8 +1018,9 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	if (!qp)
 		return -EINVAL;
 	/* tell a connected peer now: there will be no later chance */
-	if ((qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR) ||
-	    qp->term_pending)
+	if (qp->type == OVR_ENG_QPT_RC &&
+	    ((qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR) ||
+	     qp->term_pending))
 		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
 			qp->snd_nxt, qp->peer, qp->user, e->now);
 	qp_reset(e, qp);
@@ -1084,7 +1110,9 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	next = (mask & OVR_ENG_ATTR_STATE) ? a->qp_state : cur;
 	if (next > OVR_QPS_ERR)
 		return -EINVAL;
-	if (ovr_qp_modify_check(OVR_QPT_RC, cur, next, mask))
+	if (ovr_qp_modify_check(qp->type == OVR_ENG_QPT_UD ? OVR_QPT_UD :
+							     OVR_QPT_RC,
+				cur, next, mask))
 		return -EINVAL;
 	if (check_attr_values(a, mask))
 		return -EINVAL;
@@ -1103,6 +1131,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		qp_reset(e, qp);
 	if (mask & OVR_ENG_ATTR_ACCESS_FLAGS)
 		qp->access = a->qp_access_flags;
+	if (mask & OVR_ENG_ATTR_QKEY)
+		qp->qkey = a->qkey;
 	if (mask & OVR_ENG_ATTR_AV)
 		qp->peer = a->peer;
 	if (mask & OVR_ENG_ATTR_PATH_MTU) {
@@ -1130,7 +1160,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		qp->max_rd_atomic = a->max_rd_atomic;
 	if (mask & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR)
+	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
+	    qp->type == OVR_ENG_QPT_RC)
 		qp_to_rts(e, qp, now_ns);
 	if (next == OVR_QPS_SQD) {
 		qp->sqd_notify = mask & OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY;
@@ -1157,6 +1188,7 @@ int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn, struct ovr_eng_qp_attr *a)
 	a->dest_qp_num = qp->dest_qpn;
 	a->rq_psn = qp->rx.ack_psn;
 	a->sq_psn = qp->snd_nxt;
+	a->qkey = qp->qkey;
 	a->peer = qp->peer;
 	a->timeout = qp->timeout;
 	a->retry_cnt = qp->retry_cnt;
@@ -1216,6 +1248,9 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		return EINVAL;
 	if (qp->state < OVR_QPS_RTS)
 		return EINVAL;
+	if (qp->type == OVR_ENG_QPT_UD && wr->opcode != OVR_WR_SEND &&
+	    wr->opcode != OVR_WR_SEND_WITH_IMM)
+		return EINVAL;
 	switch (wr->opcode) {
 	case OVR_WR_RDMA_WRITE:
 	case OVR_WR_RDMA_WRITE_WITH_IMM:
@@ -1262,6 +1297,13 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 						      wr->imm_data;
 	w->cmp_add = wr->compare_add;
 	w->swap = wr->swap;
+	if (qp->type == OVR_ENG_QPT_UD) {
+		w->raddr = wr->ud_peer;
+		w->rkey = wr->remote_qpn & M24;
+		/* verbs' controlled qkey: the high bit means "the QP's" */
+		w->cmp_add = wr->remote_qkey & 0x80000000u ? qp->qkey :
+							     wr->remote_qkey;
+	}
 	w->state = W_QUEUED;
 	if (inl) {
 		uint8_t *d = qp->sinl + (size_t)(idx & qp->sq_mask) *
@@ -1308,7 +1350,7 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 			w->msn = qp->q1_msn++;
 	}
 	qp->sq_prod++;
-	if (qp->state == OVR_QPS_ERR) {
+	if (qp->state == OVR_QPS_ERR || qp->state == OVR_QPS_SQE) {
 		/* verbs: a WR posted to a QP in ERROR completes flushed */
 		complete_send(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0, true);
 		qp->sq_cons = qp->sq_next = qp->sq_prod;
@@ -1354,7 +1396,8 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		return 0;
 	}
 	/* A peer that ran out of credit learns at once that it may go on. */
-	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1) {
+	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1 &&
+	    qp->type == OVR_ENG_QPT_RC) {
 		qp->ack_now = true;
 		qp_activate(e, qp);
 	}
@@ -1846,12 +1889,160 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	return 1;
 }
 
+/* ---- unreliable datagrams ------------------------------------------- */
+
+static void fill_ud(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+		    uint32_t off, uint32_t len, uint32_t idx)
+{
+	fill_req(e, qp, dst, off, len, idx);
+}
+
+/* Send the datagram of SQ slot @idx; false when no buffer was free. */
+static bool tx_ud(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		  uint64_t now)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct ovr_wire_pkt p;
+	void *tok = NULL;
+	uint8_t *buf;
+	int h;
+
+	memset(&p, 0, sizeof(p));
+	p.version = OVR_WIRE_VERSION;
+	p.opcode = w->opcode == OVR_WR_SEND_WITH_IMM ? OVR_OP_UD_SEND_IMM :
+						       OVR_OP_UD_SEND;
+	p.flags = OVR_F_LAST | (w->flags & OVR_SEND_SOLICITED ? OVR_F_SE : 0);
+	p.dqpn = w->rkey;
+	p.sqpn = qp->qpn;
+	p.tsval = ts_of(now);
+	p.u.ud.qkey = (uint32_t)w->cmp_add;
+	p.u.ud.imm = p.opcode == OVR_OP_UD_SEND_IMM ? w->imm : 0;
+	p.payload_len = w->len;
+	buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+	if (!buf) {
+		e->st.tx_nobuf++;
+		return false;
+	}
+	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
+	if (ovr_unlikely(h < 0)) {
+		e->ops.tx(e->ctx, tok, 0, w->raddr, qp->user);
+		return true; /* cannot happen: len <= MTU was checked */
+	}
+	if (w->len)
+		fill_ud(e, qp, buf + h, 0, w->len, idx);
+	e->ops.tx(e->ctx, tok, (uint32_t)ovr_wire_seal(buf, (size_t)h + w->len),
+		  w->raddr, qp->user);
+	e->st.tx_pkts++;
+	qp->st.tx_pkts++;
+	qp->st.tx_bytes += w->len;
+	return true;
+}
+
+/*
+ * A UD send WR failed locally: it completes with @status, the rest
+ * flush, and the QP goes to SQE (receives go on; modify SQE -> RTS
+ * resumes sending), as verbs has it for UD.
+ */
+static void ud_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status)
+{
+	uint32_t i;
+
+	for (i = qp->sq_cons; i != qp->sq_prod; i++)
+		complete_send(e, qp, i,
+			      i == qp->sq_cons ? status : OVR_WC_WR_FLUSH_ERR,
+			      i == qp->sq_cons ? OVR_VERR_LKEY : 0, true);
+	qp->sq_cons = qp->sq_next = qp->sq_prod;
+	qp->state = OVR_QPS_SQE;
+	qp->st.state = OVR_QPS_SQE;
+}
+
+/* UD: each WR is one datagram, complete once handed to ops->tx. */
+static uint32_t ud_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+		      uint32_t burst)
+{
+	uint32_t n = 0;
+
+	while (n < burst && qp->state == OVR_QPS_RTS &&
+	       qp->sq_cons != qp->sq_prod) {
+		uint32_t idx = qp->sq_cons;
+		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+
+		if (w->state == W_LOCERR) {
+			ud_sq_error(e, qp, w->status);
+			break;
+		}
+		if (w->len > qp->seg) {
+			/* IB C10-93.1.1: no packet, and no error */
+			e->st.tx_ud_too_long++;
+		} else {
+			if (!tx_ud(e, qp, idx, now))
+				break;
+			n++;
+		}
+		complete_send(e, qp, idx, OVR_WC_SUCCESS, 0, false);
+		qp->sq_next = ++qp->sq_cons;
+	}
+	return n;
+}
+
+/* A datagram for UD QP @qp from @from. */
+static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
+		  const struct ovr_wire_pkt *p, uint64_t from)
+{
+	uint8_t grh[OVR_ENG_GRH_LEN];
+	struct eng_rwqe *r;
+	uint32_t idx;
+
+	if (qp->state < OVR_QPS_RTR || qp->state == OVR_QPS_ERR) {
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (p->u.ud.qkey != qp->qkey) {
+		e->st.rx_ud_qkey++;
+		return;
+	}
+	if (qp->rq_cons == qp->rq_prod && (!qp->srq || !srq_take(e, qp))) {
+		e->st.rx_ud_norecv++;
+		return;
+	}
+	idx = qp->rq_cons++;
+	r = rwqe(qp, idx);
+	r->last_psn = p->sqpn; /* src_qp of the completion */
+	qp->st.rx_pkts++;
+	qp->st.rx_bytes += p->payload_len;
+	if (r->bad || OVR_ENG_GRH_LEN + p->payload_len > r->cap) {
+		/* the receive is used up, the datagram dropped; a UD QP
+		 * has no connection to fail */
+		complete_recv(e, qp, idx, r->bad ? r->bad : OVR_WC_LOC_LEN_ERR,
+			      r->bad ? OVR_VERR_LKEY : OVR_VERR_LEN);
+		return;
+	}
+	r->wc_opcode = OVR_WC_RECV;
+	r->wc_flags = 0;
+	if (e->ops.ud_grh) {
+		e->ops.ud_grh(e->ctx, qp->user, from, grh);
+		sge_write(rwqe_sge(qp, idx), r->nsge, 0, grh, sizeof(grh));
+		r->wc_flags = OVR_WC_GRH;
+	}
+	sge_write(rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN, p->payload,
+		  p->payload_len);
+	r->msg_len = OVR_ENG_GRH_LEN + p->payload_len;
+	if (p->opcode == OVR_OP_UD_SEND_IMM) {
+		r->imm = p->u.ud.imm;
+		r->wc_flags |= OVR_WC_WITH_IMM;
+	}
+	complete_recv(e, qp, idx, OVR_WC_SUCCESS, 0);
+}
+
 /* Send what this QP may send now, up to @burst packets. */
 static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		      uint32_t burst)
 {
 	uint32_t n = 0;
 	int r;
+
+	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD))
+		return ud_tx(e, qp, now, burst);
 
 	if (qp->nak_code) {
 		send_nak(e, qp, now);
@@ -2173,7 +2364,9 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 {
-	while (qp->sq_cons != qp->sq_prod && qp->state != OVR_QPS_ERR) {
+	/* (UD WRs complete as they are sent: ud_tx) */
+	while (qp->type == OVR_ENG_QPT_RC && qp->sq_cons != qp->sq_prod &&
+	       qp->state != OVR_QPS_ERR) {
 		uint32_t idx = qp->sq_cons;
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
@@ -2590,7 +2783,8 @@ static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p)
 		e->st.rx_bad_state++;
 		return;
 	}
-	if (p->sqpn != qp->dest_qpn || !term_psn_ok(e, qp, p)) {
+	if (qp->type != OVR_ENG_QPT_RC || p->sqpn != qp->dest_qpn ||
+	    !term_psn_ok(e, qp, p)) {
 		e->st.rx_term_bad++;
 		return;
 	}
@@ -2678,6 +2872,17 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 					p.psn :
 					p.ack_psn,
 				from, 0, now);
+		return;
+	}
+	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD ||
+			 p.opcode == OVR_OP_UD_SEND ||
+			 p.opcode == OVR_OP_UD_SEND_IMM)) {
+		if (qp->type == OVR_ENG_QPT_UD &&
+		    (p.opcode == OVR_OP_UD_SEND ||
+		     p.opcode == OVR_OP_UD_SEND_IMM))
+			rx_ud(e, qp, &p, from);
+		else
+			e->st.rx_bad++; /* a datagram for RC, or the reverse */
 		return;
 	}
 	if (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn) {

@@ -37,11 +37,11 @@ enum { W_QUEUED, W_SENDING, W_SENT, W_LOCERR };
 
 struct eng_swqe {
 	uint64_t wr_id;
-	uint64_t raddr;
-	uint64_t cmp_add; /* atomics */
+	uint64_t raddr; /* UD: the destination's address vector */
+	uint64_t cmp_add; /* atomics; UD: the qkey to send */
 	uint64_t swap;
 	uint32_t len; /* message bytes */
-	uint32_t rkey;
+	uint32_t rkey; /* UD: the destination QPN */
 	uint32_t imm; /* immediate, or the rkey to invalidate */
 	uint32_t msn; /* queue-0 or queue-1 MSN */
 	uint32_t sent; /* bytes segmented so far */
@@ -63,7 +63,7 @@ struct eng_rwqe {
 	uint64_t wr_id;
 	uint32_t cap; /* bytes the SGEs hold */
 	uint32_t msg_len;
-	uint32_t last_psn;
+	uint32_t last_psn; /* UD: the sender's QPN */
 	uint32_t imm;
 	uint8_t nsge;
 	uint8_t have_last;
@@ -151,6 +151,8 @@ struct eng_qp {
 	/* identity and verbs attributes */
 	uint32_t qpn;
 	uint32_t state;
+	uint32_t type; /* OVR_ENG_QPT_RC or OVR_ENG_QPT_UD */
+	uint32_t qkey; /* UD */
 	uint32_t pd, send_cq, recv_cq;
 	uint64_t user;
 	uint64_t peer;

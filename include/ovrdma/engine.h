@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ovrdma transport engine: RC queue pairs over a lossy, reordering,
- * duplicating, corrupting network (docs/TRANSPORT.md).
+ * duplicating, corrupting network, UD queue pairs and shared receive
+ * queues (docs/TRANSPORT.md).
  *
  * The engine does no I/O and reads no clock. The caller hands it received
  * PDUs (ovr_eng_rx), lets it transmit and run its timers (ovr_eng_poll),
@@ -80,6 +81,7 @@ enum ovr_wc_opcode {
 };
 
 enum ovr_wc_flags {
+	OVR_WC_GRH = 1, /* UD: the first 40 bytes received are a GRH */
 	OVR_WC_WITH_IMM = 2,
 	OVR_WC_WITH_INV = 8,
 };
@@ -103,6 +105,12 @@ enum ovr_mtu {
 #define OVR_ENG_QPS_SQD 4
 #define OVR_ENG_QPS_SQE 5
 #define OVR_ENG_QPS_ERR 6
+
+#define OVR_ENG_QPT_RC 2 /* IBV_QPT_RC */
+#define OVR_ENG_QPT_UD 4 /* IBV_QPT_UD */
+
+/* A UD receive buffer starts with this many bytes of GRH (verbs). */
+#define OVR_ENG_GRH_LEN 40
 
 #define OVR_ENG_ACCESS_LOCAL_WRITE 1u
 #define OVR_ENG_ACCESS_REMOTE_WRITE 2u
@@ -151,6 +159,10 @@ struct ovr_eng_send_wr {
 	uint64_t remote_addr;
 	uint64_t compare_add; /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
 	uint64_t swap;
+	/* UD only (ibv_send_wr.wr.ud): where the datagram goes */
+	uint64_t ud_peer; /* address vector, passed to ops->tx (the ah) */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey; /* bit 31 set: use the QP's own qkey */
 };
 
 struct ovr_eng_recv_wr {
@@ -221,6 +233,7 @@ struct ovr_eng_qp_init {
 	 * cap.max_recv_wr / max_recv_sge are ignored (reported 0) and
 	 * ovr_eng_post_recv on the QP is EINVAL */
 	uint32_t srq;
+	uint32_t qp_type; /* OVR_ENG_QPT_RC (or 0) or OVR_ENG_QPT_UD */
 };
 
 struct ovr_eng_qp_attr {
@@ -231,6 +244,7 @@ struct ovr_eng_qp_attr {
 	uint32_t dest_qp_num;
 	uint32_t rq_psn;
 	uint32_t sq_psn;
+	uint32_t qkey; /* UD */
 	uint64_t peer; /* address vector: opaque, passed to ops->tx */
 	uint8_t timeout; /* 4.096 us * 2^timeout; 0: wait forever */
 	uint8_t retry_cnt; /* 0..7 */
@@ -285,6 +299,16 @@ struct ovr_eng_ops {
 	 * OVR_EV_SRQ_LIMIT_REACHED; @srq_user is the SRQ's init user. */
 	void (*srq_event)(void *ctx, uint64_t srq_user, uint32_t srqn,
 			  enum ovr_eng_event ev);
+	/*
+	 * (optional) The 40-byte GRH of a datagram that UD QP @qp_user
+	 * accepted from @from (ovr_eng_rx_from's address vector): fill
+	 * @grh as verbs would see it (IPv4-mapped addresses for RoCEv2).
+	 * The engine writes it to the first 40 bytes of the receive and
+	 * sets OVR_WC_GRH; without this op those bytes are left untouched
+	 * and the flag clear. Called before the completion.
+	 */
+	void (*ud_grh)(void *ctx, uint64_t qp_user, uint64_t from,
+		       uint8_t grh[OVR_ENG_GRH_LEN]);
 };
 
 struct ovr_eng_cfg {
@@ -327,7 +351,20 @@ int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
 /* -EBUSY while a posted work request still names it. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
-/* Queue pairs (RC). Returns 0 and the QPN, or a negative errno. */
+/*
+ * Queue pairs, RC or UD (init.qp_type). Returns 0 and the QPN, or a
+ * negative errno.
+ *
+ * UD (docs/TRANSPORT.md §11): modify follows verbs' UD table (INIT needs
+ * PKEY_INDEX, PORT, QKEY; RTR nothing; RTS SQ_PSN); post_send takes SEND
+ * and SEND_WITH_IMM only (else EINVAL), each WR naming its destination
+ * (ud_peer, remote_qpn, remote_qkey); one packet per message, no ACK, no
+ * retransmission. A message longer than the QP's MTU (query path_mtu:
+ * the largest verbs MTU a PDU of cfg.max_pdu carries) completes
+ * successfully without being sent, as the IB spec (C10-93.1.1) says.
+ * Receives take OVR_ENG_GRH_LEN bytes of GRH then the payload; byte_len
+ * counts both; src_qp is the sender's QPN.
+ */
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		      uint32_t *qpn);
 /*
@@ -456,6 +493,9 @@ struct ovr_eng_stats {
 	uint64_t rx_term; /* TERMINATEs accepted (a QP went to ERROR) */
 	uint64_t rx_term_bad; /* TERMINATEs ignored: wrong source QPN or PSN */
 	uint64_t term_limited; /* answers not sent: rate limit or no @from */
+	uint64_t rx_ud_qkey; /* datagrams dropped: wrong qkey */
+	uint64_t rx_ud_norecv; /* datagrams dropped: no receive posted */
+	uint64_t tx_ud_too_long; /* UD sends over the MTU: not sent (C10-93.1.1) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

@@ -141,12 +141,24 @@ static void pair_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
 		n->srq_events[ev]++;
 }
 
+/* A recognisable GRH: where it came from, then the receiving QP's user
+ * value, then 0xab. */
+static void pair_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
+			uint8_t grh[OVR_ENG_GRH_LEN])
+{
+	(void)ctx;
+	memset(grh, 0xab, OVR_ENG_GRH_LEN);
+	memcpy(grh, &from, sizeof(from));
+	memcpy(grh + 8, &qp_user, sizeof(qp_user));
+}
+
 static const struct ovr_eng_ops pair_ops = {
 	.tx_alloc = pair_tx_alloc,
 	.tx = pair_tx,
 	.cqe = pair_cqe,
 	.event = pair_event,
 	.srq_event = pair_srq_event,
+	.ud_grh = pair_ud_grh,
 };
 
 struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)

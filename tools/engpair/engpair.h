@@ -101,6 +101,9 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 			const struct ovr_pair_qp_params *qp, uint32_t cq_base,
 			uint64_t now, uint32_t qpn[2]);
 
+/* UD receives get a GRH of: the 8-byte address vector the datagram came
+ * from (host order), the receiving QP's 8-byte user value, then 0xab. */
+
 /* Deliver what has arrived (node i hears from peer 1 - i: the address
  * vector ovr_pair_connect gives), poll both engines, advance time to the
  * next event. false when nothing at all remains to happen. */
