@@ -582,6 +582,18 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
 }
 
 /*
+ * Can @qp tell its peer it is going away? It must be an RC QP that has
+ * been to RTS: the TERMINATE carries its next send PSN, which a QP still
+ * in RTR does not have yet (sq_psn comes with RTS). Its peer learns
+ * otherwise: a destroyed QP's number answers the peer's next packet.
+ */
+static bool term_can_tell(const struct eng_qp *qp)
+{
+	return qp->type == OVR_ENG_QPT_RC &&
+	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD);
+}
+
+/*
  * ERROR for a cause of this side's own (the application, a local error,
  * retry or RNR budget spent): a connected QP tells its peer with a
  * TERMINATE, sent by the poll loop and repeated in answer to the peer's
@@ -591,8 +603,7 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
 static void qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 			   uint32_t status, uint32_t verr)
 {
-	bool connected = qp->type == OVR_ENG_QPT_RC &&
-			 qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR;
+	bool connected = term_can_tell(qp);
 
 	qp_error(e, qp, fail, status, verr);
 	if (connected) {
@@ -1018,9 +1029,7 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	if (!qp)
 		return -EINVAL;
 	/* tell a connected peer now: there will be no later chance */
-	if (qp->type == OVR_ENG_QPT_RC &&
-	    ((qp->state >= OVR_QPS_RTR && qp->state != OVR_QPS_ERR) ||
-	     qp->term_pending))
+	if (term_can_tell(qp) || qp->term_pending)
 		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
 			qp->snd_nxt, qp->peer, qp->user, e->now);
 	qp_reset(e, qp);

@@ -368,8 +368,8 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		      uint32_t *qpn);
 /*
- * Destroys in any state; nothing is completed. A connected QP (RTR, RTS,
- * SQD, SQE) first sends its peer a TERMINATE (best effort, at once,
+ * Destroys in any state; nothing is completed. A connected QP (RTS,
+ * SQD) first sends its peer a TERMINATE (best effort, at once,
  * through ops->tx), so the peer's outstanding work fails with
  * REM_ABORT_ERR within about one RTT instead of after its retry budget;
  * if that TERMINATE is lost, the peer's next packet to the vanished QPN
