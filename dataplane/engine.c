@@ -94,7 +94,24 @@ static uint32_t mtu_bytes(uint32_t mtu)
 	return mtu >= OVR_MTU_256 && mtu <= OVR_MTU_4096 ? 128u << mtu : 0;
 }
 
+/* The MTU of UD QPs: the largest verbs MTU whose datagram (OTH, DETH,
+ * payload, CRC) fits in cfg.max_pdu. */
+static uint32_t ud_mtu(const struct ovr_eng *e)
+{
+	uint32_t room = e->cfg.max_pdu - (uint32_t)sizeof(struct ovr_wire_oth) -
+			(uint32_t)sizeof(struct ovr_wire_deth) -
+			OVR_WIRE_CRC_LEN;
+	uint32_t m = OVR_MTU_4096;
+
+	while (m > OVR_MTU_256 && mtu_bytes(m) > room)
+		m--;
+	return m;
+}
+
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
+static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
+		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
+		    uint64_t now);
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -117,6 +134,13 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 		.line_rate_bps = 0,
 		.base_rtt_ns = 0,
 		.seed = 0,
+		/* answers to packets for vanished QPs: enough for a peer
+		 * node's thousand QPs to learn within a few retransmissions,
+		 * far too few to make a node a useful reflector (each answer
+		 * is 48 bytes, no larger than what it answers) */
+		.term_rate = 10000,
+		.term_burst = 64,
+		.max_srq = 256,
 	};
 }
 
@@ -190,7 +214,16 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	e->rxbits_mem =
 		calloc((size_t)maxqp * ovr_dp_rxwin_words(cfg->window_pkts),
 		       sizeof(uint64_t));
-	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem) {
+	if (cfg->max_srq) {
+		uint32_t n = pow2_at_least(cfg->max_srq);
+
+		for (e->srq_bits = 0; (1u << e->srq_bits) < n; e->srq_bits++)
+			;
+		e->srq_gen = (uint32_t)(seed >> 20);
+		e->srqs = calloc(n, sizeof(*e->srqs));
+	}
+	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem ||
+	    (cfg->max_srq && !e->srqs)) {
 		ovr_eng_destroy(e);
 		errno = ENOMEM;
 		return NULL;
@@ -203,6 +236,7 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 		e->sb_free = sb;
 	}
 	e->act.act_next = e->act.act_prev = &e->act;
+	e->term_tokens = cfg->term_burst;
 	return e;
 }
 
@@ -213,11 +247,25 @@ static void qp_free_queues(struct eng_qp *qp)
 	free(qp->sinl);
 	free(qp->rq);
 	free(qp->rsge);
+	free(qp->bind);
 	qp->sq = NULL;
 	qp->ssge = NULL;
 	qp->sinl = NULL;
 	qp->rq = NULL;
 	qp->rsge = NULL;
+	qp->bind = NULL;
+}
+
+static void srq_free(struct eng_srq *q)
+{
+	free(q->wqe);
+	free(q->sge);
+	free(q->fifo);
+	free(q->free_slot);
+	q->wqe = NULL;
+	q->sge = NULL;
+	q->fifo = NULL;
+	q->free_slot = NULL;
 }
 
 void ovr_eng_destroy(struct ovr_eng *e)
@@ -229,6 +277,10 @@ void ovr_eng_destroy(struct ovr_eng *e)
 	if (e->qps)
 		for (i = 0; i < (1u << e->qp_bits); i++)
 			qp_free_queues(&e->qps[i]);
+	if (e->srqs)
+		for (i = 0; i < (1u << e->srq_bits); i++)
+			srq_free(&e->srqs[i]);
+	free(e->srqs);
 	free(e->qps);
 	free(e->sb_mem);
 	free(e->rxbits_mem);
@@ -350,8 +402,23 @@ static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
 	return &qp->ssge[(idx & qp->sq_mask) * qp->cap.max_send_sge];
 }
 
+static inline struct eng_lsge *srq_sge(struct eng_srq *q, uint32_t slot)
+{
+	return &q->sge[(size_t)slot * q->max_sge];
+}
+
+/* Receive entry @idx of a QP: its own, or the SRQ slot it took. */
+static inline struct eng_rwqe *rwqe(struct eng_qp *qp, uint32_t idx)
+{
+	if (ovr_unlikely(qp->srq != NULL))
+		return &qp->srq->wqe[qp->bind[idx & qp->rq_mask]];
+	return &qp->rq[idx & qp->rq_mask];
+}
+
 static inline struct eng_lsge *rwqe_sge(struct eng_qp *qp, uint32_t idx)
 {
+	if (ovr_unlikely(qp->srq != NULL))
+		return srq_sge(qp->srq, qp->bind[idx & qp->rq_mask]);
 	return &qp->rsge[(idx & qp->rq_mask) * qp->cap.max_recv_sge];
 }
 
@@ -369,9 +436,14 @@ static void swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 	put_refs(e, swqe_sge(qp, idx), &qp->sq[idx & qp->sq_mask].nsge);
 }
 
+/* Receive entry @idx is done with: drop its references; an SRQ slot
+ * goes back to the SRQ's free stack. */
 static void rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx)
 {
-	put_refs(e, rwqe_sge(qp, idx), &qp->rq[idx & qp->rq_mask].nsge);
+	put_refs(e, rwqe_sge(qp, idx), &rwqe(qp, idx)->nsge);
+	if (qp->srq)
+		qp->srq->free_slot[qp->srq->nfree++] =
+			qp->bind[idx & qp->rq_mask];
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -422,7 +494,7 @@ static void complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 			  uint32_t status, uint32_t verr)
 {
-	struct eng_rwqe *r = &qp->rq[idx & qp->rq_mask];
+	struct eng_rwqe *r = rwqe(qp, idx);
 	struct ovr_eng_wc wc = {
 		.wr_id = r->wr_id,
 		.status = status,
@@ -430,7 +502,9 @@ static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		.byte_len = status == OVR_WC_SUCCESS ? r->msg_len : 0,
 		.imm_data = r->imm,
 		.qp_num = qp->qpn,
-		.src_qp = qp->dest_qpn,
+		/* UD: the sender of the datagram, kept in last_psn */
+		.src_qp = qp->type == OVR_ENG_QPT_UD ? r->last_psn :
+						       qp->dest_qpn,
 		.wc_flags = status == OVR_WC_SUCCESS ? r->wc_flags : 0,
 		.vendor_err = verr,
 	};
@@ -478,12 +552,17 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 	qp->sq_cons = qp->sq_next = qp->sq_prod;
 	qp->rd_out = 0;
 	for (i = qp->rq_cons; i != qp->rq_prod; i++) {
-		struct eng_rwqe *r = &qp->rq[i & qp->rq_mask];
+		struct eng_rwqe *r = rwqe(qp, i);
 
 		complete_recv(e, qp, i, r->bad ? r->bad : OVR_WC_WR_FLUSH_ERR,
 			      r->bad == OVR_WC_LOC_LEN_ERR ? OVR_VERR_LEN : 0);
 	}
 	qp->rq_cons = qp->rq_prod;
+	/* what it took from its SRQ has all completed (verbs' cue that
+	 * the QP may be destroyed without losing receives) */
+	if (qp->srq && e->ops.event)
+		e->ops.event(e->ctx, qp->user, qp->qpn,
+			     OVR_EV_QP_LAST_WQE_REACHED);
 	sb_release(e, qp);
 	memset(qp->stash, 0, sizeof(qp->stash));
 	memset(qp->rdq, 0, sizeof(qp->rdq));
@@ -500,6 +579,38 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
 			  uint32_t verr)
 {
 	qp_error(e, qp, qp->sq_cons, status, verr);
+}
+
+/*
+ * Can @qp tell its peer it is going away? It must be an RC QP that has
+ * been to RTS: the TERMINATE carries its next send PSN, which a QP still
+ * in RTR does not have yet (sq_psn comes with RTS). Its peer learns
+ * otherwise: a destroyed QP's number answers the peer's next packet.
+ */
+static bool term_can_tell(const struct eng_qp *qp)
+{
+	return qp->type == OVR_ENG_QPT_RC &&
+	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD);
+}
+
+/*
+ * ERROR for a cause of this side's own (the application, a local error,
+ * retry or RNR budget spent): a connected QP tells its peer with a
+ * TERMINATE, sent by the poll loop and repeated in answer to the peer's
+ * later packets. Causes the peer already knows (a NAK either way, a
+ * TERMINATE, a version mismatch) use qp_error() alone.
+ */
+static void qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
+			   uint32_t status, uint32_t verr)
+{
+	bool connected = term_can_tell(qp);
+
+	qp_error(e, qp, fail, status, verr);
+	if (connected) {
+		qp->term_reason = OVR_TERM_ERROR;
+		qp->term_pending = true;
+		qp_activate(e, qp);
+	}
 }
 
 /* A responder-side violation: NAK it, then ERROR (verbs class C/J). */
@@ -539,30 +650,265 @@ static void violation(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 
 /* ---- QP verbs --------------------------------------------------------------- */
 
-static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap)
+/*
+ * The QP's queues. With an SRQ there is no receive queue but a ring of
+ * @nbind SRQ slot numbers (4 bytes each): the receives the QP has taken
+ * for messages in its receive window.
+ */
+static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap,
+			   bool srq, uint32_t nbind)
 {
 	uint32_t ns = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
 	uint32_t nr = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
 
 	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	if (srq) {
+		nr = nbind;
+		cap->max_recv_sge = 0;
+	}
 	qp->sq = calloc(ns, sizeof(*qp->sq));
 	qp->ssge = calloc((size_t)ns * cap->max_send_sge, sizeof(*qp->ssge));
 	qp->sinl = cap->max_inline_data ? calloc(ns, cap->max_inline_data) :
 					  NULL;
-	qp->rq = calloc(nr, sizeof(*qp->rq));
-	qp->rsge = calloc((size_t)nr * cap->max_recv_sge, sizeof(*qp->rsge));
+	if (srq) {
+		qp->bind = calloc(nr, sizeof(*qp->bind));
+	} else {
+		qp->rq = calloc(nr, sizeof(*qp->rq));
+		qp->rsge = calloc((size_t)nr * cap->max_recv_sge,
+				  sizeof(*qp->rsge));
+	}
 	if (!qp->sq || !qp->ssge || (cap->max_inline_data && !qp->sinl) ||
-	    !qp->rq || !qp->rsge) {
+	    (srq ? !qp->bind : !qp->rq || !qp->rsge)) {
 		qp_free_queues(qp);
 		return -ENOMEM;
 	}
 	qp->sq_mask = ns - 1;
 	qp->rq_mask = nr - 1;
 	cap->max_send_wr = ns;
-	cap->max_recv_wr = nr;
+	cap->max_recv_wr = srq ? 0 : nr;
 	qp->cap = *cap;
 	return 0;
+}
+
+/* ---- shared receive queues --------------------------------------------- */
+
+static struct eng_srq *srq_get(struct ovr_eng *e, uint32_t srqn)
+{
+	struct eng_srq *q;
+
+	if (!e->srqs || !srqn)
+		return NULL;
+	q = &e->srqs[srqn & ((1u << e->srq_bits) - 1)];
+	return q->in_use && q->srqn == (srqn & M24) ? q : NULL;
+}
+
+/* (Re)size @q to @cap slots (a power of two, not below the current),
+ * keeping its receives where they are. */
+static int srq_resize(struct eng_srq *q, uint32_t cap)
+{
+	struct eng_rwqe *wqe = calloc(cap, sizeof(*wqe));
+	struct eng_lsge *sge = calloc((size_t)cap * q->max_sge, sizeof(*sge));
+	uint32_t *fifo = calloc(cap, sizeof(*fifo));
+	uint32_t *fr = calloc(cap, sizeof(*fr));
+	uint32_t i, n = 0;
+
+	if (!wqe || !sge || !fifo || !fr) {
+		free(wqe);
+		free(sge);
+		free(fifo);
+		free(fr);
+		return -ENOMEM;
+	}
+	if (q->cap) {
+		/* slots keep their numbers: QPs name them in bind rings */
+		memcpy(wqe, q->wqe, q->cap * sizeof(*wqe));
+		memcpy(sge, q->sge, (size_t)q->cap * q->max_sge * sizeof(*sge));
+		for (i = q->head; i != q->tail; i++)
+			fifo[n++] = q->fifo[i & (q->cap - 1)];
+		memcpy(fr, q->free_slot, q->nfree * sizeof(*fr));
+	}
+	/* new slots are free, lowest numbers on top */
+	for (i = cap; i-- > q->cap;)
+		fr[q->nfree++] = i;
+	srq_free(q);
+	q->wqe = wqe;
+	q->sge = sge;
+	q->fifo = fifo;
+	q->free_slot = fr;
+	q->head = 0;
+	q->tail = n;
+	q->cap = cap;
+	return 0;
+}
+
+int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
+		       uint32_t *srqn)
+{
+	uint32_t n = 1u << e->srq_bits, i, gen_bits = 24 - e->srq_bits;
+	struct eng_srq *q = NULL;
+	int rc;
+
+	if (!init || !srqn || !e->srqs || !init->attr.max_wr ||
+	    init->attr.max_wr > OVR_ENG_MAX_WR || !init->attr.max_sge ||
+	    init->attr.max_sge > OVR_ENG_MAX_SGE)
+		return -EINVAL;
+	for (i = 0; i < n && i < e->cfg.max_srq; i++)
+		if (!e->srqs[i].in_use) {
+			q = &e->srqs[i];
+			break;
+		}
+	if (!q)
+		return -ENOSPC;
+	memset(q, 0, sizeof(*q));
+	q->max_sge = init->attr.max_sge;
+	rc = srq_resize(q, pow2_at_least(init->attr.max_wr));
+	if (rc)
+		return rc;
+	/* like QPNs: generation | slot, never 0 */
+	e->srq_gen = (e->srq_gen + 1) & ((1u << gen_bits) - 1);
+	if (!e->srq_gen)
+		e->srq_gen = 1;
+	q->srqn = (e->srq_gen << e->srq_bits) | i;
+	q->pd = init->pd;
+	q->user = init->user;
+	q->in_use = true;
+	*srqn = q->srqn;
+	return 0;
+}
+
+int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
+		       const struct ovr_eng_srq_attr *attr, unsigned int mask)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+	uint32_t cap;
+	int rc;
+
+	if (!q || !attr || (mask & ~(OVR_ENG_SRQ_MAX_WR | OVR_ENG_SRQ_LIMIT)))
+		return -EINVAL;
+	cap = q->cap;
+	if (mask & OVR_ENG_SRQ_MAX_WR) {
+		if (attr->max_wr < q->cap || attr->max_wr > OVR_ENG_MAX_WR)
+			return -EINVAL;
+		cap = pow2_at_least(attr->max_wr);
+	}
+	if ((mask & OVR_ENG_SRQ_LIMIT) && attr->srq_limit > cap)
+		return -EINVAL;
+	if (cap != q->cap) {
+		rc = srq_resize(q, cap);
+		if (rc)
+			return rc;
+	}
+	if (mask & OVR_ENG_SRQ_LIMIT)
+		q->limit = attr->srq_limit;
+	return 0;
+}
+
+int ovr_eng_srq_query(struct ovr_eng *e, uint32_t srqn,
+		      struct ovr_eng_srq_attr *attr)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+
+	if (!q || !attr)
+		return -EINVAL;
+	attr->max_wr = q->cap;
+	attr->max_sge = q->max_sge;
+	attr->srq_limit = q->limit;
+	return 0;
+}
+
+int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+
+	if (!q)
+		return -EINVAL;
+	if (q->nqp)
+		return -EBUSY;
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+		put_refs(e, srq_sge(q, slot), &q->wqe[slot].nsge);
+	}
+	srq_free(q);
+	q->in_use = false;
+	q->srqn = 0;
+	return 0;
+}
+
+/* Fill receive entry @r and its scatter list @s from @wr, checking and
+ * referencing each key against @pd (a bad one marks the entry bad). */
+static void rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
+		      struct eng_lsge *s, const struct ovr_eng_recv_wr *wr,
+		      uint32_t total)
+{
+	memset(r, 0, sizeof(*r));
+	r->wr_id = wr->wr_id;
+	r->cap = total;
+	r->wc_opcode = OVR_WC_RECV;
+	for (uint32_t i = 0; i < wr->num_sge; i++) {
+		const struct ovr_eng_sge *g = &wr->sg_list[i];
+		uint8_t *host = NULL;
+
+		s[i].len = g->length;
+		s[i].key = 0;
+		s[i].host = NULL;
+		r->nsge = (uint8_t)(i + 1);
+		if (!g->length)
+			continue;
+		if (ovr_mr_check(e->mrs, g->lkey, pd, g->addr, g->length,
+				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
+		    ovr_mr_get(e->mrs, g->lkey)) {
+			r->bad = OVR_WC_LOC_PROT_ERR;
+			r->nsge = (uint8_t)i;
+			break;
+		}
+		s[i].host = host;
+		s[i].key = g->lkey;
+	}
+}
+
+int ovr_eng_post_srq_recv(struct ovr_eng *e, uint32_t srqn,
+			  const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
+{
+	struct eng_srq *q = srq_get(e, srqn);
+	uint64_t total = 0;
+	uint32_t slot, i;
+
+	(void)now_ns;
+	if (!q || !wr || wr->num_sge > q->max_sge ||
+	    (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > OVR_WIRE_MAX_MSG)
+		return EINVAL;
+	if (!q->nfree)
+		return ENOMEM;
+	slot = q->free_slot[--q->nfree];
+	rwqe_fill(e, q->pd, &q->wqe[slot], srq_sge(q, slot), wr,
+		  (uint32_t)total);
+	q->fifo[q->tail++ & (q->cap - 1)] = slot;
+	return 0;
+}
+
+/* @qp takes the oldest posted receive of its SRQ as entry rq_prod;
+ * false when none is posted (or its ring is full: RNR either way). */
+static bool srq_take(struct ovr_eng *e, struct eng_qp *qp)
+{
+	struct eng_srq *q = qp->srq;
+
+	if (q->head == q->tail || qp->rq_prod - qp->rq_cons > qp->rq_mask)
+		return false;
+	qp->bind[qp->rq_prod++ & qp->rq_mask] =
+		q->fifo[q->head++ & (q->cap - 1)];
+	if (q->limit && q->tail - q->head < q->limit) {
+		q->limit = 0; /* fires once, then disarmed */
+		if (e->ops.srq_event)
+			e->ops.srq_event(e->ctx, q->user, q->srqn,
+					 OVR_EV_SRQ_LIMIT_REACHED);
+	}
+	return true;
 }
 
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
@@ -570,11 +916,14 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 {
 	struct ovr_eng_qp_cap cap;
 	struct eng_qp *qp = NULL;
+	struct eng_srq *srq = NULL;
 	uint32_t n = 1u << e->qp_bits, i, gen_bits = 24 - e->qp_bits;
 	uint64_t *rxbits;
 	int rc;
 
-	if (!init || !qpn)
+	if (!init || !qpn ||
+	    (init->qp_type && init->qp_type != OVR_ENG_QPT_RC &&
+	     init->qp_type != OVR_ENG_QPT_UD))
 		return -EINVAL;
 	cap = init->cap;
 	if (cap.max_send_wr > OVR_ENG_MAX_WR ||
@@ -592,11 +941,21 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		}
 	if (!qp)
 		return -ENOSPC;
+	if (init->srq) {
+		srq = srq_get(e, init->srq);
+		if (!srq || srq->pd != init->pd)
+			return -EINVAL;
+	}
 	rxbits = qp->rxbits;
 	memset(qp, 0, sizeof(*qp));
-	rc = qp_alloc_queues(qp, &cap);
+	/* an SRQ's receives are taken for messages in the receive window:
+	 * at most window_pkts of them */
+	rc = qp_alloc_queues(qp, &cap, srq != NULL, e->cfg.window_pkts);
 	if (rc)
 		return rc;
+	qp->srq = srq;
+	if (srq)
+		srq->nqp++;
 	/* QPN = generation | slot: a packet for a destroyed QP does not
 	 * reach the next QP in that slot. Generation 0 is skipped so QPN 0
 	 * and 1 (IB's special QPs) are never used. */
@@ -604,6 +963,12 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	if (!e->qp_gen)
 		e->qp_gen = 1;
 	qp->qpn = (e->qp_gen << e->qp_bits) | i;
+	qp->type = init->qp_type ? init->qp_type : OVR_ENG_QPT_RC;
+	if (qp->type == OVR_ENG_QPT_UD) {
+		/* no path: the port's MTU, fixed */
+		qp->mtu = ud_mtu(e);
+		qp->seg = mtu_bytes(qp->mtu);
+	}
 	qp->in_use = true;
 	qp->state = OVR_QPS_RESET;
 	qp->pd = init->pd;
@@ -652,6 +1017,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->comm_est = false;
 	qp->sqd_drained = false;
 	qp->ce_count = qp->peer_ce = 0;
+	qp->term_reason = 0;
+	qp->term_pending = false;
 	memset(&qp->st, 0, sizeof(qp->st));
 }
 
@@ -661,9 +1028,16 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 
 	if (!qp)
 		return -EINVAL;
+	/* tell a connected peer now: there will be no later chance */
+	if (term_can_tell(qp) || qp->term_pending)
+		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
+			qp->snd_nxt, qp->peer, qp->user, e->now);
 	qp_reset(e, qp);
 	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
+	if (qp->srq)
+		qp->srq->nqp--;
+	qp->srq = NULL;
 	qp_free_queues(qp);
 	qp->in_use = false;
 	qp->qpn = 0;
@@ -745,7 +1119,9 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	next = (mask & OVR_ENG_ATTR_STATE) ? a->qp_state : cur;
 	if (next > OVR_QPS_ERR)
 		return -EINVAL;
-	if (ovr_qp_modify_check(OVR_QPT_RC, cur, next, mask))
+	if (ovr_qp_modify_check(qp->type == OVR_ENG_QPT_UD ? OVR_QPT_UD :
+							     OVR_QPT_RC,
+				cur, next, mask))
 		return -EINVAL;
 	if (check_attr_values(a, mask))
 		return -EINVAL;
@@ -756,14 +1132,16 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		return 0;
 	}
 	if (next == OVR_QPS_ERR) {
-		qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
 		qp_deactivate(qp);
+		qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR, 0);
 		return 0;
 	}
 	if (cur == OVR_QPS_RESET)
 		qp_reset(e, qp);
 	if (mask & OVR_ENG_ATTR_ACCESS_FLAGS)
 		qp->access = a->qp_access_flags;
+	if (mask & OVR_ENG_ATTR_QKEY)
+		qp->qkey = a->qkey;
 	if (mask & OVR_ENG_ATTR_AV)
 		qp->peer = a->peer;
 	if (mask & OVR_ENG_ATTR_PATH_MTU) {
@@ -791,7 +1169,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		qp->max_rd_atomic = a->max_rd_atomic;
 	if (mask & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
-	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR)
+	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
+	    qp->type == OVR_ENG_QPT_RC)
 		qp_to_rts(e, qp, now_ns);
 	if (next == OVR_QPS_SQD) {
 		qp->sqd_notify = mask & OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY;
@@ -818,6 +1197,7 @@ int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn, struct ovr_eng_qp_attr *a)
 	a->dest_qp_num = qp->dest_qpn;
 	a->rq_psn = qp->rx.ack_psn;
 	a->sq_psn = qp->snd_nxt;
+	a->qkey = qp->qkey;
 	a->peer = qp->peer;
 	a->timeout = qp->timeout;
 	a->retry_cnt = qp->retry_cnt;
@@ -877,6 +1257,9 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		return EINVAL;
 	if (qp->state < OVR_QPS_RTS)
 		return EINVAL;
+	if (qp->type == OVR_ENG_QPT_UD && wr->opcode != OVR_WR_SEND &&
+	    wr->opcode != OVR_WR_SEND_WITH_IMM)
+		return EINVAL;
 	switch (wr->opcode) {
 	case OVR_WR_RDMA_WRITE:
 	case OVR_WR_RDMA_WRITE_WITH_IMM:
@@ -923,6 +1306,13 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 						      wr->imm_data;
 	w->cmp_add = wr->compare_add;
 	w->swap = wr->swap;
+	if (qp->type == OVR_ENG_QPT_UD) {
+		w->raddr = wr->ud_peer;
+		w->rkey = wr->remote_qpn & M24;
+		/* verbs' controlled qkey: the high bit means "the QP's" */
+		w->cmp_add = wr->remote_qkey & 0x80000000u ? qp->qkey :
+							     wr->remote_qkey;
+	}
 	w->state = W_QUEUED;
 	if (inl) {
 		uint8_t *d = qp->sinl + (size_t)(idx & qp->sq_mask) *
@@ -969,7 +1359,7 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 			w->msn = qp->q1_msn++;
 	}
 	qp->sq_prod++;
-	if (qp->state == OVR_QPS_ERR) {
+	if (qp->state == OVR_QPS_ERR || qp->state == OVR_QPS_SQE) {
 		/* verbs: a WR posted to a QP in ERROR completes flushed */
 		complete_send(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0, true);
 		qp->sq_cons = qp->sq_next = qp->sq_prod;
@@ -989,13 +1379,11 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
 {
 	struct eng_qp *qp = qp_get(e, qpn);
-	struct eng_rwqe *r;
-	struct eng_lsge *s;
 	uint64_t total = 0;
 	uint32_t idx, i;
 
 	(void)now_ns;
-	if (!qp || !wr)
+	if (!qp || !wr || qp->srq)
 		return EINVAL;
 	if (qp->state == OVR_QPS_RESET)
 		return EINVAL;
@@ -1008,32 +1396,8 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 	if (total > OVR_WIRE_MAX_MSG)
 		return EINVAL;
 	idx = qp->rq_prod;
-	r = &qp->rq[idx & qp->rq_mask];
-	s = rwqe_sge(qp, idx);
-	memset(r, 0, sizeof(*r));
-	r->wr_id = wr->wr_id;
-	r->cap = (uint32_t)total;
-	r->wc_opcode = OVR_WC_RECV;
-	for (i = 0; i < wr->num_sge; i++) {
-		const struct ovr_eng_sge *g = &wr->sg_list[i];
-		uint8_t *host = NULL;
-
-		s[i].len = g->length;
-		s[i].key = 0;
-		s[i].host = NULL;
-		r->nsge = (uint8_t)(i + 1);
-		if (!g->length)
-			continue;
-		if (ovr_mr_check(e->mrs, g->lkey, qp->pd, g->addr, g->length,
-				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
-		    ovr_mr_get(e->mrs, g->lkey)) {
-			r->bad = OVR_WC_LOC_PROT_ERR;
-			r->nsge = (uint8_t)i;
-			break;
-		}
-		s[i].host = host;
-		s[i].key = g->lkey;
-	}
+	rwqe_fill(e, qp->pd, &qp->rq[idx & qp->rq_mask], rwqe_sge(qp, idx), wr,
+		  (uint32_t)total);
 	qp->rq_prod++;
 	if (qp->state == OVR_QPS_ERR) {
 		complete_recv(e, qp, idx, OVR_WC_WR_FLUSH_ERR, 0);
@@ -1041,7 +1405,8 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		return 0;
 	}
 	/* A peer that ran out of credit learns at once that it may go on. */
-	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1) {
+	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1 &&
+	    qp->type == OVR_ENG_QPT_RC) {
 		qp->ack_now = true;
 		qp_activate(e, qp);
 	}
@@ -1062,10 +1427,16 @@ static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
 	p->payload = NULL;
 	p->payload_len = 0;
 	if (qp->state >= OVR_QPS_RTR) {
-		p->flags = OVR_F_ACK | OVR_F_CREDIT;
+		p->flags = OVR_F_ACK;
 		p->ack_psn = qp->rx.ack_psn;
 		p->tsecr = qp->ts_recent;
-		p->credit = credit_of(qp);
+		/* an SRQ's receives are not this QP's to promise (IB's SRQ
+		 * responders send no end-to-end credit either): the peer
+		 * sends and learns from an RNR NAK */
+		if (!qp->srq) {
+			p->flags |= OVR_F_CREDIT;
+			p->credit = credit_of(qp);
+		}
 	}
 }
 
@@ -1277,6 +1648,69 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	}
 }
 
+/*
+ * Send a TERMINATE from QPN @sqpn to @dqpn at @peer (docs/WIRE.md §3.11).
+ * Returns false when no buffer was free.
+ */
+static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
+		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
+		    uint64_t now)
+{
+	struct ovr_wire_pkt p;
+	void *tok = NULL;
+	uint8_t *buf;
+	int h;
+
+	memset(&p, 0, sizeof(p));
+	p.version = OVR_WIRE_VERSION;
+	p.opcode = OVR_OP_TERMINATE;
+	p.dqpn = dqpn & M24;
+	p.sqpn = sqpn & M24;
+	p.tsval = ts_of(now);
+	p.u.term.reason = reason;
+	p.u.term.psn = psn & M24;
+	buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+	if (!buf) {
+		e->st.tx_nobuf++;
+		return false;
+	}
+	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
+	e->ops.tx(e->ctx, tok,
+		  h < 0 ? 0 : (uint32_t)ovr_wire_seal(buf, (size_t)h), peer,
+		  user);
+	if (h < 0)
+		return false;
+	e->st.tx_pkts++;
+	e->st.tx_term++;
+	return true;
+}
+
+/* Take a token for a TERMINATE answer (cfg.term_rate per second, bursts
+ * of cfg.term_burst); false when the bucket is empty. */
+static bool term_token(struct ovr_eng *e, uint64_t now)
+{
+	uint64_t rate = e->cfg.term_rate, n;
+
+	if (rate && now > e->term_refill_ns) {
+		n = (now - e->term_refill_ns) * rate / 1000000000ull;
+		if (n) {
+			if (e->term_tokens + n >= e->cfg.term_burst) {
+				e->term_tokens = e->cfg.term_burst;
+				e->term_refill_ns = now;
+			} else {
+				e->term_tokens += (uint32_t)n;
+				e->term_refill_ns += n * 1000000000ull / rate;
+			}
+		}
+	}
+	if (!e->term_tokens) {
+		e->st.term_limited++;
+		return false;
+	}
+	e->term_tokens--;
+	return true;
+}
+
 static void arm_timers(struct eng_qp *qp, uint64_t now, uint64_t ack_delay)
 {
 	uint32_t inflight = (qp->snd_nxt - qp->snd_una) & M24;
@@ -1464,6 +1898,151 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	return 1;
 }
 
+/* ---- unreliable datagrams ------------------------------------------- */
+
+static void fill_ud(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+		    uint32_t off, uint32_t len, uint32_t idx)
+{
+	fill_req(e, qp, dst, off, len, idx);
+}
+
+/* Send the datagram of SQ slot @idx; false when no buffer was free. */
+static bool tx_ud(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		  uint64_t now)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct ovr_wire_pkt p;
+	void *tok = NULL;
+	uint8_t *buf;
+	int h;
+
+	memset(&p, 0, sizeof(p));
+	p.version = OVR_WIRE_VERSION;
+	p.opcode = w->opcode == OVR_WR_SEND_WITH_IMM ? OVR_OP_UD_SEND_IMM :
+						       OVR_OP_UD_SEND;
+	p.flags = OVR_F_LAST | (w->flags & OVR_SEND_SOLICITED ? OVR_F_SE : 0);
+	p.dqpn = w->rkey;
+	p.sqpn = qp->qpn;
+	p.tsval = ts_of(now);
+	p.u.ud.qkey = (uint32_t)w->cmp_add;
+	p.u.ud.imm = p.opcode == OVR_OP_UD_SEND_IMM ? w->imm : 0;
+	p.payload_len = w->len;
+	buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+	if (!buf) {
+		e->st.tx_nobuf++;
+		return false;
+	}
+	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
+	if (ovr_unlikely(h < 0)) {
+		e->ops.tx(e->ctx, tok, 0, w->raddr, qp->user);
+		return true; /* cannot happen: len <= MTU was checked */
+	}
+	if (w->len)
+		fill_ud(e, qp, buf + h, 0, w->len, idx);
+	e->ops.tx(e->ctx, tok, (uint32_t)ovr_wire_seal(buf, (size_t)h + w->len),
+		  w->raddr, qp->user);
+	e->st.tx_pkts++;
+	qp->st.tx_pkts++;
+	qp->st.tx_bytes += w->len;
+	return true;
+}
+
+/*
+ * A UD send WR failed locally: it completes with @status, the rest
+ * flush, and the QP goes to SQE (receives go on; modify SQE -> RTS
+ * resumes sending), as verbs has it for UD.
+ */
+static void ud_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status)
+{
+	uint32_t i;
+
+	for (i = qp->sq_cons; i != qp->sq_prod; i++)
+		complete_send(e, qp, i,
+			      i == qp->sq_cons ? status : OVR_WC_WR_FLUSH_ERR,
+			      i == qp->sq_cons ? OVR_VERR_LKEY : 0, true);
+	qp->sq_cons = qp->sq_next = qp->sq_prod;
+	qp->state = OVR_QPS_SQE;
+	qp->st.state = OVR_QPS_SQE;
+}
+
+/* UD: each WR is one datagram, complete once handed to ops->tx. */
+static uint32_t ud_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+		      uint32_t burst)
+{
+	uint32_t n = 0;
+
+	while (n < burst && qp->state == OVR_QPS_RTS &&
+	       qp->sq_cons != qp->sq_prod) {
+		uint32_t idx = qp->sq_cons;
+		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+
+		if (w->state == W_LOCERR) {
+			ud_sq_error(e, qp, w->status);
+			break;
+		}
+		if (w->len > qp->seg) {
+			/* IB C10-93.1.1: no packet, and no error */
+			e->st.tx_ud_too_long++;
+		} else {
+			if (!tx_ud(e, qp, idx, now))
+				break;
+			n++;
+		}
+		complete_send(e, qp, idx, OVR_WC_SUCCESS, 0, false);
+		qp->sq_next = ++qp->sq_cons;
+	}
+	return n;
+}
+
+/* A datagram for UD QP @qp from @from. */
+static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
+		  const struct ovr_wire_pkt *p, uint64_t from)
+{
+	uint8_t grh[OVR_ENG_GRH_LEN];
+	struct eng_rwqe *r;
+	uint32_t idx;
+
+	if (qp->state < OVR_QPS_RTR || qp->state == OVR_QPS_ERR) {
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (p->u.ud.qkey != qp->qkey) {
+		e->st.rx_ud_qkey++;
+		return;
+	}
+	if (qp->rq_cons == qp->rq_prod && (!qp->srq || !srq_take(e, qp))) {
+		e->st.rx_ud_norecv++;
+		return;
+	}
+	idx = qp->rq_cons++;
+	r = rwqe(qp, idx);
+	r->last_psn = p->sqpn; /* src_qp of the completion */
+	qp->st.rx_pkts++;
+	qp->st.rx_bytes += p->payload_len;
+	if (r->bad || OVR_ENG_GRH_LEN + p->payload_len > r->cap) {
+		/* the receive is used up, the datagram dropped; a UD QP
+		 * has no connection to fail */
+		complete_recv(e, qp, idx, r->bad ? r->bad : OVR_WC_LOC_LEN_ERR,
+			      r->bad ? OVR_VERR_LKEY : OVR_VERR_LEN);
+		return;
+	}
+	r->wc_opcode = OVR_WC_RECV;
+	r->wc_flags = 0;
+	if (e->ops.ud_grh) {
+		e->ops.ud_grh(e->ctx, qp->user, from, grh);
+		sge_write(rwqe_sge(qp, idx), r->nsge, 0, grh, sizeof(grh));
+		r->wc_flags = OVR_WC_GRH;
+	}
+	sge_write(rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN, p->payload,
+		  p->payload_len);
+	r->msg_len = OVR_ENG_GRH_LEN + p->payload_len;
+	if (p->opcode == OVR_OP_UD_SEND_IMM) {
+		r->imm = p->u.ud.imm;
+		r->wc_flags |= OVR_WC_WITH_IMM;
+	}
+	complete_recv(e, qp, idx, OVR_WC_SUCCESS, 0);
+}
+
 /* Send what this QP may send now, up to @burst packets. */
 static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		      uint32_t burst)
@@ -1471,8 +2050,17 @@ static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 	uint32_t n = 0;
 	int r;
 
+	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD))
+		return ud_tx(e, qp, now, burst);
+
 	if (qp->nak_code) {
 		send_nak(e, qp, now);
+		n++;
+	}
+	if (qp->term_pending &&
+	    tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason, qp->snd_nxt,
+		    qp->peer, qp->user, now)) {
+		qp->term_pending = false;
 		n++;
 	}
 	if (qp->state == OVR_QPS_ERR || qp->state < OVR_QPS_RTR)
@@ -1785,16 +2373,19 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 {
-	while (qp->sq_cons != qp->sq_prod && qp->state != OVR_QPS_ERR) {
+	/* (UD WRs complete as they are sent: ud_tx) */
+	while (qp->type == OVR_ENG_QPT_RC && qp->sq_cons != qp->sq_prod &&
+	       qp->state != OVR_QPS_ERR) {
 		uint32_t idx = qp->sq_cons;
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			qp_error_head(e, qp, w->status, OVR_VERR_LKEY);
+			qp_error_local(e, qp, idx, w->status, OVR_VERR_LKEY);
 			return;
 		}
 		if (qp->fail_pending && idx == qp->fail_idx) {
-			qp_error_head(e, qp, qp->fail_status, qp->fail_verr);
+			qp_error_local(e, qp, idx, qp->fail_status,
+				       qp->fail_verr);
 			return;
 		}
 		if (w->state != W_SENT)
@@ -1821,14 +2412,19 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- receive side ----------------------------------------------------- */
 
-static struct eng_rwqe *rq_slot(struct eng_qp *qp, uint32_t msn, uint32_t *idx)
+static struct eng_rwqe *rq_slot(struct ovr_eng *e, struct eng_qp *qp,
+				uint32_t msn, uint32_t *idx)
 {
 	uint32_t k = msn - qp->rq_msn;
 
-	if ((int32_t)k < 0 || k >= qp->rq_prod - qp->rq_cons)
+	if ((int32_t)k < 0)
 		return NULL;
+	/* from an SRQ: take receives, in order, up to this message's */
+	while (k >= qp->rq_prod - qp->rq_cons)
+		if (!qp->srq || !srq_take(e, qp))
+			return NULL;
 	*idx = qp->rq_cons + k;
-	return &qp->rq[*idx & qp->rq_mask];
+	return rwqe(qp, *idx);
 }
 
 /* Everything before rx.ack_psn has arrived: release what waited on it. */
@@ -1902,7 +2498,7 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 	}
 	/* 3. receives, in MSN order */
 	while (qp->rq_cons != qp->rq_prod && qp->state != OVR_QPS_ERR) {
-		struct eng_rwqe *r = &qp->rq[qp->rq_cons & qp->rq_mask];
+		struct eng_rwqe *r = rwqe(qp, qp->rq_cons);
 
 		if (!r->have_last || !PSN_LT(r->last_psn, ack))
 			break;
@@ -1986,7 +2582,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		uint32_t msn = p->opcode == OVR_OP_WRITE_IMM ? p->u.write.msn :
 							       p->u.send.msn;
 
-		r = rq_slot(qp, msn, &ridx);
+		r = rq_slot(e, qp, msn, &ridx);
 		if (!r) {
 			/* no receive for this message (yet): RNR */
 			if ((int32_t)(msn - qp->rq_msn) < 0) {
@@ -2152,8 +2748,86 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			     qp->rx.hi_psn != qp->rx.ack_psn);
 }
 
+/*
+ * Does the PSN of a TERMINATE fit @qp's state? It must, so that a stray,
+ * stale or forged TERMINATE (which would need the right pair of 24-bit
+ * QPNs, generations included, already) does not end a live QP.
+ */
+static bool term_psn_ok(const struct ovr_eng *e, const struct eng_qp *qp,
+			const struct ovr_wire_pkt *p)
+{
+	uint32_t psn = p->u.term.psn, w = e->cfg.window_pkts;
+
+	switch (p->u.term.reason) {
+	case OVR_TERM_DESTROYED:
+	case OVR_TERM_ERROR:
+		/* the sender's next PSN: it sent everything we received,
+		 * and never more than a window beyond what we acknowledged */
+		return ovr_wire_psn_diff(psn, qp->rx.hi_psn) >= 0 &&
+		       ovr_wire_psn_diff(psn, qp->rx.ack_psn) <= (int32_t)w;
+	case OVR_TERM_NO_QP_SEQ:
+		/* a packet of ours, sent and not yet acknowledged */
+		return !PSN_LT(psn, qp->snd_una) && PSN_LT(psn, qp->snd_nxt);
+	case OVR_TERM_NO_QP_ACK: {
+		/* an ACK of ours: at most a window old */
+		int32_t d = ovr_wire_psn_diff(qp->rx.ack_psn, psn);
+
+		return d >= 0 && d <= (int32_t)w;
+	}
+	}
+	return false;
+}
+
+/* A TERMINATE: the peer QP is gone; so is this one, if it checks out. */
+static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p)
+{
+	struct eng_qp *qp = qp_get(e, p->dqpn);
+	uint32_t fail;
+
+	if (!qp) {
+		e->st.rx_no_qp++; /* never answered */
+		return;
+	}
+	if (qp->state < OVR_QPS_RTR || qp->state == OVR_QPS_ERR) {
+		e->st.rx_bad_state++;
+		return;
+	}
+	if (qp->type != OVR_ENG_QPT_RC || p->sqpn != qp->dest_qpn ||
+	    !term_psn_ok(e, qp, p)) {
+		e->st.rx_term_bad++;
+		return;
+	}
+	e->st.rx_term++;
+	/* the WR the peer was working on fails with the cause, the rest
+	 * flush; a head that never went out just flushes */
+	fail = qp->sq_cons - 1;
+	if (qp->sq_cons != qp->sq_prod) {
+		uint8_t st = qp->sq[qp->sq_cons & qp->sq_mask].state;
+
+		if (st == W_SENDING || st == W_SENT)
+			fail = qp->sq_cons;
+	}
+	qp_error(e, qp, fail, OVR_WC_REM_ABORT_ERR,
+		 OVR_VERR_TERM + p->u.term.reason);
+	qp_event(e, qp, OVR_EV_QP_FATAL);
+}
+
+/* Worth a TERMINATE when it reaches no QP: it will be retransmitted (a
+ * sequenced packet) or it is an ACK, whose sender may wait on us. */
+static bool answerable(const struct ovr_wire_pkt *p)
+{
+	return ovr_wire_opcode_is_sequenced(p->opcode) ||
+	       p->opcode == OVR_OP_ACK;
+}
+
 void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 		bool ce)
+{
+	ovr_eng_rx_from(e, now, pdu, len, ce, OVR_ENG_FROM_NONE);
+}
+
+void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
+		     uint32_t len, bool ce, uint64_t from)
 {
 	struct ovr_wire_pkt p;
 	struct eng_qp *qp;
@@ -2187,8 +2861,40 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 		}
 		return;
 	}
+	if (p.opcode == OVR_OP_TERMINATE) {
+		rx_terminate(e, &p);
+		return;
+	}
 	qp = qp_get(e, p.dqpn);
-	if (!qp || (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn)) {
+	if (!qp) {
+		e->st.rx_no_qp++;
+		if (!answerable(&p))
+			return;
+		if (from == OVR_ENG_FROM_NONE)
+			e->st.term_limited++;
+		else if (term_token(e, now))
+			tx_term(e, p.sqpn, p.dqpn,
+				ovr_wire_opcode_is_sequenced(p.opcode) ?
+					OVR_TERM_NO_QP_SEQ :
+					OVR_TERM_NO_QP_ACK,
+				ovr_wire_opcode_is_sequenced(p.opcode) ?
+					p.psn :
+					p.ack_psn,
+				from, 0, now);
+		return;
+	}
+	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD ||
+			 p.opcode == OVR_OP_UD_SEND ||
+			 p.opcode == OVR_OP_UD_SEND_IMM)) {
+		if (qp->type == OVR_ENG_QPT_UD &&
+		    (p.opcode == OVR_OP_UD_SEND ||
+		     p.opcode == OVR_OP_UD_SEND_IMM))
+			rx_ud(e, qp, &p, from);
+		else
+			e->st.rx_bad++; /* a datagram for RC, or the reverse */
+		return;
+	}
+	if (qp->state >= OVR_QPS_RTR && p.sqpn != qp->dest_qpn) {
 		e->st.rx_no_qp++;
 		return;
 	}
@@ -2213,6 +2919,11 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 			qp->nak_psn = qp->fatal_psn;
 			qp_activate(e, qp);
 		}
+		/* ... or the TERMINATE that told it this QP failed */
+		if (qp->term_reason && !qp->term_pending && answerable(&p) &&
+		    term_token(e, now))
+			tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason,
+				qp->snd_nxt, qp->peer, qp->user, now);
 		e->st.rx_bad_state++;
 		return;
 	}
@@ -2254,11 +2965,12 @@ static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 		if (k->flags & SB_RESP) {
 			/* our responses go unanswered: the peer is gone */
-			qp_error_head(e, qp, OVR_WC_WR_FLUSH_ERR, 0);
+			qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR,
+				       0);
 			qp_event(e, qp, OVR_EV_QP_FATAL);
 		} else {
-			qp_error_head(e, qp, OVR_WC_RETRY_EXC_ERR,
-				      OVR_VERR_RETRY);
+			qp_error_local(e, qp, qp->sq_cons, OVR_WC_RETRY_EXC_ERR,
+				       OVR_VERR_RETRY);
 		}
 		return;
 	}
@@ -2344,7 +3056,7 @@ static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 /* Could this QP send something right now if the window allowed? */
 static bool qp_has_work(const struct eng_qp *qp)
 {
-	if (qp->nak_code || qp->ack_now)
+	if (qp->nak_code || qp->ack_now || qp->term_pending)
 		return true;
 	if (qp->state == OVR_QPS_ERR)
 		return false;

@@ -37,11 +37,11 @@ enum { W_QUEUED, W_SENDING, W_SENT, W_LOCERR };
 
 struct eng_swqe {
 	uint64_t wr_id;
-	uint64_t raddr;
-	uint64_t cmp_add; /* atomics */
+	uint64_t raddr; /* UD: the destination's address vector */
+	uint64_t cmp_add; /* atomics; UD: the qkey to send */
 	uint64_t swap;
 	uint32_t len; /* message bytes */
-	uint32_t rkey;
+	uint32_t rkey; /* UD: the destination QPN */
 	uint32_t imm; /* immediate, or the rkey to invalidate */
 	uint32_t msn; /* queue-0 or queue-1 MSN */
 	uint32_t sent; /* bytes segmented so far */
@@ -63,7 +63,7 @@ struct eng_rwqe {
 	uint64_t wr_id;
 	uint32_t cap; /* bytes the SGEs hold */
 	uint32_t msg_len;
-	uint32_t last_psn;
+	uint32_t last_psn; /* UD: the sender's QPN */
 	uint32_t imm;
 	uint8_t nsge;
 	uint8_t have_last;
@@ -71,6 +71,28 @@ struct eng_rwqe {
 	uint8_t wc_flags;
 	uint8_t bad; /* an lkey did not check out at post time */
 	uint8_t rsvd[3];
+};
+
+/*
+ * Shared receive queue. Receives live in slots; a slot is free (on the
+ * free stack), posted (in the FIFO, in posting order), or taken by a QP
+ * (named in that QP's bind ring until it completes). cap is a power of
+ * two. The limit event fires when taking a receive leaves fewer than
+ * limit posted.
+ */
+struct eng_srq {
+	struct eng_rwqe *wqe; /* cap slots */
+	struct eng_lsge *sge; /* max_sge per slot */
+	uint32_t *fifo; /* posted slots, ring of cap */
+	uint32_t *free_slot; /* stack of nfree free slots */
+	uint32_t cap, max_sge;
+	uint32_t head, tail; /* fifo [head, tail) */
+	uint32_t nfree;
+	uint32_t limit; /* armed when nonzero */
+	uint32_t srqn, pd;
+	uint32_t nqp; /* QPs using it */
+	uint64_t user;
+	bool in_use;
 };
 
 /* Responder's READ / atomic queue entry (queue-1). */
@@ -129,6 +151,8 @@ struct eng_qp {
 	/* identity and verbs attributes */
 	uint32_t qpn;
 	uint32_t state;
+	uint32_t type; /* OVR_ENG_QPT_RC or OVR_ENG_QPT_UD */
+	uint32_t qkey; /* UD */
 	uint32_t pd, send_cq, recv_cq;
 	uint64_t user;
 	uint64_t peer;
@@ -193,15 +217,23 @@ struct eng_qp {
 	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
 	uint32_t pend_psn; /* the QP failed) once everything before it is in */
+	/* the QP failed on its own side: it tells the peer with a TERMINATE
+	 * of this reason (0: it does not), now if term_pending, and again in
+	 * answer to the peer's later packets (rate limited) */
+	uint8_t term_reason;
+	bool term_pending;
 	/* requester: a WR that failed once the WRs before it complete */
 	bool fail_pending;
 	uint8_t fail_status;
 	uint32_t fail_idx;
 	uint32_t fail_verr;
 
-	/* receive queue */
+	/* receive queue: its own (rq, rsge), or receives taken from an SRQ
+	 * (bind[i & rq_mask] names the SRQ slot of entry i) */
 	struct eng_rwqe *rq;
 	struct eng_lsge *rsge;
+	struct eng_srq *srq;
+	uint32_t *bind;
 	uint32_t rq_mask;
 	uint32_t rq_prod, rq_cons;
 	uint32_t rq_msn; /* MSN of the message rq_cons receives */
@@ -240,6 +272,12 @@ struct ovr_eng {
 	struct ovr_wire_counters wc;
 	struct ovr_eng_stats st;
 	uint64_t now;
+	struct eng_srq *srqs; /* cfg.max_srq, rounded up to 2^srq_bits */
+	uint32_t srq_bits;
+	uint32_t srq_gen;
+	/* token bucket of TERMINATE answers (cfg.term_rate, term_burst) */
+	uint32_t term_tokens;
+	uint64_t term_refill_ns; /* time the tokens were last counted up to */
 };
 
 #endif /* OVR_DP_ENGINE_IMPL_H */

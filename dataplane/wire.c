@@ -62,6 +62,8 @@ static const struct op_rule op_rules[256] = {
 	[OVR_OP_NAK] = { true, false, false, sizeof(struct ovr_wire_nakh),
 			 OVR_F_ACK | OVR_F_CREDIT, OVR_F_ACK },
 	[OVR_OP_CNP] = { true, false, false, 0, 0, 0 },
+	[OVR_OP_TERMINATE] = { true, false, false,
+			       sizeof(struct ovr_wire_termh), 0, 0 },
 	[OVR_OP_UD_SEND] = { true, false, true, sizeof(struct ovr_wire_deth),
 			     OVR_F_SE | OVR_F_LAST, OVR_F_LAST },
 	[OVR_OP_UD_SEND_IMM] = { true, false, true,
@@ -88,6 +90,7 @@ static const char *const err_names[OVR_WIRE_NERR] = {
 	[OVR_WIRE_ENAK] = "bad NAK code or RNR timer",
 	[OVR_WIRE_EVREJ] = "malformed VERSION_REJECT",
 	[OVR_WIRE_ENOSPC] = "output buffer too small",
+	[OVR_WIRE_ETERM] = "unknown TERMINATE reason",
 };
 
 const char *ovr_wire_strerror(int err)
@@ -128,6 +131,8 @@ const char *ovr_wire_opcode_name(unsigned int opcode)
 		return "NAK";
 	case OVR_OP_CNP:
 		return "CNP";
+	case OVR_OP_TERMINATE:
+		return "TERMINATE";
 	case OVR_OP_UD_SEND:
 		return "UD_SEND";
 	case OVR_OP_UD_SEND_IMM:
@@ -151,6 +156,21 @@ const char *ovr_wire_nak_name(unsigned int code)
 		return "REM_OP";
 	case OVR_NAK_INV_REQ:
 		return "INV_REQ";
+	}
+	return "?";
+}
+
+const char *ovr_wire_term_name(unsigned int reason)
+{
+	switch (reason) {
+	case OVR_TERM_DESTROYED:
+		return "DESTROYED";
+	case OVR_TERM_ERROR:
+		return "ERROR";
+	case OVR_TERM_NO_QP_SEQ:
+		return "NO_QP_SEQ";
+	case OVR_TERM_NO_QP_ACK:
+		return "NO_QP_ACK";
 	}
 	return "?";
 }
@@ -343,6 +363,13 @@ static int check_opcode_fields(const struct ovr_wire_pkt *pkt)
 		    (pkt->u.nak.code != OVR_NAK_RNR && pkt->u.nak.rnr_timer))
 			return -OVR_WIRE_ENAK;
 		return 0;
+	case OVR_OP_TERMINATE:
+		if (pkt->u.term.reason == 0 ||
+		    pkt->u.term.reason > OVR_TERM_REASON_MAX)
+			return -OVR_WIRE_ETERM;
+		if (pkt->u.term.psn & ~OVR_WIRE_PSN_MASK)
+			return -OVR_WIRE_EPSN;
+		return 0;
 	case OVR_OP_UD_SEND:
 		if (pkt->u.ud.imm)
 			return -OVR_WIRE_ERSVD;
@@ -495,6 +522,11 @@ static void put_ext(uint8_t *e, const struct ovr_wire_pkt *pkt)
 		e[OFF(ovr_wire_nakh, rnr_timer)] = pkt->u.nak.rnr_timer;
 		put16(e + OFF(ovr_wire_nakh, rsvd), 0);
 		break;
+	case OVR_OP_TERMINATE:
+		e[OFF(ovr_wire_termh, reason)] = pkt->u.term.reason;
+		memset(e + OFF(ovr_wire_termh, rsvd), 0, 3);
+		put32(e + OFF(ovr_wire_termh, psn), pkt->u.term.psn);
+		break;
 	case OVR_OP_UD_SEND:
 	case OVR_OP_UD_SEND_IMM:
 		put32(e + OFF(ovr_wire_deth, qkey), pkt->u.ud.qkey);
@@ -632,6 +664,10 @@ static void get_ext(const uint8_t *e, struct ovr_wire_pkt *pkt)
 		pkt->u.nak.code = e[OFF(ovr_wire_nakh, code)];
 		pkt->u.nak.rnr_timer = e[OFF(ovr_wire_nakh, rnr_timer)];
 		break;
+	case OVR_OP_TERMINATE:
+		pkt->u.term.reason = e[OFF(ovr_wire_termh, reason)];
+		pkt->u.term.psn = get32(e + OFF(ovr_wire_termh, psn));
+		break;
 	case OVR_OP_UD_SEND:
 	case OVR_OP_UD_SEND_IMM:
 		pkt->u.ud.qkey = get32(e + OFF(ovr_wire_deth, qkey));
@@ -659,6 +695,10 @@ static bool ext_rsvd_clear(const uint8_t *e, unsigned int opcode)
 			e[OFF(ovr_wire_ackh, rsvd) + 2]) == 0;
 	case OVR_OP_NAK:
 		return get16(e + OFF(ovr_wire_nakh, rsvd)) == 0;
+	case OVR_OP_TERMINATE:
+		return (e[OFF(ovr_wire_termh, rsvd)] |
+			e[OFF(ovr_wire_termh, rsvd) + 1] |
+			e[OFF(ovr_wire_termh, rsvd) + 2]) == 0;
 	}
 	return true;
 }
@@ -920,6 +960,10 @@ static void fmt_ext(struct fmt *f, const struct ovr_wire_pkt *p)
 		fmt_add(f, " code=%s", ovr_wire_nak_name(p->u.nak.code));
 		if (p->u.nak.code == OVR_NAK_RNR)
 			fmt_add(f, " rnr_timer=%u", p->u.nak.rnr_timer);
+		break;
+	case OVR_OP_TERMINATE:
+		fmt_add(f, " reason=%s psn=%u",
+			ovr_wire_term_name(p->u.term.reason), p->u.term.psn);
 		break;
 	case OVR_OP_UD_SEND:
 	case OVR_OP_UD_SEND_IMM:

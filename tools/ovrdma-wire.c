@@ -45,7 +45,7 @@ static size_t make_samples(struct sample *s, size_t cap)
 #define ADD(desc, base) (s[n].what = (desc), s[n].pkt = (base), &s[n++].pkt)
 	struct ovr_wire_pkt *p;
 
-	if (cap < 18)
+	if (cap < 20)
 		return 0;
 
 	/* A writes 10000 bytes in three segments of at most 4096 */
@@ -191,6 +191,12 @@ static size_t make_samples(struct sample *s, size_t cap)
 	p->u.vrej.rejected = 4;
 	p->u.vrej.min = 1;
 	p->u.vrej.max = 3;
+
+	/* after the others, so the corpus seeds keep their numbers */
+	p = ADD("TERMINATE: B's QP was destroyed", b2a);
+	p->opcode = OVR_OP_TERMINATE;
+	p->u.term.reason = OVR_TERM_DESTROYED;
+	p->u.term.psn = 10;
 #undef ADD
 	return n;
 }

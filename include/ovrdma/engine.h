@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The ovrdma transport engine: RC queue pairs over a lossy, reordering,
- * duplicating, corrupting network (docs/TRANSPORT.md).
+ * duplicating, corrupting network, UD queue pairs and shared receive
+ * queues (docs/TRANSPORT.md).
  *
  * The engine does no I/O and reads no clock. The caller hands it received
  * PDUs (ovr_eng_rx), lets it transmit and run its timers (ovr_eng_poll),
@@ -66,6 +67,7 @@ enum ovr_wc_status {
 	OVR_WC_RNR_RETRY_EXC_ERR = 13,
 	OVR_WC_FATAL_ERR = 19,
 	OVR_WC_GENERAL_ERR = 21,
+	OVR_WC_REM_ABORT_ERR = 22, /* the peer QP terminated (TERMINATE) */
 };
 
 enum ovr_wc_opcode {
@@ -79,6 +81,7 @@ enum ovr_wc_opcode {
 };
 
 enum ovr_wc_flags {
+	OVR_WC_GRH = 1, /* UD: the first 40 bytes received are a GRH */
 	OVR_WC_WITH_IMM = 2,
 	OVR_WC_WITH_INV = 8,
 };
@@ -102,6 +105,12 @@ enum ovr_mtu {
 #define OVR_ENG_QPS_SQD 4
 #define OVR_ENG_QPS_SQE 5
 #define OVR_ENG_QPS_ERR 6
+
+#define OVR_ENG_QPT_RC 2 /* IBV_QPT_RC */
+#define OVR_ENG_QPT_UD 4 /* IBV_QPT_UD */
+
+/* A UD receive buffer starts with this many bytes of GRH (verbs). */
+#define OVR_ENG_GRH_LEN 40
 
 #define OVR_ENG_ACCESS_LOCAL_WRITE 1u
 #define OVR_ENG_ACCESS_REMOTE_WRITE 2u
@@ -150,6 +159,10 @@ struct ovr_eng_send_wr {
 	uint64_t remote_addr;
 	uint64_t compare_add; /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
 	uint64_t swap;
+	/* UD only (ibv_send_wr.wr.ud): where the datagram goes */
+	uint64_t ud_peer; /* address vector, passed to ops->tx (the ah) */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey; /* bit 31 set: use the QP's own qkey */
 };
 
 struct ovr_eng_recv_wr {
@@ -179,6 +192,10 @@ enum ovr_eng_verr {
 	OVR_VERR_RESP = 0x103, /* malformed or unexpected response */
 	OVR_VERR_VERSION = 0x104, /* no wire version in common with peer */
 	OVR_VERR_LEN = 0x105, /* message longer than the receive buffer */
+	/* a TERMINATE ended the QP: OVR_VERR_TERM + its reason (enum
+	 * ovr_wire_term_reason: 1 peer QP destroyed, 2 peer QP in ERROR,
+	 * 3 and 4 peer QP does not exist) */
+	OVR_VERR_TERM = 0x110,
 };
 
 /* Asynchronous events (values of enum ibv_event_type). */
@@ -188,6 +205,11 @@ enum ovr_eng_event {
 	OVR_EV_QP_ACCESS_ERR = 3, /* IBV_EVENT_QP_ACCESS_ERR */
 	OVR_EV_COMM_EST = 4, /* IBV_EVENT_COMM_EST */
 	OVR_EV_SQ_DRAINED = 5, /* IBV_EVENT_SQ_DRAINED */
+	/* a QP that takes its receives from an SRQ went to ERROR and every
+	 * receive it had taken has completed (flushed) */
+	OVR_EV_QP_LAST_WQE_REACHED = 16, /* IBV_EVENT_QP_LAST_WQE_REACHED */
+	/* through ops->srq_event: fewer receives than the armed limit */
+	OVR_EV_SRQ_LIMIT_REACHED = 17, /* IBV_EVENT_SRQ_LIMIT_REACHED */
 };
 
 /* ---- queue pairs ------------------------------------------------------- */
@@ -207,6 +229,11 @@ struct ovr_eng_qp_init {
 	bool sq_sig_all;
 	uint64_t user; /* passed to ops->tx and ops->event */
 	struct ovr_eng_qp_cap cap; /* rounded up; the result is reported */
+	/* 0, or the SRQ (same pd) the QP takes its receives from; then
+	 * cap.max_recv_wr / max_recv_sge are ignored (reported 0) and
+	 * ovr_eng_post_recv on the QP is EINVAL */
+	uint32_t srq;
+	uint32_t qp_type; /* OVR_ENG_QPT_RC (or 0) or OVR_ENG_QPT_UD */
 };
 
 struct ovr_eng_qp_attr {
@@ -217,6 +244,7 @@ struct ovr_eng_qp_attr {
 	uint32_t dest_qp_num;
 	uint32_t rq_psn;
 	uint32_t sq_psn;
+	uint32_t qkey; /* UD */
 	uint64_t peer; /* address vector: opaque, passed to ops->tx */
 	uint8_t timeout; /* 4.096 us * 2^timeout; 0: wait forever */
 	uint8_t retry_cnt; /* 0..7 */
@@ -253,8 +281,13 @@ struct ovr_eng_ops {
 	 * comes back in tx().
 	 */
 	void *(*tx_alloc)(void *ctx, uint32_t cap, void **token);
-	/* Send the PDU of @len bytes built in the buffer of @token to the
-	 * QP's peer (@peer: the address vector given at RTR). */
+	/*
+	 * Send the PDU of @len bytes built in the buffer of @token to the
+	 * QP's peer (@peer: the address vector given at RTR). A PDU that
+	 * belongs to no QP (a TERMINATE answering a packet for a QPN that
+	 * does not exist) goes to the @from given to ovr_eng_rx_from() with
+	 * @qp_user 0. @len 0: nothing to send, just release the buffer.
+	 */
 	void (*tx)(void *ctx, void *token, uint32_t len, uint64_t peer,
 		   uint64_t qp_user);
 	/* Deliver a completion to completion queue @cq. */
@@ -262,6 +295,20 @@ struct ovr_eng_ops {
 	/* An asynchronous event on a QP. */
 	void (*event)(void *ctx, uint64_t qp_user, uint32_t qpn,
 		      enum ovr_eng_event ev);
+	/* (optional) An asynchronous event on a shared receive queue: only
+	 * OVR_EV_SRQ_LIMIT_REACHED; @srq_user is the SRQ's init user. */
+	void (*srq_event)(void *ctx, uint64_t srq_user, uint32_t srqn,
+			  enum ovr_eng_event ev);
+	/*
+	 * (optional) The 40-byte GRH of a datagram that UD QP @qp_user
+	 * accepted from @from (ovr_eng_rx_from's address vector): fill
+	 * @grh as verbs would see it (IPv4-mapped addresses for RoCEv2).
+	 * The engine writes it to the first 40 bytes of the receive and
+	 * sets OVR_WC_GRH; without this op those bytes are left untouched
+	 * and the flag clear. Called before the completion.
+	 */
+	void (*ud_grh)(void *ctx, uint64_t qp_user, uint64_t from,
+		       uint8_t grh[OVR_ENG_GRH_LEN]);
 };
 
 struct ovr_eng_cfg {
@@ -279,6 +326,12 @@ struct ovr_eng_cfg {
 	uint64_t line_rate_bps; /* for the controller; 0: unknown */
 	uint64_t base_rtt_ns; /* unloaded RTT hint for the controller; 0: unknown */
 	uint64_t seed; /* keys and QPN generations; 0: from getrandom */
+	/* TERMINATEs answering packets for QPs that do not exist (or are
+	 * in ERROR): a token bucket of term_burst packets refilled at
+	 * term_rate per second; 0/0 never answers */
+	uint32_t term_rate; /* per second */
+	uint32_t term_burst;
+	uint32_t max_srq; /* shared receive queue slots; 0: none */
 };
 
 /* Defaults for a datacenter fabric (see docs/TRANSPORT.md). */
@@ -298,12 +351,37 @@ int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
 /* -EBUSY while a posted work request still names it. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
-/* Queue pairs (RC). Returns 0 and the QPN, or a negative errno. */
+/*
+ * Queue pairs, RC or UD (init.qp_type). Returns 0 and the QPN, or a
+ * negative errno.
+ *
+ * UD (docs/TRANSPORT.md §11): modify follows verbs' UD table (INIT needs
+ * PKEY_INDEX, PORT, QKEY; RTR nothing; RTS SQ_PSN); post_send takes SEND
+ * and SEND_WITH_IMM only (else EINVAL), each WR naming its destination
+ * (ud_peer, remote_qpn, remote_qkey); one packet per message, no ACK, no
+ * retransmission. A message longer than the QP's MTU (query path_mtu:
+ * the largest verbs MTU a PDU of cfg.max_pdu carries) completes
+ * successfully without being sent, as the IB spec (C10-93.1.1) says.
+ * Receives take OVR_ENG_GRH_LEN bytes of GRH then the payload; byte_len
+ * counts both; src_qp is the sender's QPN.
+ */
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 		      uint32_t *qpn);
-/* Destroys in any state; nothing is completed, nothing more is sent. */
+/*
+ * Destroys in any state; nothing is completed. A connected QP (RTS,
+ * SQD) first sends its peer a TERMINATE (best effort, at once,
+ * through ops->tx), so the peer's outstanding work fails with
+ * REM_ABORT_ERR within about one RTT instead of after its retry budget;
+ * if that TERMINATE is lost, the peer's next packet to the vanished QPN
+ * is answered with another (see ovr_eng_rx_from). Nothing more is sent.
+ */
 int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn);
-/* ibv_modify_qp: 0 or -EINVAL (bad transition, mask or value). */
+/*
+ * ibv_modify_qp: 0 or -EINVAL (bad transition, mask or value). A
+ * connected QP moved to ERROR sends its peer a TERMINATE (as does one
+ * that fails on its own: retry or RNR budget spent, a bad local key), and
+ * answers the peer's later packets with it again.
+ */
 int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_qp_attr *attr, unsigned int mask,
 		      uint64_t now_ns);
@@ -311,6 +389,56 @@ int ovr_eng_qp_query(struct ovr_eng *e, uint32_t qpn,
 		     struct ovr_eng_qp_attr *attr);
 int ovr_eng_qp_stats(struct ovr_eng *e, uint32_t qpn,
 		     struct ovr_eng_qp_stats *st);
+
+/* ---- shared receive queues ------------------------------------------------ */
+
+/* = struct ibv_srq_attr */
+struct ovr_eng_srq_attr {
+	uint32_t max_wr; /* receives the SRQ holds (rounded up to 2^n) */
+	uint32_t max_sge; /* scatter entries per receive */
+	uint32_t srq_limit; /* modify: arm at this level; 0 disarms */
+};
+
+/* = enum ibv_srq_attr_mask */
+#define OVR_ENG_SRQ_MAX_WR (1u << 0)
+#define OVR_ENG_SRQ_LIMIT (1u << 1)
+
+struct ovr_eng_srq_init {
+	uint32_t pd; /* QPs using it must be in the same pd */
+	uint64_t user; /* passed to ops->srq_event */
+	struct ovr_eng_srq_attr attr; /* srq_limit ignored, as in verbs */
+};
+
+/*
+ * ibv_create_srq: 0 and the SRQ number (never 0), or -EINVAL (max_wr 0
+ * or above 16384, max_sge 0 or above 16, no cfg.max_srq),
+ * -ENOSPC (cfg.max_srq in use), -ENOMEM. All its memory is allocated
+ * here (and by a MAX_WR resize), never per packet.
+ */
+int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
+		       uint32_t *srqn);
+/*
+ * ibv_modify_srq. OVR_ENG_SRQ_LIMIT arms the limit event: the first time
+ * a QP takes a receive that leaves fewer than srq_limit posted, ops->
+ * srq_event gets OVR_EV_SRQ_LIMIT_REACHED once and the limit disarms
+ * (reads 0). OVR_ENG_SRQ_MAX_WR grows the queue (posted receives kept);
+ * shrinking is -EINVAL. 0, -EINVAL or -ENOMEM.
+ */
+int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
+		       const struct ovr_eng_srq_attr *attr, unsigned int mask);
+int ovr_eng_srq_query(struct ovr_eng *e, uint32_t srqn,
+		      struct ovr_eng_srq_attr *attr);
+/* -EBUSY while a QP uses it; its posted receives vanish uncompleted. */
+int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn);
+/*
+ * ibv_post_srq_recv for one work request: 0, EINVAL (no such SRQ, too
+ * many SGEs) or ENOMEM (full). A QP takes receives from its SRQ in
+ * posting order as messages arrive and completes them on its own recv
+ * CQ with its qp_num; an empty SRQ is answered with RNR NAKs as an empty
+ * receive queue is (QPs with an SRQ advertise no credit).
+ */
+int ovr_eng_post_srq_recv(struct ovr_eng *e, uint32_t srqn,
+			  const struct ovr_eng_recv_wr *wr, uint64_t now_ns);
 
 /*
  * ibv_post_send / ibv_post_recv for one work request: 0, or a positive
@@ -327,9 +455,24 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 
 /* One received PDU (starting at the OTH); @ce: the packet arrived marked
  * Congestion Experienced. Corrupt and unexpected packets are counted and
- * dropped. */
+ * dropped. Same as ovr_eng_rx_from(..., OVR_ENG_FROM_NONE). */
 void ovr_eng_rx(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
 		uint32_t len, bool ce);
+
+/* @from when the caller does not know where a PDU came from. */
+#define OVR_ENG_FROM_NONE UINT64_MAX
+
+/*
+ * ovr_eng_rx for a PDU that came from the address vector @from (the same
+ * kind of opaque value as a QP's peer attribute: what ops->tx must be
+ * given to reach the sender). The engine uses it to answer a request or
+ * ACK for a QPN that does not exist with a TERMINATE (rate limited by
+ * cfg.term_rate / term_burst; never in answer to a TERMINATE, NAK, CNP,
+ * VERSION_REJECT or datagram). With OVR_ENG_FROM_NONE such packets are
+ * only counted.
+ */
+void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
+		     uint32_t len, bool ce, uint64_t from);
 
 /*
  * Transmit what windows, credits and pacing allow (at most @budget
@@ -346,6 +489,13 @@ struct ovr_eng_stats {
 	uint64_t tx_pkts, tx_nobuf;
 	uint64_t sb_waits; /* a QP had to wait for a scoreboard */
 	uint32_t qps, mrs;
+	uint64_t tx_term; /* TERMINATEs sent, all reasons */
+	uint64_t rx_term; /* TERMINATEs accepted (a QP went to ERROR) */
+	uint64_t rx_term_bad; /* TERMINATEs ignored: wrong source QPN or PSN */
+	uint64_t term_limited; /* answers not sent: rate limit or no @from */
+	uint64_t rx_ud_qkey; /* datagrams dropped: wrong qkey */
+	uint64_t rx_ud_norecv; /* datagrams dropped: no receive posted */
+	uint64_t tx_ud_too_long; /* UD sends over the MTU: not sent (C10-93.1.1) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

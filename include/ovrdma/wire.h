@@ -89,8 +89,8 @@ extern "C" {
 
 /*
  * Three classes: sequenced (consume a PSN, delivered reliably and in order),
- * unsequenced control (ACK, NAK, CNP: never acknowledged, never retransmitted
- * as such), datagram (UD, no reliability). VERSION_REJECT is outside every
+ * unsequenced control (ACK, NAK, CNP, TERMINATE: never acknowledged, never
+ * retransmitted as such), datagram (UD, no reliability). VERSION_REJECT is outside every
  * version: its layout is frozen (struct ovr_wire_vrej).
  */
 enum ovr_wire_opcode {
@@ -110,6 +110,8 @@ enum ovr_wire_opcode {
 	OVR_OP_ACK = 0x10,
 	OVR_OP_NAK = 0x11,
 	OVR_OP_CNP = 0x12,
+	OVR_OP_TERMINATE =
+		0x13, /* the sender's QP is gone: struct ovr_wire_termh */
 	/* datagram */
 	OVR_OP_UD_SEND = 0x20,
 	OVR_OP_UD_SEND_IMM = 0x21,
@@ -141,6 +143,27 @@ enum ovr_wire_nak_code {
 	OVR_NAK_INV_REQ = 5, /* malformed request: bad length, alignment */
 };
 #define OVR_NAK_CODE_MAX OVR_NAK_INV_REQ
+
+/* ---- TERMINATE reasons ------------------------------------------------- */
+
+/*
+ * Why a TERMINATE was sent, which also says what its psn field is and how
+ * the receiver checks it (docs/WIRE.md §3.11).
+ */
+enum ovr_wire_term_reason {
+	/* the sender's QP was destroyed; psn: the next PSN it would have
+	 * sent (inside the receiver's receive window) */
+	OVR_TERM_DESTROYED = 1,
+	/* the sender's QP went to ERROR on its own side; psn as DESTROYED */
+	OVR_TERM_ERROR = 2,
+	/* no QP of that number: answers a sequenced packet; psn: that
+	 * packet's PSN (inside the receiver's outstanding send range) */
+	OVR_TERM_NO_QP_SEQ = 3,
+	/* no QP of that number: answers an ACK; psn: that ACK's ack_psn
+	 * (at most a window behind the receiver's cumulative ACK point) */
+	OVR_TERM_NO_QP_ACK = 4,
+};
+#define OVR_TERM_REASON_MAX OVR_TERM_NO_QP_ACK
 
 /* ---- On-wire layouts --------------------------------------------------- */
 
@@ -246,6 +269,13 @@ struct ovr_wire_nakh {
 	uint16_t rsvd;
 } __attribute__((packed));
 
+/* TERMINATE extension (8 bytes). */
+struct ovr_wire_termh {
+	uint8_t reason; /* enum ovr_wire_term_reason */
+	uint8_t rsvd[3]; /* zero */
+	uint32_t psn; /* [31:24] zero; meaning set by reason */
+} __attribute__((packed));
+
 /* Datagram extension: UD_SEND, UD_SEND_IMM (8 bytes). */
 struct ovr_wire_deth {
 	uint32_t qkey;
@@ -294,6 +324,8 @@ static_assert(sizeof(struct ovr_wire_sack) == 8, "layout");
 static_assert(sizeof(struct ovr_wire_ackh) == 8, "layout");
 static_assert(offsetof(struct ovr_wire_ackh, sack) == 8, "layout");
 static_assert(sizeof(struct ovr_wire_nakh) == 4, "layout");
+static_assert(sizeof(struct ovr_wire_termh) == 8, "layout");
+static_assert(offsetof(struct ovr_wire_termh, psn) == 4, "layout");
 static_assert(sizeof(struct ovr_wire_deth) == 8, "layout");
 static_assert(sizeof(struct ovr_wire_vrej) == 16, "layout");
 static_assert(OVR_WIRE_ENCAP_LEN == 78, "encapsulation overhead");

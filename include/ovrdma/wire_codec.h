@@ -45,6 +45,7 @@ enum ovr_wire_err {
 	OVR_WIRE_ENAK, /* unknown NAK code or misused RNR timer */
 	OVR_WIRE_EVREJ, /* malformed VERSION_REJECT */
 	OVR_WIRE_ENOSPC, /* build: output buffer too small */
+	OVR_WIRE_ETERM, /* unknown TERMINATE reason */
 	OVR_WIRE_NERR
 };
 
@@ -120,6 +121,11 @@ struct ovr_wire_pkt {
 			uint8_t code;
 			uint8_t rnr_timer;
 		} nak;
+		/* TERMINATE */
+		struct {
+			uint8_t reason; /* enum ovr_wire_term_reason */
+			uint32_t psn;
+		} term;
 		/* UD_SEND, UD_SEND_IMM */
 		struct {
 			uint32_t qkey;
@@ -215,6 +221,7 @@ static inline int32_t ovr_wire_psn_diff(uint32_t a, uint32_t b)
 const char *ovr_wire_strerror(int err);
 const char *ovr_wire_opcode_name(unsigned int opcode);
 const char *ovr_wire_nak_name(unsigned int code);
+const char *ovr_wire_term_name(unsigned int reason);
 /* Number of payload-carrying message bytes an opcode may have (bool). */
 bool ovr_wire_opcode_has_payload(unsigned int opcode);
 bool ovr_wire_opcode_is_sequenced(unsigned int opcode);

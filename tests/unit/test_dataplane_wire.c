@@ -28,6 +28,7 @@ static const uint8_t all_opcodes[] = {
 	OVR_OP_ACK,	    OVR_OP_NAK,
 	OVR_OP_CNP,	    OVR_OP_UD_SEND,
 	OVR_OP_UD_SEND_IMM, OVR_OP_VERSION_REJECT,
+	OVR_OP_TERMINATE,
 };
 #define NOPS (sizeof(all_opcodes) / sizeof(all_opcodes[0]))
 
@@ -133,6 +134,10 @@ static void sample(struct ovr_wire_pkt *p, uint8_t opcode, uint32_t plen)
 		p->tsecr = 1;
 		p->u.nak.code = OVR_NAK_RNR;
 		p->u.nak.rnr_timer = 14;
+		break;
+	case OVR_OP_TERMINATE:
+		p->u.term.reason = OVR_TERM_NO_QP_SEQ;
+		p->u.term.psn = 0x00fedcba;
 		break;
 	case OVR_OP_UD_SEND_IMM:
 		p->u.ud.imm = 0x76543210;
@@ -869,6 +874,65 @@ static void test_bad_nak(void **state)
 	expect_build(&p, -OVR_WIRE_ENAK);
 }
 
+static void test_terminate(void **state)
+{
+	/* golden encoding: every byte of a TERMINATE is defined */
+	static const uint8_t want[] = {
+		0x01, 0x13, 0x00, 0x00, /* v1 TERMINATE, no flags */
+		0x00, 0x00, 0x00, 0x22, /* dqpn */
+		0x00, 0x00, 0x00, 0x11, /* sqpn */
+		0x00, 0x00, 0x00, 0x00, /* psn: unsequenced */
+		0x00, 0x00, 0x00, 0x00, /* ack_psn */
+		0x00, 0x00, 0x00, 0x00, /* credit */
+		0x00, 0x00, 0x13, 0x89, /* tsval */
+		0x00, 0x00, 0x00, 0x00, /* tsecr */
+		0x00, 0x00, 0x00, 0x00, /* payload_len, path, rsvd */
+		0x01, 0x00, 0x00, 0x00, /* reason DESTROYED, rsvd */
+		0x00, 0x12, 0x34, 0x56, /* psn */
+	};
+	struct ovr_wire_pkt p = {
+		.version = 1,
+		.opcode = OVR_OP_TERMINATE,
+		.dqpn = 0x22,
+		.sqpn = 0x11,
+		.tsval = 5001,
+		.u.term = { .reason = OVR_TERM_DESTROYED, .psn = 0x123456 },
+	};
+	uint8_t buf[128];
+	char line[256];
+	int n;
+
+	(void)state;
+	n = ovr_wire_build(&p, buf, sizeof(buf));
+	assert_int_equal(n, sizeof(want) + 4);
+	assert_memory_equal(buf, want, sizeof(want));
+	ovr_wire_format(&p, line, sizeof(line));
+	assert_string_equal(line, "v1 TERMINATE qp 17->34 ts=5001 path=0 "
+				  "reason=DESTROYED psn=1193046");
+	/* reasons 1..4; reserved bytes zero; a 24-bit PSN; no flags */
+	expect_mutation(OVR_OP_TERMINATE, OTH, 0, -OVR_WIRE_ETERM);
+	expect_mutation(OVR_OP_TERMINATE, OTH, OVR_TERM_REASON_MAX + 1,
+			-OVR_WIRE_ETERM);
+	for (size_t i = 1; i < 4; i++)
+		expect_mutation(OVR_OP_TERMINATE, OTH + i, 1, -OVR_WIRE_ERSVD);
+	expect_mutation(OVR_OP_TERMINATE, OTH + 4, 1, -OVR_WIRE_EPSN);
+	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_ACK, -OVR_WIRE_EFLAGS);
+	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_LAST, -OVR_WIRE_EFLAGS);
+	expect_mutation(OVR_OP_TERMINATE, 15, 1, -OVR_WIRE_EPSN);
+	p.u.term.psn = 1u << 24;
+	expect_build(&p, -OVR_WIRE_EPSN);
+	p.u.term.psn = 0;
+	p.u.term.reason = 9;
+	expect_build(&p, -OVR_WIRE_ETERM);
+	p.u.term.reason = OVR_TERM_ERROR;
+	p.payload_len = 1;
+	p.payload = buf;
+	expect_build(&p, -OVR_WIRE_ELEN);
+	assert_string_equal(ovr_wire_term_name(OVR_TERM_NO_QP_ACK),
+			    "NO_QP_ACK");
+	assert_string_equal(ovr_wire_term_name(0), "?");
+}
+
 static void test_version_reject(void **state)
 {
 	static uint8_t rx[256], tx[64];
@@ -1019,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_bad_qpn_psn),
 		cmocka_unit_test(test_bad_sack),
 		cmocka_unit_test(test_bad_nak),
+		cmocka_unit_test(test_terminate),
 		cmocka_unit_test(test_version_reject),
 		cmocka_unit_test(test_version_select),
 		cmocka_unit_test(test_counters),

@@ -84,10 +84,14 @@ static void pair_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 	struct ovr_pair_node *n = ctx;
 
 	(void)token;
-	(void)peer;
-	(void)qp_user;
 	if (!len)
 		return;
+	n->last_peer = peer;
+	n->last_user = qp_user;
+	if (n->tx_filter && n->tx_filter(n, n->txbuf, len, n->tx_filter_ctx)) {
+		n->tx_filtered++;
+		return;
+	}
 	n->tx_pkts++;
 	trace_pkt(n->pair, n == &n->pair->n[0] ? 0 : 1, n->txbuf, len);
 	(void)ovr_link_send(n->out, n->pair->now, n->txbuf, len);
@@ -122,8 +126,30 @@ static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 
 	(void)qp_user;
 	(void)qpn;
-	if ((unsigned int)ev < 8)
+	if ((unsigned int)ev < OVR_PAIR_MAX_EV)
 		n->events[ev]++;
+}
+
+static void pair_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
+			   enum ovr_eng_event ev)
+{
+	struct ovr_pair_node *n = ctx;
+
+	(void)srq_user;
+	n->last_srq_event_srqn = srqn;
+	if ((unsigned int)ev < OVR_PAIR_MAX_EV)
+		n->srq_events[ev]++;
+}
+
+/* A recognisable GRH: where it came from, then the receiving QP's user
+ * value, then 0xab. */
+static void pair_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
+			uint8_t grh[OVR_ENG_GRH_LEN])
+{
+	(void)ctx;
+	memset(grh, 0xab, OVR_ENG_GRH_LEN);
+	memcpy(grh, &from, sizeof(from));
+	memcpy(grh + 8, &qp_user, sizeof(qp_user));
 }
 
 static const struct ovr_eng_ops pair_ops = {
@@ -131,6 +157,8 @@ static const struct ovr_eng_ops pair_ops = {
 	.tx = pair_tx,
 	.cqe = pair_cqe,
 	.event = pair_event,
+	.srq_event = pair_srq_event,
+	.ud_grh = pair_ud_grh,
 };
 
 struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
@@ -198,6 +226,7 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 			.sq_sig_all = qp->sq_sig_all,
 			.user = (uint64_t)i,
 			.cap = qp->cap,
+			.srq = qp->srq[i],
 		};
 
 		rc = ovr_eng_qp_create(eng[i], &init, &qpn[i]);
@@ -281,7 +310,8 @@ bool ovr_pair_step(struct ovr_pair *p)
 		/* node i receives from the other node's out link */
 		while (ovr_link_recv(p->n[1 - i].out, p->now, rxbuf,
 				     sizeof(rxbuf), &len, &meta) == 1)
-			ovr_eng_rx(p->n[i].eng, p->now, rxbuf, len, meta.ce);
+			ovr_eng_rx_from(p->n[i].eng, p->now, rxbuf, len,
+					meta.ce, (uint64_t)(1 - i));
 	}
 	for (int i = 0; i < 2; i++) {
 		uint64_t t = ovr_eng_poll(p->n[i].eng, p->now, 0);

@@ -19,6 +19,13 @@
 #include <ovrdma/linkemu.h>
 
 #define OVR_PAIR_MAX_CQ 64
+#define OVR_PAIR_MAX_EV 32 /* event values counted (enum ovr_eng_event) */
+
+struct ovr_pair_node;
+
+/* Test hook: return true to drop a PDU node @n is about to send. */
+typedef bool (*ovr_pair_filter_fn)(struct ovr_pair_node *n, const uint8_t *pdu,
+				   uint32_t len, void *ctx);
 
 struct ovr_pair_cq {
 	struct ovr_eng_wc *wc;
@@ -34,8 +41,14 @@ struct ovr_pair_node {
 	uint32_t key; /* region over the whole arena, every right */
 	struct ovr_pair_cq cq[OVR_PAIR_MAX_CQ];
 	uint8_t *txbuf;
-	uint64_t events[8]; /* count per enum ovr_eng_event */
+	uint64_t events[OVR_PAIR_MAX_EV]; /* count per enum ovr_eng_event */
+	uint64_t srq_events[OVR_PAIR_MAX_EV]; /* the same, of SRQs */
+	uint32_t last_srq_event_srqn;
 	uint64_t tx_pkts;
+	uint64_t tx_filtered; /* dropped by tx_filter */
+	uint64_t last_peer, last_user; /* of the last PDU sent */
+	ovr_pair_filter_fn tx_filter; /* NULL: none */
+	void *tx_filter_ctx;
 	struct ovr_pair *pair;
 };
 
@@ -60,6 +73,7 @@ struct ovr_pair_qp_params {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	bool sq_sig_all;
+	uint32_t srq[2]; /* node i's QP takes receives from SRQ srq[i]; 0: own */
 };
 
 void ovr_pair_cfg_default(struct ovr_pair_cfg *cfg);
@@ -87,8 +101,12 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 			const struct ovr_pair_qp_params *qp, uint32_t cq_base,
 			uint64_t now, uint32_t qpn[2]);
 
-/* Deliver what has arrived, poll both engines, advance time to the next
- * event. false when nothing at all remains to happen. */
+/* UD receives get a GRH of: the 8-byte address vector the datagram came
+ * from (host order), the receiving QP's 8-byte user value, then 0xab. */
+
+/* Deliver what has arrived (node i hears from peer 1 - i: the address
+ * vector ovr_pair_connect gives), poll both engines, advance time to the
+ * next event. false when nothing at all remains to happen. */
 bool ovr_pair_step(struct ovr_pair *p);
 
 /* Step until @done(ctx) is true (returns true), nothing remains to
