@@ -310,6 +310,7 @@ static int tel_counters(const char *cmd, const char *params,
 	T(rx_no_qp);
 	T(rx_foreign);
 	T(tx_no_route);
+	T(tx_answers);
 	T(tx_nobuf);
 	T(wqe_bad);
 	T(cq_overflows);

@@ -212,14 +212,26 @@ struct svc_counters {
 	uint64_t rx_dropped_vpc; /* by ovr_vpc_decap, per reason in vpc */
 	uint64_t rx_short_pdu, rx_no_qp, rx_foreign; /* after decap */
 	uint64_t tx_no_route, tx_nobuf;
+	uint64_t tx_answers; /* TERMINATEs for PDUs of QPs that are gone */
 	uint64_t wqe_bad; /* malformed WQEs from applications */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
 	uint64_t ctx_opened, ctx_closed;
 };
 
+/* Where the PDU being handed to the engine came from, while it is: the
+ * engine answers a PDU for a QPN that does not exist (TERMINATE) at once,
+ * with peer = SVC_FROM_RX and no QP. */
+#define SVC_FROM_RX 1u
+struct svc_rx_src {
+	bool valid;
+	uint32_t vni, src_vip, dst_vip; /* src: the sender */
+	uint32_t sqpn, dqpn;
+};
+
 struct svc {
 	struct svc_conf conf;
+	struct svc_rx_src rx_src;
 	uint8_t mac[6];
 	struct ovr_vpc *vpc;
 	struct ovr_vpc_thread *vt;

@@ -1346,6 +1346,7 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("rx_no_qp", k->rx_no_qp);
 		C("rx_foreign", k->rx_foreign);
 		C("tx_no_route", k->tx_no_route);
+		C("tx_answers", k->tx_answers);
 		C("tx_nobuf", k->tx_nobuf);
 		C("wqe_bad", k->wqe_bad);
 		C("cq_overflows", k->cq_overflows);
@@ -1359,6 +1360,9 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_rx_bad", es.rx_bad);
 		C("engine_rx_no_qp", es.rx_no_qp);
 		C("engine_tx_nobuf", es.tx_nobuf);
+		C("engine_tx_term", es.tx_term);
+		C("engine_rx_term", es.rx_term);
+		C("engine_rx_term_bad", es.rx_term_bad);
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {
 				char n[48];

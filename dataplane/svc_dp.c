@@ -229,13 +229,29 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 	uint8_t path;
 	int rc;
 
-	(void)peer;
-	if (!qp || !qp->connected || len < sizeof(struct ovr_wire_oth)) {
+	struct ovr_vpc_flow answer;
+	const struct ovr_vpc_flow *flow;
+
+	if (len < sizeof(struct ovr_wire_oth)) {
+		s->port_ops->tx_free(s->port, token);
+		return;
+	}
+	if (qp && qp->connected) {
+		flow = &qp->flow;
+	} else if (!qp && peer == SVC_FROM_RX && s->rx_src.valid) {
+		/* an answer to the PDU being received, back to its sender
+		 * in its tenant (the overlay accepted that PDU's binding) */
+		ovr_vpc_flow_init(&answer, s->rx_src.vni, s->rx_src.dst_vip,
+				  s->rx_src.src_vip, s->rx_src.dqpn,
+				  s->rx_src.sqpn, 0);
+		flow = &answer;
+		s->cnt.tx_answers++;
+	} else {
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
 	path = ((const struct ovr_wire_oth *)pdu)->path;
-	rc = ovr_vpc_tx(s->vt, &qp->flow, path, pdu, OVR_WIRE_ENCAP_LEN, len);
+	rc = ovr_vpc_tx(s->vt, flow, path, pdu, OVR_WIRE_ENCAP_LEN, len);
 	if (rc) {
 		s->cnt.tx_no_route++;
 		s->port_ops->tx_free(s->port, token);
@@ -269,9 +285,21 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 	p = (const struct ovr_wire_prefix *)rx.pdu;
 	qp = svc_qp_find(s, __builtin_bswap32(p->dqpn) & 0xffffffu);
 	if (!qp) {
-		/* the engine answers version probes and counts the rest */
+		/* the engine answers version probes, and PDUs of QPs that
+		 * are gone with a TERMINATE (rate limited); it counts the
+		 * rest */
 		s->cnt.rx_no_qp++;
-		ovr_eng_rx(s->eng, now, rx.pdu, rx.pdu_len, rx.ce);
+		s->rx_src = (struct svc_rx_src){
+			.valid = true,
+			.vni = rx.vni,
+			.src_vip = rx.src_vip,
+			.dst_vip = rx.dst_vip,
+			.sqpn = __builtin_bswap32(p->sqpn) & 0xffffffu,
+			.dqpn = __builtin_bswap32(p->dqpn) & 0xffffffu,
+		};
+		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
+				SVC_FROM_RX);
+		s->rx_src.valid = false;
 		return;
 	}
 	/* a QP only hears its own peer, in its own tenant */

@@ -10,7 +10,8 @@
 #   3. 1 % loss with reordering set at run time: the same again, and 1000
 #      QPs between the two nodes all transferring at once;
 #   4. an application killed with -9 mid-transfer: the peer's work
-#      requests complete with errors, the killed one's resources are gone;
+#      requests complete with errors at once (its node sends TERMINATE),
+#      the killed one's resources are gone;
 #   5. both tenants at once, and neither reaches the other;
 #   6. veth fabric with kernel traffic routed through it at 1 % loss:
 #      ovrdma and kernel TCP both cross it, byte-exact;
@@ -79,7 +80,12 @@ echo "fabric dropped $lost and reordered $reord frames; every byte arrived"
 timeout 300 "$xfer" "$s1" "$s2" 128 ovrdma0 qps 1000 || fail "1000 QPs at 1 % loss"
 
 echo "== 4. kill -9 an application mid-transfer"
-timeout 120 "$xfer" "$s1" "$s2" 64 ovrdma0 peerkill || fail "peer's WRs after the kill"
+out=$(timeout 120 "$xfer" "$s1" "$s2" 64 ovrdma0 peerkill) || fail "peer's WRs after the kill: $out"
+echo "$out"
+# 22: IBV_WC_REM_ABORT_ERR, what a TERMINATE from the dead QP's node gives
+# (a retry timeout would give 12, RETRY_EXC_ERR, much later)
+echo "$out" | grep -q "failed with status 22 " ||
+	fail "the peer was not told through a TERMINATE"
 for _ in $(seq 50); do
 	[ "$(counter 1 engine_qps)" = 0 ] && [ "$(counter 1 engine_mrs)" = 0 ] && break
 	sleep 0.1
