@@ -202,6 +202,7 @@ struct svc_ctx {
 	uint32_t nqp, ncq, nmr, npd;
 	uint64_t pinned;
 	uint64_t async_dropped;
+	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
 	struct svc_ctx *next;
 };
 

@@ -260,6 +260,35 @@ static int status(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int rc)
 	return reply(c, req, rc, NULL, 0, NULL, 0);
 }
 
+/* Per-application limits ([limits] in the configuration): the request
+ * fails with @err, and the operator reads once per context which limit
+ * an application ran into. */
+enum svc_limit { LIM_PD, LIM_MR, LIM_PINNED, LIM_CQ, LIM_QP, LIM_QP_NODE };
+
+static int limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
+		 enum svc_limit which, uint64_t value, int err)
+{
+	static const char *const names[] = {
+		[LIM_PD] = "pd_per_context",
+		[LIM_MR] = "mr_per_context",
+		[LIM_PINNED] = "pinned_mb_per_context",
+		[LIM_CQ] = "cq_per_context",
+		[LIM_QP] = "qp_per_context",
+		[LIM_QP_NODE] = "qps (of the node)",
+	};
+
+	if (!(c->limits_logged & (1u << which))) {
+		c->limits_logged |= 1u << which;
+		fprintf(stderr,
+			"ovrdmad: context %u (pid %d, %s): limit %s = %llu "
+			"reached, request refused (%s)\n",
+			c->id, (int)c->pid, c->client[0] ? c->client : "-",
+			names[which], (unsigned long long)value,
+			strerror(-err));
+	}
+	return status(c, h, err);
+}
+
 /* ---- objects ------------------------------------------------------------- */
 
 static int obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle)
@@ -542,7 +571,7 @@ static int do_alloc_pd(struct svc *s, struct svc_ctx *c, struct req *r)
 	if (r->blen)
 		return status(c, r->h, -EINVAL);
 	if (c->npd >= s->conf.ctx_max_pd)
-		return status(c, r->h, -ENOSPC);
+		return limit(c, r->h, LIM_PD, s->conf.ctx_max_pd, -ENOSPC);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return status(c, r->h, -ENOMEM);
@@ -597,7 +626,7 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
 		return status(c, r->h, -EOPNOTSUPP);
 	if (c->nmr >= s->conf.ctx_max_mr)
-		return status(c, r->h, -ENOSPC);
+		return limit(c, r->h, LIM_MR, s->conf.ctx_max_mr, -ENOSPC);
 	for (uint32_t i = 0; i < q->nseg; i++) {
 		struct stat st;
 		int seals = fcntl(r->fds[i], F_GET_SEALS);
@@ -616,7 +645,8 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, -EINVAL);
 	if (s->conf.ctx_max_pinned &&
 	    c->pinned + total > s->conf.ctx_max_pinned)
-		return status(c, r->h, -ENOMEM);
+		return limit(c, r->h, LIM_PINNED, s->conf.ctx_max_pinned >> 20,
+			     -ENOMEM);
 	base = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
 		return status(c, r->h, -ENOMEM);
@@ -714,7 +744,7 @@ static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 	if (q->cqe == 0 || q->cqe >= CQ_MAX_DEPTH)
 		return status(c, r->h, -EINVAL);
 	if (c->ncq >= s->conf.ctx_max_cq)
-		return status(c, r->h, -ENOSPC);
+		return limit(c, r->h, LIM_CQ, s->conf.ctx_max_cq, -ENOSPC);
 	if (q->channel != OVR_CTL_NO_CHANNEL) {
 		ch = obj_get(c, q->channel, SVC_OBJ_CHANNEL);
 		if (!ch)
@@ -798,7 +828,7 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	    q->cap.max_inline_data > OVR_RING_MAX_INLINE)
 		return status(c, r->h, -EINVAL);
 	if (c->nqp >= s->conf.ctx_max_qp)
-		return status(c, r->h, -ENOSPC);
+		return limit(c, r->h, LIM_QP, s->conf.ctx_max_qp, -ENOSPC);
 	while (db < OVR_RING_MAX_QP_PER_CTX && c->db_qp[db])
 		db++;
 	if (db == OVR_RING_MAX_QP_PER_CTX)
@@ -826,6 +856,9 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
 	if (rc) {
 		free(qp);
+		if (rc == -ENOSPC)
+			return limit(c, r->h, LIM_QP_NODE, s->conf.eng_max_qp,
+				     rc);
 		return status(c, r->h, rc);
 	}
 	ovr_eng_qp_query(s->eng, qp->qpn, &qa);

@@ -9,9 +9,11 @@
 #      once, and a QP of one cannot reach a QP of the other;
 #   5. ovrdmad killed with -9: the application gets errors, not a hang;
 #      after a restart a new run works.
-# usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL [MB]
+#   6. per-application limits: each enforced with its documented error
+#      and logged once, another application unaffected.
+# usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL SVC_LIMITS [MB]
 set -u
-ovrdmad=$1 xfer=$2 ctl=$3 mb=${4:-64}
+ovrdmad=$1 xfer=$2 ctl=$3 limits=$4 mb=${5:-64}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "svc-pair: needs root (DPDK and memif sockets); skipped"
@@ -36,6 +38,10 @@ spin_us = 20
 eal = --no-huge -m 256 --no-pci --no-telemetry --file-prefix=ovrpair$$$1 --vdev=net_memif0,role=$3,socket=$dir/memif.sock,bsize=10240
 [limits]
 qp_per_context = 1100
+pd_per_context = 32
+mr_per_context = 128
+cq_per_context = 64
+pinned_mb_per_context = 300
 [tenant]
 vni = 100
 vip = 192.168.1.$4 local ovrdma0
@@ -151,6 +157,11 @@ for _ in $(seq 100); do # the memif link comes back within a few seconds
 done
 timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 16 >/dev/null || fail "svc_xfer after restart"
 echo "after restart: transfers OK"
+
+echo "== 6. per-application limits"
+"$limits" "$dir/b.sock" 32 128 300 64 1100 || fail "limits"
+grep -q "limit qp_per_context = 1100 reached" "$dir/b.log" ||
+	fail "the service did not log the limit it enforced"
 
 kill -TERM "$pid_a" "$pid_b"
 wait "$pid_a" || fail "ovrdmad a did not stop cleanly"

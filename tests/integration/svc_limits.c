@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-application limits of ovrdmad ([limits] in its configuration):
+ *
+ *   svc_limits SOCK PD MR PINNED_MB CQ QP
+ *
+ * with the values the service was configured with. One application
+ * allocates PDs, CQs, QPs and MRs until each is refused, checks that
+ * exactly the configured number succeeded, that the refusal is the
+ * documented errno (ENOSPC for counts, ENOMEM for pinned memory), that
+ * the device reports the limits it enforces, that freeing one makes room
+ * for one more, and that a second application on the same device is not
+ * affected by the first one's use. Exit 0 when all held.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <ovrdma/client.h>
+
+#define MAXOBJ 4096
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "svc_limits: FAIL: " __VA_ARGS__); \
+			fputc('\n', stderr);                               \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static struct ovr_cl *open_app(const char *sock, struct ovr_ctl_dev *dev)
+{
+	struct ovr_cl *cl = ovr_cl_connect(sock, "svc_limits");
+	int rc;
+
+	if (!cl) {
+		perror("svc_limits: connect");
+		exit(1);
+	}
+	rc = ovr_cl_open(cl, "ovrdma0", dev);
+	if (rc) {
+		fprintf(stderr, "svc_limits: open: %s\n", strerror(-rc));
+		exit(1);
+	}
+	return cl;
+}
+
+int main(int argc, char **argv)
+{
+	static uint32_t pds[MAXOBJ];
+	static struct ovr_cl_cq *cqs[MAXOBJ];
+	static struct ovr_cl_qp *qps[MAXOBJ];
+	static struct ovr_cl_mr *mrs[MAXOBJ];
+	struct ovr_ctl_qp_cap cap = { .max_send_wr = 4,
+				      .max_recv_wr = 4,
+				      .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	struct ovr_ctl_dev dev, dev2;
+	struct ovr_cl *cl, *cl2;
+	unsigned int lim_pd, lim_mr, lim_cq, lim_qp, n;
+	size_t pinned, page = 4096;
+	uint8_t *buf, *big;
+	uint32_t pd2;
+	int rc = 0;
+
+	if (argc != 7) {
+		fprintf(stderr,
+			"usage: svc_limits SOCK PD MR PINNED_MB CQ QP\n");
+		return 2;
+	}
+	lim_pd = (unsigned int)atoi(argv[2]);
+	lim_mr = (unsigned int)atoi(argv[3]);
+	pinned = (size_t)atoi(argv[4]) << 20;
+	lim_cq = (unsigned int)atoi(argv[5]);
+	lim_qp = (unsigned int)atoi(argv[6]);
+	if (lim_pd >= MAXOBJ || lim_mr >= MAXOBJ || lim_cq >= MAXOBJ ||
+	    lim_qp >= MAXOBJ) {
+		fprintf(stderr, "svc_limits: limits above %d\n", MAXOBJ);
+		return 2;
+	}
+	cl = open_app(argv[1], &dev);
+	CHECK(dev.max_pd == lim_pd && dev.max_mr == lim_mr &&
+		      dev.max_cq == lim_cq && dev.max_qp == lim_qp,
+	      "device reports pd %u mr %u cq %u qp %u, configured %u %u %u %u",
+	      dev.max_pd, dev.max_mr, dev.max_cq, dev.max_qp, lim_pd, lim_mr,
+	      lim_cq, lim_qp);
+
+	/* PDs */
+	for (n = 0; n < MAXOBJ; n++) {
+		rc = ovr_cl_alloc_pd(cl, &pds[n]);
+		if (rc)
+			break;
+	}
+	CHECK(n == lim_pd && rc == -ENOSPC,
+	      "%u PDs before refusal (%s), limit %u", n, strerror(-rc), lim_pd);
+	rc = ovr_cl_dealloc_pd(cl, pds[--n]);
+	CHECK(rc == 0, "dealloc_pd: %s", strerror(-rc));
+	rc = ovr_cl_alloc_pd(cl, &pds[n]);
+	CHECK(rc == 0, "a PD after freeing one: %s", strerror(-rc));
+
+	/* CQs */
+	for (n = 0; n < MAXOBJ; n++) {
+		cqs[n] = ovr_cl_create_cq(cl, 16, OVR_CTL_NO_CHANNEL, n);
+		if (!cqs[n])
+			break;
+	}
+	rc = errno;
+	CHECK(n == lim_cq && rc == ENOSPC,
+	      "%u CQs before refusal (%s), limit %u", n, strerror(rc), lim_cq);
+
+	/* QPs */
+	for (n = 0; n < MAXOBJ; n++) {
+		qps[n] = ovr_cl_create_qp(cl, pds[0], cqs[0], cqs[0], &cap,
+					  false, n);
+		if (!qps[n])
+			break;
+	}
+	rc = errno;
+	CHECK(n == lim_qp && rc == ENOSPC,
+	      "%u QPs before refusal (%s), limit %u", n, strerror(rc), lim_qp);
+	rc = ovr_cl_destroy_qp(cl, qps[--n]);
+	CHECK(rc == 0, "destroy_qp: %s", strerror(-rc));
+	qps[n] = ovr_cl_create_qp(cl, pds[0], cqs[0], cqs[0], &cap, false, n);
+	CHECK(qps[n] != NULL, "a QP after destroying one: %s", strerror(errno));
+
+	/* MRs: the count, then pinned memory */
+	buf = mmap(NULL, (size_t)lim_mr * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED) {
+		perror("svc_limits: mmap");
+		return 1;
+	}
+	for (n = 0; n < lim_mr + 1 && n < MAXOBJ; n++) {
+		mrs[n] = ovr_cl_reg_mr(cl, pds[0],
+				       buf + (size_t)(n % lim_mr) * page, page,
+				       0xf);
+		if (!mrs[n])
+			break;
+	}
+	rc = errno;
+	CHECK(n == lim_mr && rc == ENOSPC,
+	      "%u MRs before refusal (%s), limit %u", n, strerror(rc), lim_mr);
+	for (unsigned int i = 0; i < n; i++)
+		ovr_cl_dereg_mr(cl, mrs[i]);
+	big = mmap(NULL, pinned + page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (big == MAP_FAILED) {
+		perror("svc_limits: mmap");
+		return 1;
+	}
+	memset(big, 0x33, pinned + page);
+	mrs[0] = ovr_cl_reg_mr(cl, pds[0], big, pinned + page, 0xf);
+	rc = errno;
+	CHECK(!mrs[0] && rc == ENOMEM, "an MR above pinned_mb_per_context: %s",
+	      mrs[0] ? "registered" : strerror(rc));
+	mrs[0] = ovr_cl_reg_mr(cl, pds[0], big, pinned, 0xf);
+	CHECK(mrs[0] != NULL, "an MR of exactly pinned_mb_per_context: %s",
+	      strerror(errno));
+	/* the registration moved the pages: the data must still be there */
+	for (size_t i = 0; i < pinned + page; i += page)
+		if (big[i] != 0x33) {
+			CHECK(0, "byte %zu changed by a refused registration",
+			      i);
+			break;
+		}
+
+	/* a second application is not limited by the first one's use */
+	cl2 = open_app(argv[1], &dev2);
+	rc = ovr_cl_alloc_pd(cl2, &pd2);
+	CHECK(rc == 0, "second application's PD: %s", strerror(-rc));
+	CHECK(ovr_cl_create_cq(cl2, 16, OVR_CTL_NO_CHANNEL, 0) != NULL,
+	      "second application's CQ: %s", strerror(errno));
+	ovr_cl_close(cl2);
+	ovr_cl_close(cl);
+	if (failures)
+		return 1;
+	printf("svc_limits: pd %u, mr %u, pinned %zu MB, cq %u, qp %u: each "
+	       "enforced with the documented error\n",
+	       lim_pd, lim_mr, pinned >> 20, lim_cq, lim_qp);
+	return 0;
+}
