@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ovrdma/cc.h>
+
 #include "svc.h"
 
 void svc_conf_default(struct svc_conf *c)
@@ -104,6 +106,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 struct conf_state {
 	struct svc_conf *c;
 	int32_t vni; /* current [tenant]'s, -1 before its vni line */
+	char section[32]; /* the section of the previous entry */
 	const char *err;
 };
 
@@ -192,16 +195,15 @@ static int on_entry(void *user, const char *section, const char *name,
 	struct conf_state *st = user;
 	struct svc_conf *c = st->c;
 
-	if (!name) { /* a section header */
-		if (!strcmp(section, "tenant"))
-			st->vni = -1;
-		else if (strcmp(section, "service") &&
-			 strcmp(section, "limits")) {
-			st->err = "unknown section (service, limits, tenant)";
-			return 0;
-		}
+	if (!name) /* section headers: checked and numbered by prepare() */
 		return 1;
+	if (strcmp(section, st->section)) {
+		/* a new section ([tenant] headers are numbered apart) */
+		snprintf(st->section, sizeof(st->section), "%s", section);
+		st->vni = -1;
 	}
+	if (!strncmp(section, "tenant ", 7))
+		section = "tenant";
 	if (!strcmp(section, "service")) {
 		if (!strcmp(name, "socket")) {
 			if (strlen(value) >= sizeof(c->socket)) {
@@ -246,6 +248,12 @@ static int on_entry(void *user, const char *section, const char *name,
 			}
 			c->base_rtt_ns = v * 1000ull;
 		} else if (!strcmp(name, "cc")) {
+			if (strlen(value) >= sizeof(c->cc) ||
+			    !ovr_cc_find(value)) {
+				st->err = "cc: unknown congestion controller "
+					  "(ovr, swift, timely, dcqcn, fixed)";
+				return 0;
+			}
 			snprintf(c->cc, sizeof(c->cc), "%s", value);
 		} else if (!strcmp(name, "spin_us")) {
 			if (parse_u32(value, 0, 1000000, &c->spin_us)) {
@@ -318,45 +326,108 @@ static int on_entry(void *user, const char *section, const char *name,
 	return 0;
 }
 
-/* inih cuts lines at INI_MAX_LINE bytes and parses the rest as a line
- * of its own: refuse such a file with the real reason. */
-static int long_line(const char *path)
+/*
+ * The file as inih will parse it, or NULL with *line and *why set. inih
+ * cuts lines at INI_MAX_LINE bytes and parses the rest as a line of its
+ * own, and (as Debian builds it) does not tell the handler where a
+ * section starts: so long lines and unknown sections are refused here,
+ * naming their line, and every [tenant] header becomes [tenant N] so that
+ * two tenants' keys cannot run together.
+ */
+#define CONF_MAX (1u << 20)
+
+static char *prepare(const char *path, int *line, const char **why)
 {
 	FILE *f = fopen(path, "r");
-	int line = 1, len = 0, ch, found = 0;
+	char *in, *out, *p;
+	size_t n, o = 0;
+	unsigned int tenants = 0;
 
+	*line = 0;
 	if (!f)
-		return 0; /* ini_parse reports it */
-	while ((ch = fgetc(f)) != EOF && !found) {
-		if (ch == '\n') {
-			line++;
-			len = 0;
-		} else if (++len >= INI_MAX_LINE - 1) {
-			found = line;
-		}
-	}
+		return NULL; /* errno says why */
+	in = malloc(CONF_MAX + 1);
+	out = malloc(CONF_MAX + 64 * 1024);
+	n = in ? fread(in, 1, CONF_MAX + 1, f) : 0;
 	fclose(f);
-	return found;
+	if (!in || !out) {
+		free(in);
+		free(out);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (n > CONF_MAX) {
+		*line = 1;
+		*why = "file larger than 1 MB";
+		goto bad;
+	}
+	in[n] = 0;
+	for (p = in; *p;) {
+		char *end = strchr(p, '\n'), *t = p, *close;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		++*line;
+		if (len >= INI_MAX_LINE - 1) {
+			*why = "line too long (eal = may be repeated)";
+			goto bad;
+		}
+		while (t < p + len && isspace((unsigned char)*t))
+			t++;
+		if (*t == '[') {
+			close = memchr(t, ']', len - (size_t)(t - p));
+			if (!close) {
+				*why = "section header without ']'";
+				goto bad;
+			}
+			*close = 0;
+			if (!strcmp(t + 1, "tenant")) {
+				if (o + 32 > CONF_MAX + 60 * 1024) {
+					*why = "too many sections";
+					goto bad;
+				}
+				o += (size_t)sprintf(out + o, "[tenant %u]\n",
+						     ++tenants);
+				p += len + (end ? 1 : 0);
+				continue;
+			}
+			if (strcmp(t + 1, "service") &&
+			    strcmp(t + 1, "limits")) {
+				*why = "unknown section (service, limits, tenant)";
+				goto bad;
+			}
+			*close = ']';
+		}
+		memcpy(out + o, p, len);
+		o += len;
+		out[o++] = '\n';
+		p += len + (end ? 1 : 0);
+	}
+	out[o] = 0;
+	free(in);
+	return out;
+bad:
+	free(in);
+	free(out);
+	return NULL;
 }
 
 int svc_conf_load(struct svc_conf *c, const char *path)
 {
 	struct conf_state st = { .c = c, .vni = -1 };
-	int line = long_line(path);
+	const char *why = NULL;
+	int line;
+	char *text = prepare(path, &line, &why);
 
-	if (line) {
-		fprintf(stderr,
-			"ovrdmad: %s:%d: line longer than %d bytes (eal = may "
-			"be repeated)\n",
-			path, line, INI_MAX_LINE - 2);
+	if (!text && why) {
+		fprintf(stderr, "ovrdmad: %s:%d: %s\n", path, line, why);
 		return -1;
 	}
-	line = ini_parse(path, on_entry, &st);
-
-	if (line == -1) {
+	if (!text) {
 		fprintf(stderr, "ovrdmad: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
+	line = ini_parse_string(text, on_entry, &st);
+	free(text);
 	if (line) {
 		fprintf(stderr, "ovrdmad: %s:%d: %s\n", path, line,
 			st.err ? st.err : "syntax error");
