@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <ovrdma/compiler.h>
+
 #include "ovrdma.h"
 
 #define OVRDMA_FW_VERSION "ovrdma-0.1.0"
@@ -564,7 +566,7 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w)
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
 		w->imm_data = wr->imm_data;
-		/* fall through */
+		ovr_fallthrough;
 	case IBV_WR_SEND:
 		return 0;
 	case IBV_WR_SEND_WITH_INV:
@@ -572,7 +574,7 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w)
 		return 0;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		w->imm_data = wr->imm_data;
-		/* fall through */
+		ovr_fallthrough;
 	case IBV_WR_RDMA_WRITE:
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
