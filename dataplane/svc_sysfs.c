@@ -256,9 +256,12 @@ static void drop_uverbs(const struct svc *s, const char *dev)
 
 static void unpublish(struct svc *s, const char *name)
 {
-	char ibdev[PATH_MAX];
+	char ibdev[PATH_MAX], u[96];
 
 	drop_uverbs(s, name);
+	/* the node too when the tree was deleted under us */
+	uverbs_name(s, name, u, sizeof(u));
+	unlink_cdev(u);
 	if (!path_of(ibdev, sizeof(ibdev), s, "infiniband", name))
 		rm_tree(ibdev);
 }
