@@ -27,6 +27,12 @@
 
 #define SVC_MAX_DEVS 64
 #define SVC_MAX_TENANT_VIPS 256
+/* libibverbs keeps sysfs paths in 256 bytes (IBV_SYSFS_PATH_MAX): DIR +
+ * "/class/infiniband/" + a 15-character name must fit. */
+#define SVC_SYSFS_PATH_MAX 192
+#define SVC_SYSFS_DEFAULT "/run/ovrdma/sysfs"
+/* what the device reports as its firmware version */
+#define SVC_FW_VERSION "ovrdma-0.1.0"
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -43,6 +49,8 @@ struct svc_conf_sg {
 
 struct svc_conf {
 	char socket[108];
+	/* synthetic sysfs tree for libibverbs (svc_sysfs.c); "" = none */
+	char sysfs[SVC_SYSFS_PATH_MAX];
 	char group[64]; /* owner group of the socket; "" = root's */
 	char eal[1024]; /* extra EAL arguments */
 	uint32_t host; /* underlay IPv4 of this node */
@@ -258,6 +266,7 @@ struct svc {
 	uint64_t last_heartbeat;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;
+	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;
 };
 
@@ -287,5 +296,14 @@ void svc_dev_del(struct svc *s, uint32_t vni, uint32_t vip);
 /* Writes the text of ADM_SHOW @what into @buf; returns its length or
  * -EINVAL for an unknown @what. */
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap);
+
+/* svc_sysfs.c: the synthetic sysfs tree and /dev/infiniband nodes of the
+ * local devices (docs/PROVIDER.md). init cleans what dead ovrdmads left
+ * and publishes the devices that exist; add/del follow the bindings;
+ * fini removes everything this service wrote. Failures are logged. */
+int svc_sysfs_init(struct svc *s);
+void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
+void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);
+void svc_sysfs_fini(struct svc *s);
 
 #endif /* OVRDMA_SVC_H */

@@ -20,6 +20,7 @@ void svc_conf_default(struct svc_conf *c)
 {
 	memset(c, 0, sizeof(*c));
 	snprintf(c->socket, sizeof(c->socket), "%s", OVR_CTL_SOCK_DEFAULT);
+	snprintf(c->sysfs, sizeof(c->sysfs), "%s", SVC_SYSFS_DEFAULT);
 	c->underlay_mtu = 1500;
 	c->rate_bps = 100000000000ull;
 	snprintf(c->cc, sizeof(c->cc), "ovr");
@@ -211,6 +212,23 @@ static int on_entry(void *user, const char *section, const char *name,
 				return 0;
 			}
 			snprintf(c->socket, sizeof(c->socket), "%s", value);
+		} else if (!strcmp(name, "sysfs")) {
+			/* empty: publish nothing */
+			if (value[0] && (value[0] != '/' || !value[1] ||
+					 strlen(value) >= sizeof(c->sysfs) ||
+					 strstr(value, "/../") ||
+					 strspn(value, "/") == strlen(value))) {
+				st->err =
+					"sysfs: expected an absolute directory "
+					"of at most 191 characters (empty: "
+					"publish no device)";
+				return 0;
+			}
+			snprintf(c->sysfs, sizeof(c->sysfs), "%s", value);
+			/* no trailing slash: paths are built as DIR/class */
+			while (strlen(c->sysfs) > 1 &&
+			       c->sysfs[strlen(c->sysfs) - 1] == '/')
+				c->sysfs[strlen(c->sysfs) - 1] = 0;
 		} else if (!strcmp(name, "group")) {
 			snprintf(c->group, sizeof(c->group), "%s", value);
 		} else if (!strcmp(name, "eal")) {

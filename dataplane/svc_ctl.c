@@ -102,6 +102,7 @@ int svc_dev_add(struct svc *s, uint32_t vni, uint32_t vip, const char *name)
 	d->num_comp_vectors = 1;
 	s->devs[slot].used = true;
 	s->devs[slot].contexts = 0;
+	svc_sysfs_add(s, d);
 	return slot;
 }
 
@@ -109,8 +110,10 @@ void svc_dev_del(struct svc *s, uint32_t vni, uint32_t vip)
 {
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
 		if (s->devs[i].used && s->devs[i].d.vni == vni &&
-		    s->devs[i].d.vip == vip)
+		    s->devs[i].d.vip == vip) {
+			svc_sysfs_del(s, &s->devs[i].d);
 			s->devs[i].used = false;
+		}
 }
 
 static int dev_by_binding(struct svc *s, uint32_t vni, uint32_t vip)

@@ -547,7 +547,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.cqe = eng_cqe,
 		.event = eng_event,
 	};
-	int pdu_mtu;
+	int pdu_mtu, lrc;
 	uint32_t maxqp = 1;
 
 	s->port_ops = ops;
@@ -671,11 +671,18 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		if (n && ovr_vpc_sg_set(s->vpc, s->conf.tenants[t], r, n))
 			return -EINVAL;
 	}
-	return svc_ctl_listen(s);
+	lrc = svc_ctl_listen(s);
+	if (lrc)
+		return lrc;
+	/* after listen: a published device names a socket that answers;
+	 * a tree that cannot be written is logged, not fatal */
+	svc_sysfs_init(s);
+	return 0;
 }
 
 void svc_fini(struct svc *s)
 {
+	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
 	if (s->eng)
 		ovr_eng_destroy(s->eng);

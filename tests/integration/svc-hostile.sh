@@ -42,6 +42,7 @@ conf() { # name iface host my peer
 	cat >"$dir/$1.conf" <<EOC
 [service]
 socket = $dir/$1.sock
+sysfs = $dir/sysfs-$1
 host = $3
 underlay_mtu = 1500
 spin_us = 20

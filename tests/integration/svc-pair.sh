@@ -32,6 +32,7 @@ conf() { # name host role peer_vip peer_host
 	cat >"$dir/$1.conf" <<EOC
 [service]
 socket = $dir/$1.sock
+sysfs = $dir/sysfs-$1
 host = $2
 underlay_mtu = 9000
 spin_us = 20

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libovrdma-rdmav34.so: the ovrdma verbs provider, registration and
+ * device/context objects (docs/PROVIDER.md). libibverbs loads it through
+ * /etc/libibverbs.d/ovrdma.driver or RDMAV_DRIVERS; its constructor
+ * checks the libibverbs it was loaded into and registers; the devices
+ * are the ones ovrdmad publishes in the synthetic sysfs tree (their
+ * directory names the service's socket in ovrdma_socket).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ovrdma.h"
+
+static const struct ovrdma_hooks hooks = {
+	.version = OVRDMA_HOOKS_VERSION,
+	.create_channel = ovrdma_create_channel,
+	.destroy_channel = ovrdma_destroy_channel,
+};
+
+/* Reads the one-line file DIR/NAME into @buf without its newline. */
+static int read_attr(const char *dir, const char *name, char *buf, size_t cap)
+{
+	char path[OVRDMA_SYSFS_PATH_MAX + 32];
+	ssize_t n;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENODATA;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* A device is ours when ovrdmad wrote it: its directory names a socket. */
+static bool ovrdma_match_device(struct verbs_sysfs_dev *sd)
+{
+	char sock[PATH_MAX];
+
+	return read_attr(sd->ibdev_path, "ovrdma_socket", sock, sizeof(sock)) ==
+	       0;
+}
+
+static struct verbs_device *ovrdma_alloc_device(struct verbs_sysfs_dev *sd)
+{
+	struct ovrdma_device *od = calloc(1, sizeof(*od));
+
+	if (!od)
+		return NULL;
+	od->magic = OVRDMA_DEVICE_MAGIC;
+	od->hooks = &hooks;
+	if (read_attr(sd->ibdev_path, "ovrdma_socket", od->socket,
+		      sizeof(od->socket)))
+		od->socket[0] = 0;
+	return &od->vdev;
+}
+
+static void ovrdma_uninit_device(struct verbs_device *vd)
+{
+	struct ovrdma_device *od = container_of(vd, struct ovrdma_device, vdev);
+
+	od->magic = 0;
+	free(od);
+}
+
+static struct verbs_context *
+ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
+{
+	struct ovrdma_device *od = to_odev(ibdev);
+	struct ovrdma_context *ctx;
+	const char *sock = getenv("OVRDMA_SOCKET");
+	int null_fd, err, rc;
+
+	(void)private_data;
+	ctx = OVRDMA_ALLOC_CONTEXT(ibdev, cmd_fd, struct ovrdma_context, vctx);
+	if (!ctx)
+		return NULL;
+	/*
+	 * cmd_fd is /dev/null opened read-write: libibverbs' kernel-only
+	 * paths (a uverbs write, as ibv_create_comp_channel without the
+	 * interposer) would "succeed" on it and leave garbage. Read-only,
+	 * they fail with EBADF instead.
+	 */
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd < 0 || dup3(null_fd, cmd_fd, O_CLOEXEC) < 0) {
+		err = errno;
+		goto err_uninit;
+	}
+	close(null_fd);
+	null_fd = -1;
+	if (!sock || !sock[0])
+		sock = od->socket[0] ? od->socket : NULL;
+	ctx->cl = ovr_cl_connect(sock, program_invocation_short_name);
+	if (!ctx->cl) {
+		err = errno;
+		goto err_uninit;
+	}
+	rc = ovr_cl_open(ctx->cl, ibdev->name, &ctx->dev);
+	if (rc) {
+		err = -rc;
+		goto err_close;
+	}
+	/* libibverbs closes async_fd at close_device: give it its own fd */
+	ctx->vctx.context.async_fd =
+		fcntl(ovr_cl_async_fd(ctx->cl), F_DUPFD_CLOEXEC, 0);
+	if (ctx->vctx.context.async_fd < 0) {
+		err = errno;
+		goto err_close;
+	}
+	ctx->vctx.context.num_comp_vectors = (int)ctx->dev.num_comp_vectors;
+	verbs_set_ops(&ctx->vctx, &ovrdma_ctx_ops);
+	return &ctx->vctx;
+
+err_close:
+	ovr_cl_close(ctx->cl);
+err_uninit:
+	if (null_fd >= 0)
+		close(null_fd);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	errno = err;
+	return NULL;
+}
+
+void ovrdma_free_context(struct ibv_context *ibctx)
+{
+	struct ovrdma_context *ctx = to_octx(ibctx);
+
+	/* closing the connection makes the service destroy what is left */
+	ovr_cl_close(ctx->cl);
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+static const struct verbs_device_ops ovrdma_dev_ops = {
+	.name = OVRDMA_PROVIDER_NAME,
+	/* class/infiniband_verbs/X/abi_version is not written: 0 */
+	.match_min_abi_version = 0,
+	.match_max_abi_version = 0,
+	.match_device = ovrdma_match_device,
+	.alloc_context = ovrdma_alloc_context,
+	.alloc_device = ovrdma_alloc_device,
+	.uninit_device = ovrdma_uninit_device,
+};
+
+/*
+ * The rdma-core release of the libibverbs this process runs: its file
+ * is libibverbs.so.1.<abi>.<release>[.<minor>] (e.g. 1.14.44.0 for
+ * rdma-core 44.0). 0 when it cannot be told.
+ */
+static int ibverbs_release(char *path, size_t cap)
+{
+	Dl_info info;
+	char *real, *p;
+	int rel = 0;
+
+	if (!dladdr((void *)ibv_get_device_list, &info) || !info.dli_fname)
+		return 0;
+	real = realpath(info.dli_fname, NULL);
+	snprintf(path, cap, "%s", real ? real : info.dli_fname);
+	p = strstr(path, ".so.1.");
+	if (p) {
+		unsigned int abi, r;
+
+		if (sscanf(p, ".so.1.%u.%u", &abi, &r) == 2)
+			rel = (int)r;
+	}
+	free(real);
+	return rel;
+}
+
+static __attribute__((constructor)) void ovrdma_register(void)
+{
+	char path[PATH_MAX] = "libibverbs";
+	int rel = ibverbs_release(path, sizeof(path));
+
+	if (rel < OVRDMA_IBVERBS_MIN || rel > OVRDMA_IBVERBS_MAX) {
+		fprintf(stderr,
+			"ovrdma: %s is %s%d; this provider declares the "
+			"private ABI of rdma-core %d..%d and stays out "
+			"(no ovrdma device): rebuild it for this "
+			"libibverbs\n",
+			path, rel ? "rdma-core " : "of unknown release ", rel,
+			OVRDMA_IBVERBS_MIN, OVRDMA_IBVERBS_MAX);
+		return;
+	}
+	verbs_register_driver_34(&ovrdma_dev_ops);
+}

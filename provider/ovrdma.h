@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ovrdma verbs provider's private objects (docs/PROVIDER.md): each
+ * wraps the libibverbs object it extends (first member, or the member
+ * libibverbs points at) and the libovr_client object underneath.
+ *
+ * Shared with the completion-channel interposer (ovrdma_preload.c),
+ * which recognises an ovrdma context by its device and calls the
+ * provider through struct ovrdma_hooks: the interposer is a separate
+ * library and does not see the provider's symbols.
+ */
+#ifndef OVRDMA_PROVIDER_H
+#define OVRDMA_PROVIDER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ovrdma/client.h>
+
+#include "ovrdma_abi.h"
+
+#define OVRDMA_PROVIDER_NAME "ovrdma" /* verbs_device_ops.name */
+#define OVRDMA_DEVICE_MAGIC 0x6f766476u /* "ovdv" */
+#define OVRDMA_CHANNEL_MAGIC 0x6f766368u /* "ovch" */
+#define OVRDMA_HOOKS_VERSION 1u
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+/* What the interposer may call; version first, checked before use. */
+struct ovrdma_hooks {
+	uint32_t version; /* OVRDMA_HOOKS_VERSION */
+	/* ibv_create_comp_channel / ibv_destroy_comp_channel semantics */
+	struct ibv_comp_channel *(*create_channel)(struct ibv_context *ctx);
+	int (*destroy_channel)(struct ibv_comp_channel *channel);
+};
+
+struct ovrdma_device {
+	struct verbs_device vdev;
+	uint32_t magic; /* OVRDMA_DEVICE_MAGIC */
+	const struct ovrdma_hooks *hooks;
+	char socket[PATH_MAX]; /* the service's control socket */
+};
+
+struct ovrdma_context {
+	struct verbs_context vctx; /* ends with the ibv_context */
+	struct ovr_cl *cl;
+	struct ovr_ctl_dev dev; /* limits, GID, MTU from OPEN */
+};
+
+struct ovrdma_pd {
+	struct ibv_pd ibv_pd;
+	uint32_t handle;
+};
+
+struct ovrdma_mr {
+	struct verbs_mr vmr;
+	struct ovr_cl_mr *mr;
+};
+
+struct ovrdma_channel {
+	struct ibv_comp_channel ch;
+	uint32_t magic; /* OVRDMA_CHANNEL_MAGIC */
+	uint32_t handle;
+};
+
+struct ovrdma_cq {
+	struct verbs_cq vcq;
+	struct ovr_cl_cq *cq;
+};
+
+struct ovrdma_qp {
+	struct verbs_qp vqp;
+	struct ovr_cl_qp *qp;
+	struct ibv_qp_cap cap; /* granted */
+	bool sq_sig_all;
+};
+
+static inline struct ovrdma_device *to_odev(struct ibv_device *d)
+{
+	return container_of(d, struct ovrdma_device, vdev.device);
+}
+
+static inline struct ovrdma_context *to_octx(struct ibv_context *c)
+{
+	return container_of(c, struct ovrdma_context, vctx.context);
+}
+
+static inline struct ovrdma_pd *to_opd(struct ibv_pd *pd)
+{
+	return container_of(pd, struct ovrdma_pd, ibv_pd);
+}
+
+static inline struct ovrdma_mr *to_omr(struct verbs_mr *vmr)
+{
+	return container_of(vmr, struct ovrdma_mr, vmr);
+}
+
+static inline struct ovrdma_cq *to_ocq(struct ibv_cq *cq)
+{
+	return container_of(cq, struct ovrdma_cq, vcq.cq);
+}
+
+static inline struct ovrdma_qp *to_oqp(struct ibv_qp *qp)
+{
+	return container_of(qp, struct ovrdma_qp, vqp.qp);
+}
+
+/*
+ * The ovrdma device behind @ctx, or NULL when @ctx belongs to another
+ * provider. Every libibverbs device is a verbs_device, whose ops name
+ * the provider.
+ */
+static inline struct ovrdma_device *ovrdma_device_of(struct ibv_context *ctx)
+{
+	struct verbs_device *vd;
+	struct ovrdma_device *od;
+
+	if (!ctx || !ctx->device)
+		return NULL;
+	vd = container_of(ctx->device, struct verbs_device, device);
+	if (!vd->ops || !vd->ops->name ||
+	    __builtin_strcmp(vd->ops->name, OVRDMA_PROVIDER_NAME))
+		return NULL;
+	od = container_of(vd, struct ovrdma_device, vdev);
+	return od->magic == OVRDMA_DEVICE_MAGIC ? od : NULL;
+}
+
+/* ovrdma.c: the context's end (an op of ovrdma_ctx_ops) */
+void ovrdma_free_context(struct ibv_context *ibctx);
+
+/* ovrdma_verbs.c */
+extern const struct verbs_context_ops ovrdma_ctx_ops;
+struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ctx);
+int ovrdma_destroy_channel(struct ibv_comp_channel *channel);
+
+#endif /* OVRDMA_PROVIDER_H */

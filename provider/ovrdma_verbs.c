@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The verbs of the ovrdma provider (docs/PROVIDER.md section 4), each a
+ * translation onto libovr_client (include/ovrdma/client.h): control
+ * verbs become requests to ovrdmad, post and poll touch only the shared
+ * rings. Return conventions are libibverbs': constructors return NULL
+ * with errno, ibv_post_* / modify / destroy return 0 or a positive errno
+ * (post_* also set *bad_wr), poll_cq a count or a negative value.
+ * Verbs not listed in ovrdma_ctx_ops are answered by libibverbs with
+ * EOPNOTSUPP (or ENOSYS).
+ *
+ * Threads: libovr_client serialises control requests on the
+ * connection and keeps each QP's send side, receive side and each CQ
+ * safe for concurrent callers; nothing here adds shared state.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ovrdma/compiler.h>
+
+#include "ovrdma.h"
+
+#define OVRDMA_FW_VERSION "ovrdma-0.1.0"
+#define POLL_CHUNK 16
+
+/* Work-request scatter lists are handed to the client as they are. */
+_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ovr_eng_sge) &&
+		       offsetof(struct ibv_sge, addr) ==
+			       offsetof(struct ovr_eng_sge, addr) &&
+		       offsetof(struct ibv_sge, length) ==
+			       offsetof(struct ovr_eng_sge, length) &&
+		       offsetof(struct ibv_sge, lkey) ==
+			       offsetof(struct ovr_eng_sge, lkey),
+	       "ibv_sge and ovr_eng_sge differ");
+/* ovr_ctl_qp_attr's mask is ibv_qp_attr_mask. */
+_Static_assert(OVR_ENG_ATTR_AV == IBV_QP_AV &&
+		       OVR_ENG_ATTR_DEST_QPN == IBV_QP_DEST_QPN &&
+		       OVR_ENG_ATTR_CAP == IBV_QP_CAP,
+	       "QP attribute masks differ");
+
+/* ---- device and port ----------------------------------------------------- */
+
+/* ibv_port_attr.active_speed of a 4X link of @rate_bps (the codes of
+ * ibv_query_port(3): 1 SDR 2.5, 2 DDR 5, 4 QDR 10, 16 FDR 14, 32 EDR 25,
+ * 64 HDR 50 Gb/s per lane). */
+static uint8_t lane_speed(uint64_t rate_bps)
+{
+	uint64_t lane = rate_bps / 4 / 1000000000ull; /* Gb/s */
+
+	if (lane >= 50)
+		return 64;
+	if (lane >= 25)
+		return 32;
+	if (lane >= 14)
+		return 16;
+	if (lane >= 10)
+		return 4;
+	if (lane >= 5)
+		return 2;
+	return 1;
+}
+
+static int ovrdma_query_device_ex(struct ibv_context *ibctx,
+				  const struct ibv_query_device_ex_input *input,
+				  struct ibv_device_attr_ex *attr,
+				  size_t attr_size)
+{
+	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
+	struct ibv_device_attr *a = &attr->orig_attr;
+	uint64_t res_rd;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(*a))
+		return EINVAL;
+	memset(attr, 0, attr_size);
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", OVRDMA_FW_VERSION);
+	a->node_guid = htobe64(d->guid);
+	a->sys_image_guid = htobe64(d->guid);
+	a->max_mr_size = d->max_mr_size;
+	a->page_size_cap = 4096; /* registration works on 4 KB pages */
+	a->max_qp = (int)d->max_qp;
+	a->max_qp_wr = (int)d->max_qp_wr;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->max_sge = (int)d->max_sge;
+	a->max_sge_rd = (int)d->max_sge;
+	a->max_cq = (int)d->max_cq;
+	a->max_cqe = (int)d->max_cqe;
+	a->max_mr = (int)d->max_mr;
+	a->max_pd = (int)d->max_pd;
+	a->max_qp_rd_atom = (int)d->max_qp_rd_atom;
+	a->max_qp_init_rd_atom = (int)d->max_qp_init_rd_atom;
+	res_rd = (uint64_t)d->max_qp * d->max_qp_rd_atom;
+	a->max_res_rd_atom = res_rd > INT32_MAX ? INT32_MAX : (int)res_rd;
+	a->atomic_cap = (enum ibv_atomic_cap)d->atomic_cap;
+	a->max_srq = (int)d->max_srq;
+	a->max_srq_wr = (int)d->max_srq_wr;
+	a->max_srq_sge = d->max_srq ? (int)d->max_sge : 0;
+	a->max_pkeys = 1;
+	a->phys_port_cnt = 1;
+	if (attr_size >=
+	    offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
+		    sizeof(attr->device_cap_flags_ex))
+		attr->device_cap_flags_ex = a->device_cap_flags;
+	return 0;
+}
+
+static int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
+			     struct ibv_port_attr *attr)
+{
+	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
+
+	if (port != 1)
+		return EINVAL;
+	/* libibverbs zeroed *attr */
+	attr->state = IBV_PORT_ACTIVE;
+	attr->phys_state = 5; /* LinkUp */
+	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
+	/* the overlay's MTU bounds both: a PDU never exceeds it */
+	attr->active_mtu = (enum ibv_mtu)d->active_mtu;
+	attr->max_mtu = (enum ibv_mtu)d->active_mtu;
+	attr->gid_tbl_len = 1; /* ::ffff:<vIP>, sysfs gids/0 */
+	attr->pkey_tbl_len = 1;
+	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
+	attr->max_msg_sz = 1u << 31;
+	attr->max_vl_num = 1;
+	attr->active_width = 2; /* 4X */
+	attr->active_speed = lane_speed(d->rate_bps);
+	return 0;
+}
+
+/* ---- protection domains and memory -------------------------------------- */
+
+static struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
+{
+	struct ovrdma_pd *pd = calloc(1, sizeof(*pd));
+	int rc;
+
+	if (!pd)
+		return NULL;
+	rc = ovr_cl_alloc_pd(to_octx(ibctx)->cl, &pd->handle);
+	if (rc) {
+		free(pd);
+		errno = -rc;
+		return NULL;
+	}
+	pd->ibv_pd.handle = pd->handle;
+	return &pd->ibv_pd;
+}
+
+static int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct ovrdma_pd *pd = to_opd(ibpd);
+	int rc = ovr_cl_dealloc_pd(to_octx(ibpd->context)->cl, pd->handle);
+
+	if (rc)
+		return -rc;
+	free(pd);
+	return 0;
+}
+
+#define ACCESS_SUPPORTED                                     \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+
+static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
+				    size_t length, uint64_t hca_va, int access)
+{
+	struct ovrdma_mr *mr;
+
+	/* ibv_reg_mr(3): remote write or atomic access needs local write */
+	if (!length ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* on-demand paging, memory windows, zero-based and IOVA-shifted
+	 * regions are not supported yet */
+	if ((access & ~ACCESS_SUPPORTED) || hca_va != (uintptr_t)addr) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NULL;
+	mr->mr = ovr_cl_reg_mr(to_octx(ibpd->context)->cl, to_opd(ibpd)->handle,
+			       addr, length, (unsigned int)access);
+	if (!mr->mr) {
+		int e = errno;
+
+		free(mr);
+		errno = e;
+		return NULL;
+	}
+	mr->vmr.ibv_mr.handle = mr->mr->handle;
+	mr->vmr.ibv_mr.lkey = mr->mr->lkey;
+	mr->vmr.ibv_mr.rkey = mr->mr->rkey;
+	mr->vmr.mr_type = OVRDMA_MR_TYPE_MR;
+	mr->vmr.access = access;
+	return &mr->vmr.ibv_mr;
+}
+
+static int ovrdma_dereg_mr(struct verbs_mr *vmr)
+{
+	struct ovrdma_mr *mr = to_omr(vmr);
+	int rc = ovr_cl_dereg_mr(to_octx(vmr->ibv_mr.context)->cl, mr->mr);
+
+	if (rc)
+		return -rc;
+	free(mr);
+	return 0;
+}
+
+/* ---- completion channels (through the interposer) ----------------------- */
+
+struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ibctx)
+{
+	struct ovrdma_channel *ch = calloc(1, sizeof(*ch));
+	int fd, rc;
+
+	if (!ch)
+		return NULL;
+	rc = ovr_cl_create_channel(to_octx(ibctx)->cl, &ch->handle, &fd);
+	if (rc) {
+		free(ch);
+		errno = -rc;
+		return NULL;
+	}
+	ch->ch.context = ibctx;
+	ch->ch.fd = fd;
+	ch->ch.refcnt = 0;
+	ch->magic = OVRDMA_CHANNEL_MAGIC;
+	return &ch->ch;
+}
+
+int ovrdma_destroy_channel(struct ibv_comp_channel *channel)
+{
+	struct ovrdma_channel *ch =
+		container_of(channel, struct ovrdma_channel, ch);
+	struct ibv_context *ibctx = channel->context;
+	struct ovr_cl *cl = to_octx(ibctx)->cl;
+	int rc;
+
+	/* refcnt counts CQs; libibverbs changes it under this mutex */
+	pthread_mutex_lock(&ibctx->mutex);
+	if (channel->refcnt) {
+		pthread_mutex_unlock(&ibctx->mutex);
+		return EBUSY;
+	}
+	rc = ovr_cl_destroy_channel(cl, ch->handle);
+	if (rc && ovr_cl_alive(cl)) {
+		pthread_mutex_unlock(&ibctx->mutex);
+		return -rc;
+	}
+	close(channel->fd);
+	ch->magic = 0;
+	free(ch);
+	pthread_mutex_unlock(&ibctx->mutex);
+	return 0;
+}
+
+/* ---- completion queues --------------------------------------------------- */
+
+static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct ovrdma_context *ctx = to_octx(ibctx);
+	uint32_t chan = OVR_CTL_NO_CHANNEL;
+	struct ovrdma_cq *cq;
+
+	if (cqe < 1 || (uint32_t)cqe > ctx->dev.max_cqe || comp_vector < 0 ||
+	    (uint32_t)comp_vector >= ctx->dev.num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (channel) {
+		struct ovrdma_channel *ch =
+			container_of(channel, struct ovrdma_channel, ch);
+
+		/* only channels made by the interposer carry a handle */
+		if (channel->context != ibctx ||
+		    ch->magic != OVRDMA_CHANNEL_MAGIC) {
+			errno = EINVAL;
+			return NULL;
+		}
+		chan = ch->handle;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	/* the channel record carries the ibv_cq, as the kernel's does */
+	cq->cq = ovr_cl_create_cq(ctx->cl, (uint32_t)cqe, chan,
+				  (uint64_t)(uintptr_t)&cq->vcq.cq);
+	if (!cq->cq) {
+		int e = errno;
+
+		free(cq);
+		errno = e;
+		return NULL;
+	}
+	cq->vcq.cq.cqe = cqe;
+	return &cq->vcq.cq;
+}
+
+static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct ovrdma_cq *cq = to_ocq(ibcq);
+	int rc = ovr_cl_destroy_cq(to_octx(ibcq->context)->cl, cq->cq);
+
+	if (rc)
+		return -rc;
+	free(cq);
+	return 0;
+}
+
+static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct ovrdma_cq *cq = to_ocq(ibcq);
+	struct ovr_cl_wc w[POLL_CHUNK];
+	int done = 0;
+
+	while (done < n) {
+		int want = n - done < POLL_CHUNK ? n - done : POLL_CHUNK;
+		int k = ovr_cl_poll_cq(cq->cq, want, w);
+
+		if (k < 0)
+			return done ? done : k;
+		for (int i = 0; i < k; i++) {
+			struct ibv_wc *o = &wc[done + i];
+
+			*o = (struct ibv_wc){
+				.wr_id = w[i].wr_id,
+				.status = (enum ibv_wc_status)w[i].status,
+				.opcode = (enum ibv_wc_opcode)w[i].opcode,
+				.vendor_err = w[i].vendor_err,
+				.byte_len = w[i].byte_len,
+				.qp_num = w[i].qp_num,
+				.src_qp = w[i].src_qp,
+				.wc_flags = w[i].wc_flags,
+			};
+			/* network byte order, untouched (or the rkey) */
+			o->imm_data = w[i].imm_data;
+		}
+		done += k;
+		if (k < want)
+			break;
+	}
+	return done;
+}
+
+static int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	return -ovr_cl_req_notify_cq(to_ocq(ibcq)->cq, solicited_only != 0);
+}
+
+/* ---- queue pairs --------------------------------------------------------- */
+
+static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
+				       struct ibv_qp_init_attr *attr)
+{
+	struct ovrdma_context *ctx = to_octx(ibpd->context);
+	struct ovr_ctl_qp_cap cap = {
+		.max_send_wr = attr->cap.max_send_wr,
+		.max_recv_wr = attr->cap.max_recv_wr,
+		.max_send_sge = attr->cap.max_send_sge,
+		.max_recv_sge = attr->cap.max_recv_sge,
+		.max_inline_data = attr->cap.max_inline_data,
+	};
+	struct ovrdma_qp *qp;
+	struct ibv_qp *q;
+
+	/* RC only for now: UD, XRC, raw packet and SRQs need the engine */
+	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!attr->send_cq || !attr->recv_cq ||
+	    attr->send_cq->context != ibpd->context ||
+	    attr->recv_cq->context != ibpd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	q = &qp->vqp.qp;
+	/* the async-event record carries the ibv_qp, as the kernel's does */
+	qp->qp = ovr_cl_create_qp(ctx->cl, to_opd(ibpd)->handle,
+				  to_ocq(attr->send_cq)->cq,
+				  to_ocq(attr->recv_cq)->cq, &cap,
+				  attr->sq_sig_all != 0,
+				  (uint64_t)(uintptr_t)q);
+	if (!qp->qp) {
+		int e = errno;
+
+		free(qp);
+		errno = e;
+		return NULL;
+	}
+	ovr_cl_qp_cap(qp->qp, &cap);
+	qp->cap = (struct ibv_qp_cap){
+		.max_send_wr = cap.max_send_wr,
+		.max_recv_wr = cap.max_recv_wr,
+		.max_send_sge = cap.max_send_sge,
+		.max_recv_sge = cap.max_recv_sge,
+		.max_inline_data = cap.max_inline_data,
+	};
+	qp->sq_sig_all = attr->sq_sig_all != 0;
+	attr->cap = qp->cap; /* ibv_create_qp(3): the values granted */
+	q->context = ibpd->context;
+	q->qp_context = attr->qp_context;
+	q->pd = ibpd;
+	q->send_cq = attr->send_cq;
+	q->recv_cq = attr->recv_cq;
+	q->srq = NULL;
+	q->qp_num = ovr_cl_qp_num(qp->qp);
+	q->state = IBV_QPS_RESET;
+	q->qp_type = IBV_QPT_RC;
+	q->events_completed = 0;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	return q;
+}
+
+#define QP_MASK_KNOWN ((1u << 21) - 1) /* IBV_QP_STATE .. IBV_QP_DEST_QPN */
+
+static int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			    int mask)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+	struct ovr_ctl_qp_attr a = {
+		.qp_state = attr->qp_state,
+		.cur_qp_state = attr->cur_qp_state,
+		.path_mtu = attr->path_mtu,
+		.qp_access_flags = (uint32_t)attr->qp_access_flags,
+		.dest_qp_num = attr->dest_qp_num,
+		.rq_psn = attr->rq_psn,
+		.sq_psn = attr->sq_psn,
+		.qkey = attr->qkey,
+		.pkey_index = attr->pkey_index,
+		.port_num = attr->port_num,
+		.timeout = attr->timeout,
+		.retry_cnt = attr->retry_cnt,
+		.rnr_retry = attr->rnr_retry,
+		.min_rnr_timer = attr->min_rnr_timer,
+		.max_rd_atomic = attr->max_rd_atomic,
+		.max_dest_rd_atomic = attr->max_dest_rd_atomic,
+	};
+	int rc;
+
+	if ((unsigned int)mask & ~QP_MASK_KNOWN)
+		return EOPNOTSUPP; /* rate limits and the like */
+	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		const struct ibv_ah_attr *ah = &attr->ah_attr;
+
+		/* RoCE: the peer is named by its GID, ::ffff:<vIP> */
+		if (!ah->is_global || ah->grh.sgid_index != 0 ||
+		    (ah->port_num && ah->port_num != 1))
+			return EINVAL;
+		memcpy(a.dgid, ah->grh.dgid.raw, sizeof(a.dgid));
+		a.flow_label = ah->grh.flow_label;
+		a.sgid_index = ah->grh.sgid_index;
+		a.hop_limit = ah->grh.hop_limit;
+		a.traffic_class = ah->grh.traffic_class;
+		a.is_global = 1;
+	}
+	rc = ovr_cl_modify_qp(to_octx(ibqp->context)->cl, qp->qp, &a,
+			      (unsigned int)mask);
+	if (rc)
+		return -rc;
+	if (mask & IBV_QP_STATE)
+		ibqp->state = attr->qp_state;
+	return 0;
+}
+
+static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
+			   int mask, struct ibv_qp_init_attr *init)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+	struct ovr_ctl_qp_attr a;
+	int rc;
+
+	(void)mask; /* everything is cheap: one request answers all */
+	rc = ovr_cl_query_qp(to_octx(ibqp->context)->cl, qp->qp, &a);
+	if (rc)
+		return -rc;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = (enum ibv_qp_state)a.qp_state;
+	attr->cur_qp_state = (enum ibv_qp_state)a.cur_qp_state;
+	attr->path_mtu = (enum ibv_mtu)a.path_mtu;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->qkey = a.qkey;
+	attr->rq_psn = a.rq_psn;
+	attr->sq_psn = a.sq_psn;
+	attr->dest_qp_num = a.dest_qp_num;
+	attr->qp_access_flags = (int)a.qp_access_flags;
+	attr->cap = qp->cap;
+	attr->ah_attr.is_global = a.is_global;
+	memcpy(attr->ah_attr.grh.dgid.raw, a.dgid, sizeof(a.dgid));
+	attr->ah_attr.grh.flow_label = a.flow_label;
+	attr->ah_attr.grh.sgid_index = a.sgid_index;
+	attr->ah_attr.grh.hop_limit = a.hop_limit;
+	attr->ah_attr.grh.traffic_class = a.traffic_class;
+	attr->ah_attr.port_num = 1;
+	attr->pkey_index = a.pkey_index;
+	attr->sq_draining = a.sq_draining;
+	attr->max_rd_atomic = a.max_rd_atomic;
+	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
+	attr->min_rnr_timer = a.min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a.timeout;
+	attr->retry_cnt = a.retry_cnt;
+	attr->rnr_retry = a.rnr_retry;
+	memset(init, 0, sizeof(*init));
+	init->qp_context = ibqp->qp_context;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->cap = qp->cap;
+	init->qp_type = ibqp->qp_type;
+	init->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+	int rc = ovr_cl_destroy_qp(to_octx(ibqp->context)->cl, qp->qp);
+
+	if (rc)
+		return -rc;
+	pthread_cond_destroy(&ibqp->cond);
+	pthread_mutex_destroy(&ibqp->mutex);
+	free(qp);
+	return 0;
+}
+
+#define SEND_FLAGS_SUPPORTED                                       \
+	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
+	 IBV_SEND_INLINE)
+
+/* One work request into the client's form; 0 or a positive errno. */
+static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w)
+{
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
+
+	if (wr->send_flags & ~(unsigned int)SEND_FLAGS_SUPPORTED ||
+	    wr->num_sge < 0 || (wr->num_sge && !wr->sg_list))
+		return EINVAL;
+	*w = (struct ovr_eng_send_wr){
+		.wr_id = wr->wr_id,
+		.opcode = wr->opcode,
+		.send_flags = wr->send_flags,
+		.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
+		.num_sge = (uint32_t)wr->num_sge,
+	};
+	switch (wr->opcode) {
+	case IBV_WR_SEND_WITH_IMM:
+		w->imm_data = wr->imm_data;
+		ovr_fallthrough;
+	case IBV_WR_SEND:
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		w->invalidate_rkey = wr->invalidate_rkey;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		w->imm_data = wr->imm_data;
+		ovr_fallthrough;
+	case IBV_WR_RDMA_WRITE:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		return 0;
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		return inl ? EINVAL : 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* one 8-byte, 8-byte aligned target, one 8-byte result */
+		if (inl || wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+		    (wr->wr.atomic.remote_addr & 7))
+			return EINVAL;
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		return 0;
+	default: /* LOCAL_INV, BIND_MW, TSO, driver opcodes */
+		return EINVAL;
+	}
+}
+
+static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+			    struct ibv_send_wr **bad_wr)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+
+	for (; wr; wr = wr->next) {
+		struct ovr_eng_send_wr w;
+		int rc = send_wr(wr, &w);
+
+		if (!rc)
+			rc = ovr_cl_post_send(qp->qp, &w);
+		if (rc) {
+			*bad_wr = wr;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+
+	for (; wr; wr = wr->next) {
+		struct ovr_eng_recv_wr w = {
+			.wr_id = wr->wr_id,
+			.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
+			.num_sge = (uint32_t)wr->num_sge,
+		};
+		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?
+				 EINVAL :
+				 ovr_cl_post_recv(qp->qp, &w);
+
+		if (rc) {
+			*bad_wr = wr;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+const struct verbs_context_ops ovrdma_ctx_ops = {
+	.alloc_pd = ovrdma_alloc_pd,
+	.create_cq = ovrdma_create_cq,
+	.create_qp = ovrdma_create_qp,
+	.dealloc_pd = ovrdma_dealloc_pd,
+	.dereg_mr = ovrdma_dereg_mr,
+	.destroy_cq = ovrdma_destroy_cq,
+	.destroy_qp = ovrdma_destroy_qp,
+	.free_context = ovrdma_free_context,
+	.modify_qp = ovrdma_modify_qp,
+	.poll_cq = ovrdma_poll_cq,
+	.post_recv = ovrdma_post_recv,
+	.post_send = ovrdma_post_send,
+	.query_device_ex = ovrdma_query_device_ex,
+	.query_port = ovrdma_query_port,
+	.query_qp = ovrdma_query_qp,
+	.reg_mr = ovrdma_reg_mr,
+	.req_notify_cq = ovrdma_req_notify_cq,
+};
