@@ -23,6 +23,11 @@ dir=$(mktemp -d /tmp/ovrdma-hostile.XXXXXX)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	# and anything else still in the namespaces
+	for n in a b; do
+		p=$(ip netns pids "$ns$n" 2>/dev/null)
+		[ -n "$p" ] && kill -9 $p 2>/dev/null
+	done
 	wait 2>/dev/null
 	ip netns del ${ns}a 2>/dev/null
 	ip netns del ${ns}b 2>/dev/null
@@ -57,7 +62,9 @@ EOC
 conf a va 10.0.0.1 1 2
 conf b vb 10.0.0.2 2 1
 for n in a b; do
-	nsx $n "$ovrdmad" -- -c "$dir/$n.conf" >"$dir/$n.log" 2>&1 &
+	# not through nsx(): $! must be ovrdmad itself (ip netns exec execs
+	# it), not a subshell whose kill would leave ovrdmad running
+	ip netns exec "$ns$n" "$ovrdmad" -- -c "$dir/$n.conf" >"$dir/$n.log" 2>&1 &
 	pids+=($!)
 done
 for n in a b; do
