@@ -292,6 +292,71 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 
 /* ---- telemetry ----------------------------------------------------------- */
 
+/* Per-QP state comes from the dataplane thread (svc_qp_snapshot): the
+ * telemetry thread never reads the engine itself. */
+#define TEL_MAX_QPS 512 /* RTE_TEL_MAX_ARRAY_ENTRIES */
+
+static int tel_qps(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	static struct svc_qp_snap snap[TEL_MAX_QPS];
+	int n = svc_qp_snapshot(&svc, 0, snap, TEL_MAX_QPS, 500);
+
+	(void)cmd;
+	(void)params;
+	if (n < 0)
+		return n;
+	rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+	for (int i = 0; i < n; i++)
+		rte_tel_data_add_array_u64(d, snap[i].qpn);
+	return 0;
+}
+
+static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct svc_qp_snap q;
+	char *end;
+	unsigned long qpn;
+	int n;
+
+	(void)cmd;
+	if (!params || !*params)
+		return -EINVAL;
+	qpn = strtoul(params, &end, 0);
+	if (*end || qpn == 0 || qpn > 0xffffff)
+		return -EINVAL;
+	n = svc_qp_snapshot(&svc, (uint32_t)qpn, &q, 1, 500);
+	if (n <= 0)
+		return n < 0 ? n : -ENOENT;
+	rte_tel_data_start_dict(d);
+#define Q(name, v) rte_tel_data_add_dict_u64(d, name, (uint64_t)(v))
+	Q("context", q.ctx);
+	Q("qpn", q.qpn);
+	Q("dest_qpn", q.dest_qpn);
+	Q("peer_vip", q.peer_vip);
+	Q("state", q.st.state);
+	Q("snd_una", q.st.snd_una);
+	Q("snd_nxt", q.st.snd_nxt);
+	Q("rcv_nxt", q.st.rcv_nxt);
+	Q("inflight_pkts", q.st.inflight_pkts);
+	Q("cwnd_bytes", q.st.cwnd_bytes);
+	Q("srtt_ns", q.st.srtt_ns);
+	Q("rto_ns", q.st.rto_ns);
+	Q("tx_pkts", q.st.tx_pkts);
+	Q("tx_bytes", q.st.tx_bytes);
+	Q("rx_pkts", q.st.rx_pkts);
+	Q("rx_bytes", q.st.rx_bytes);
+	Q("retx_pkts", q.st.retx_pkts);
+	Q("rto_count", q.st.rto_count);
+	Q("tlp_count", q.st.tlp_count);
+	Q("rack_lost", q.st.rack_lost);
+	Q("rx_dup", q.st.rx_dup);
+	Q("rx_ooo", q.st.rx_ooo);
+	Q("rnr_naks_sent", q.st.rnr_naks_sent);
+	Q("rnr_naks_rcvd", q.st.rnr_naks_rcvd);
+#undef Q
+	return 0;
+}
+
 static int tel_counters(const char *cmd, const char *params,
 			struct rte_tel_data *d)
 {
@@ -471,6 +536,11 @@ int main(int argc, char **argv)
 	}
 	rte_telemetry_register_cmd("/ovrdma/counters", tel_counters,
 				   "ovrdmad counters. No parameters");
+	rte_telemetry_register_cmd("/ovrdma/qps", tel_qps,
+				   "QP numbers of every QP. No parameters");
+	rte_telemetry_register_cmd("/ovrdma/qp", tel_qp,
+				   "One QP's state and counters. Parameter: "
+				   "QP number");
 	LOG(INFO, "serving %s (host %u.%u.%u.%u, underlay MTU %u, cc %s)\n",
 	    svc.conf.socket, svc.conf.host >> 24, (svc.conf.host >> 16) & 255,
 	    (svc.conf.host >> 8) & 255, svc.conf.host & 255,

@@ -266,6 +266,7 @@ struct svc {
 	uint64_t last_heartbeat;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;
+	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;
 };
@@ -274,6 +275,22 @@ struct svc {
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	     const uint8_t mac[6]);
 void svc_fini(struct svc *s);
+/*
+ * A snapshot of QPs' state for another thread (DPDK telemetry): the
+ * dataplane thread fills @out (QP @qpn only, or every QP when @qpn is 0,
+ * at most @max) at its next control poll, waking up for it. Returns the
+ * number filled, or -ETIMEDOUT when the dataplane did not answer within
+ * @timeout_ms. One caller at a time (-EBUSY otherwise).
+ */
+struct svc_qp_snap {
+	uint32_t ctx; /* context id */
+	uint32_t qpn, dest_qpn;
+	uint32_t peer_vip; /* 0 until connected */
+	struct ovr_eng_qp_stats st;
+};
+int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
+		    unsigned int max, unsigned int timeout_ms);
+
 /* Runs until s->stop; returns 0. */
 int svc_run(struct svc *s);
 uint64_t svc_now(void);

@@ -804,6 +804,69 @@ static void svc_sleep(struct svc *s, uint64_t next)
 		handle_events(s, ev, n);
 }
 
+/* ---- snapshots for other threads ---------------------------------------- */
+
+struct svc_snap_req {
+	uint32_t qpn;
+	struct svc_qp_snap *out;
+	unsigned int max, n;
+	_Atomic int done;
+};
+
+/* Dataplane side: answer a pending request. */
+static void snap_serve(struct svc *s)
+{
+	struct svc_snap_req *r = atomic_exchange(&s->snap_req, NULL);
+
+	if (!r)
+		return;
+	r->n = 0;
+	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+		for (uint32_t i = 0; i < c->nobj && r->n < r->max; i++) {
+			struct svc_qp *qp = c->obj[i].p;
+			struct svc_qp_snap *o = &r->out[r->n];
+			struct ovr_eng_qp_attr qa;
+
+			if (c->obj[i].type != SVC_OBJ_QP ||
+			    (r->qpn && qp->qpn != r->qpn) ||
+			    ovr_eng_qp_stats(s->eng, qp->qpn, &o->st) ||
+			    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
+				continue;
+			o->ctx = c->id;
+			o->qpn = qp->qpn;
+			o->dest_qpn = qa.dest_qp_num;
+			o->peer_vip = qp->connected ? qp->flow.dst_vip : 0;
+			r->n++;
+		}
+	atomic_store_explicit(&r->done, 1, memory_order_release);
+}
+
+int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
+		    unsigned int max, unsigned int timeout_ms)
+{
+	struct svc_snap_req r = { .qpn = qpn, .out = out, .max = max };
+	struct svc_snap_req *none = NULL;
+	uint64_t one = 1;
+
+	if (!atomic_compare_exchange_strong(&s->snap_req, &none, &r))
+		return -EBUSY;
+	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+		/* a full counter: the service is awake anyway */
+	}
+	for (unsigned int t = 0; t < timeout_ms * 10; t++) {
+		if (atomic_load_explicit(&r.done, memory_order_acquire))
+			return (int)r.n;
+		usleep(100);
+	}
+	/* withdraw it, unless the dataplane has taken it: then wait */
+	none = &r;
+	if (atomic_compare_exchange_strong(&s->snap_req, &none, NULL))
+		return -ETIMEDOUT;
+	while (!atomic_load_explicit(&r.done, memory_order_acquire))
+		usleep(100);
+	return (int)r.n;
+}
+
 int svc_run(struct svc *s)
 {
 	void *bufs[RX_BURST];
@@ -833,6 +896,7 @@ int svc_run(struct svc *s)
 		if (now - last_ctl >= CTL_EVERY_NS) {
 			last_ctl = now;
 			poll_control(s);
+			snap_serve(s);
 		}
 		if (work || next <= now) {
 			idle_since = now;

@@ -17,9 +17,11 @@
 #      ovrdma and kernel TCP both cross it, byte-exact;
 #   7. `up` over a running testbed replaces it, `down` (twice) leaves no
 #      namespace, process, mount or hugepage behind.
-# usage: testbed.sh TESTBED SVC_XFER TCP_CHECK [MB]
+#   8. per-QP state and counters through DPDK telemetry while a transfer
+#      runs (/ovrdma/qps, /ovrdma/qp,QPN).
+# usage: testbed.sh TESTBED SVC_XFER TCP_CHECK TELEMETRY [MB]
 set -u
-tb=$1 xfer=$2 tcpc=$3 mb=${4:-1024}
+tb=$1 xfer=$2 tcpc=$3 tel=$4 mb=${5:-1024}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "testbed: needs root (network namespaces, DPDK); skipped"
@@ -68,6 +70,23 @@ tcp_check 2 1 16
 
 echo "== 2. no loss: $mb MB per operation"
 timeout 600 "$xfer" "$s1" "$s2" "$mb" || fail "svc_xfer without loss"
+
+echo "== 8. per-QP state through DPDK telemetry"
+"$xfer" "$s1" "$s2" 64 ovrdma0 hold >/dev/null 2>&1 &
+hold=$!
+sleep 2
+qpn=$(python3 "$tel" "$OVRDMA_TESTBED_PREFIX-n1" /ovrdma/qps |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["/ovrdma/qps"][0])') ||
+	fail "telemetry /ovrdma/qps"
+qp=$(python3 "$tel" "$OVRDMA_TESTBED_PREFIX-n1" "/ovrdma/qp,$qpn")
+kill -9 $hold
+wait $hold 2>/dev/null
+echo "$qp" | python3 -c '
+import json, sys
+q = json.load(sys.stdin)["/ovrdma/qp"]
+assert q["state"] == 3 and q["tx_pkts"] > 0 and q["peer_vip"] == 0xc0a86402, q
+print("telemetry: QP %d state RTS, %d packets sent, srtt %d us" %
+      (q["qpn"], q["tx_pkts"], q["srtt_ns"] // 1000))' || fail "telemetry /ovrdma/qp: $qp"
 
 echo "== 3. 1 % loss with reordering"
 "$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null || fail "fabric set"
@@ -118,6 +137,10 @@ echo "== 7. down"
 ip netns list | grep -q "^$OVRDMA_TESTBED_PREFIX-" && fail "namespaces left behind"
 pgrep -f "$OVRDMA_TESTBED_DIR" >/dev/null && fail "processes left behind"
 [ -e "$OVRDMA_TESTBED_DIR" ] && fail "state directory left behind"
-[ "$(cat /proc/sys/vm/nr_hugepages)" = "$huge0" ] ||
-	fail "hugepages $(cat /proc/sys/vm/nr_hugepages), were $huge0"
+mount | grep -q " $OVRDMA_TESTBED_DIR/huge " && fail "hugetlbfs left mounted"
+# (other testbeds running on the machine add and give back their own)
+if ! mount | grep -q "type hugetlbfs.*" || [ -z "$(mount | grep ' /run/ovrdma.*/huge ')" ]; then
+	[ "$(cat /proc/sys/vm/nr_hugepages)" = "$huge0" ] ||
+		fail "hugepages $(cat /proc/sys/vm/nr_hugepages), were $huge0"
+fi
 echo "testbed: OK"
