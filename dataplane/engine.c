@@ -111,7 +111,7 @@ static uint32_t ud_mtu(const struct ovr_eng *e)
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
 static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
-		    uint64_t now);
+		    const struct eng_qp *ackq, uint64_t now);
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -1031,7 +1031,7 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	/* tell a connected peer now: there will be no later chance */
 	if (term_can_tell(qp) || qp->term_pending)
 		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
-			qp->snd_nxt, qp->peer, qp->user, e->now);
+			qp->snd_nxt, qp->peer, qp->user, qp, e->now);
 	qp_reset(e, qp);
 	if (qp->cc.mss && e->cc->release)
 		e->cc->release(&qp->cc);
@@ -1650,11 +1650,14 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 /*
  * Send a TERMINATE from QPN @sqpn to @dqpn at @peer (docs/WIRE.md §3.11).
- * Returns false when no buffer was free.
+ * From a QP (@ackq) it also acknowledges everything that QP received
+ * (F_ACK, ack_psn), so that the peer's work requests that did arrive
+ * complete successfully even when the QP goes away before its delayed
+ * ACK. Returns false when no buffer was free.
  */
 static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 		    uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
-		    uint64_t now)
+		    const struct eng_qp *ackq, uint64_t now)
 {
 	struct ovr_wire_pkt p;
 	void *tok = NULL;
@@ -1669,6 +1672,10 @@ static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 	p.tsval = ts_of(now);
 	p.u.term.reason = reason;
 	p.u.term.psn = psn & M24;
+	if (ackq && ackq->state >= OVR_QPS_RTR) {
+		p.flags = OVR_F_ACK;
+		p.ack_psn = ackq->rx.ack_psn & M24;
+	}
 	buf = e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
 	if (!buf) {
 		e->st.tx_nobuf++;
@@ -2059,7 +2066,7 @@ static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 	}
 	if (qp->term_pending &&
 	    tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason, qp->snd_nxt,
-		    qp->peer, qp->user, now)) {
+		    qp->peer, qp->user, qp, now)) {
 		qp->term_pending = false;
 		n++;
 	}
@@ -2779,7 +2786,8 @@ static bool term_psn_ok(const struct ovr_eng *e, const struct eng_qp *qp,
 }
 
 /* A TERMINATE: the peer QP is gone; so is this one, if it checks out. */
-static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p)
+static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p,
+			 uint64_t now)
 {
 	struct eng_qp *qp = qp_get(e, p->dqpn);
 	uint32_t fail;
@@ -2798,6 +2806,21 @@ static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p)
 		return;
 	}
 	e->st.rx_term++;
+	/* what the peer received before it went completes normally */
+	if ((p->flags & OVR_F_ACK) && qp->state >= OVR_QPS_RTS)
+		on_ack(e, qp, p, now);
+	/*
+	 * A peer that went away while this QP owes it nothing (a clean
+	 * teardown: everything sent was acknowledged) leaves this QP as it
+	 * is, posted receives included, as a vanished peer does on IB; its
+	 * next send is answered with a TERMINATE by the peer's node.
+	 */
+	if (qp->sq_cons == qp->sq_prod && qp->state != OVR_QPS_ERR) {
+		e->st.rx_term_idle++;
+		return;
+	}
+	if (qp->state == OVR_QPS_ERR)
+		return; /* on_ack found a reason of its own */
 	/* the WR the peer was working on fails with the cause, the rest
 	 * flush; a head that never went out just flushes */
 	fail = qp->sq_cons - 1;
@@ -2862,7 +2885,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		return;
 	}
 	if (p.opcode == OVR_OP_TERMINATE) {
-		rx_terminate(e, &p);
+		rx_terminate(e, &p, now);
 		return;
 	}
 	qp = qp_get(e, p.dqpn);
@@ -2880,7 +2903,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 				ovr_wire_opcode_is_sequenced(p.opcode) ?
 					p.psn :
 					p.ack_psn,
-				from, 0, now);
+				from, 0, NULL, now);
 		return;
 	}
 	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD ||
@@ -2923,7 +2946,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		if (qp->term_reason && !qp->term_pending && answerable(&p) &&
 		    term_token(e, now))
 			tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason,
-				qp->snd_nxt, qp->peer, qp->user, now);
+				qp->snd_nxt, qp->peer, qp->user, qp, now);
 		e->st.rx_bad_state++;
 		return;
 	}

@@ -173,6 +173,9 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	 * apart, so a solicited-only arm fires on every receive and error
 	 * completion (more events than asked for, never fewer).
 	 */
+	/* Dekker with ovr_cl_req_notify_cq(), which stores the arm word
+	 * then polls: either it sees this CQE or we see its arm */
+	atomic_thread_fence(memory_order_seq_cst);
 	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
 	if (arm && arm != cq->last_arm && cq->chan_fd >= 0 &&
 	    (!(arm & 1) || (wc->wr_id >> 63) || wc->status != OVR_WC_SUCCESS)) {

@@ -63,7 +63,7 @@ static const struct op_rule op_rules[256] = {
 			 OVR_F_ACK | OVR_F_CREDIT, OVR_F_ACK },
 	[OVR_OP_CNP] = { true, false, false, 0, 0, 0 },
 	[OVR_OP_TERMINATE] = { true, false, false,
-			       sizeof(struct ovr_wire_termh), 0, 0 },
+			       sizeof(struct ovr_wire_termh), OVR_F_ACK, 0 },
 	[OVR_OP_UD_SEND] = { true, false, true, sizeof(struct ovr_wire_deth),
 			     OVR_F_SE | OVR_F_LAST, OVR_F_LAST },
 	[OVR_OP_UD_SEND_IMM] = { true, false, true,

@@ -870,6 +870,9 @@ int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only)
 	atomic_store_explicit(&cq->ring->arm,
 			      (cq->arm_sn << 1) | (solicited_only ? 1u : 0u),
 			      memory_order_release);
+	/* the caller polls next: a CQE the service wrote before it saw
+	 * this arm must be visible to that poll (see cq_write()) */
+	atomic_thread_fence(memory_order_seq_cst);
 	return 0;
 }
 

@@ -490,7 +490,9 @@ struct ovr_eng_stats {
 	uint64_t sb_waits; /* a QP had to wait for a scoreboard */
 	uint32_t qps, mrs;
 	uint64_t tx_term; /* TERMINATEs sent, all reasons */
-	uint64_t rx_term; /* TERMINATEs accepted (a QP went to ERROR) */
+	uint64_t rx_term; /* TERMINATEs accepted */
+	uint64_t rx_term_idle; /* ... that found nothing outstanding: the QP
+				* stays as it was (a clean teardown) */
 	uint64_t rx_term_bad; /* TERMINATEs ignored: wrong source QPN or PSN */
 	uint64_t term_limited; /* answers not sent: rate limit or no @from */
 	uint64_t rx_ud_qkey; /* datagrams dropped: wrong qkey */

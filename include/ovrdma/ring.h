@@ -46,6 +46,10 @@
  * it fired for (and the CQE is solicited, an error, or solicited-only
  * was not asked), it writes the CQ's user handle to the CQ's completion
  * channel and remembers the arm word: one event per arm, as verbs says.
+ * Both sides fence (seq_cst) between their store and their load: the
+ * client between storing arm and polling, the service between publishing
+ * a CQE and loading arm; so either the client's poll finds the CQE or
+ * the service sees the arm and fires (no lost wakeup).
  *
  * Lifetimes: a ring's memory stays valid until both sides unmapped it;
  * after DESTROY_QP / DESTROY_CQ the service never touches it again.

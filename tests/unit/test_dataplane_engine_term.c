@@ -276,7 +276,7 @@ static void test_destroy_term_lost_ack_answer(void **state)
 	struct dropper d = { 1u << OVR_TERM_DESTROYED, 1 };
 	struct ovr_eng_stats st;
 	struct ovr_eng_wc wc;
-	uint64_t t0;
+	uint64_t t0, idle;
 
 	p->n[0].tx_filter = drop_term;
 	p->n[0].tx_filter_ctx = &d;
@@ -302,13 +302,39 @@ static void test_destroy_term_lost_ack_answer(void **state)
 	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
 	t0 = p->now;
 	assert_int_equal(ovr_eng_qp_destroy(p->n[0].eng, f->qpn[0]), 0);
-	assert_true(wait_cq(p, 1, 1, 4));
+	assert_true(wait_cq(p, 1, 1, 1));
 	assert_true(p->now - t0 < 3 * RTT_NS);
 	assert_true(ovr_pair_poll(p, 1, 1, &wc));
 	assert_int_equal(wc.wr_id, 10);
 	assert_int_equal(wc.status, OVR_WC_SUCCESS);
 	assert_int_equal(wc.byte_len, 100000);
 	assert_memory_equal(p->n[1].mem, p->n[0].mem, 100000);
+	/* node 1 owed nothing: its QP stays up, receives still posted (as
+	 * on IB when a peer vanishes) */
+	{
+		struct cq_wait w = { 1, 1, 1 };
+
+		assert_false(ovr_pair_run(p, cq_has, &w, p->now + 10 * RTT_NS));
+	}
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_RTS);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 0);
+	eng_stats(f, 1, &st);
+	/* (each of its ACKs to the gone QPN was answered) */
+	assert_true(st.rx_term >= 1);
+	assert_int_equal(st.rx_term_idle, st.rx_term);
+	idle = st.rx_term_idle;
+	/* its next send reaches no QP and is answered: it fails at once,
+	 * the receives flush */
+	t0 = p->now;
+	assert_int_equal(post_one(p, 1, f->qpn[1], OVR_WR_RDMA_WRITE, 77, 0,
+				  4096, 0, OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 1, 0, 1));
+	assert_true(p->now - t0 < 3 * RTT_NS);
+	assert_true(ovr_pair_poll(p, 1, 0, &wc));
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.status, OVR_WC_REM_ABORT_ERR);
+	assert_true(wait_cq(p, 1, 1, 3));
 	for (int i = 1; i < 4; i++) {
 		assert_true(ovr_pair_poll(p, 1, 1, &wc));
 		assert_int_equal(wc.wr_id, 10 + (uint64_t)i);
@@ -317,9 +343,63 @@ static void test_destroy_term_lost_ack_answer(void **state)
 	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 1);
 	eng_stats(f, 1, &st);
-	assert_int_equal(st.rx_term, 1);
+	assert_int_equal(st.rx_term_idle, idle);
+	assert_true(st.rx_term > idle);
 	eng_stats(f, 0, &st);
 	assert_true(st.tx_term >= 2);
+}
+
+/* Drops every ACK (node 1's, in the test below). */
+static bool drop_acks(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
+		      void *ctx)
+{
+	struct ovr_wire_pkt p;
+
+	(void)n;
+	(void)ctx;
+	return !ovr_wire_parse(pdu, len, &p, NULL) && p.opcode == OVR_OP_ACK;
+}
+
+/*
+ * A clean teardown (ibv_rc_pingpong's end): node 1 received node 0's
+ * SEND and destroys its QP before its ACK reached node 0 (here: never).
+ * The TERMINATE acknowledges what node 1 received, so node 0's SEND
+ * completes successfully, and node 0's QP, which owes nothing more, stays
+ * in RTS with its receives posted: no error anywhere.
+ */
+static void test_destroy_after_delivery(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_stats st;
+	struct ovr_eng_wc wc;
+
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 0, 1u << 20), 0);
+	assert_int_equal(post_recv_one(p, 0, f->qpn[0], 2, 0, 1u << 20), 0);
+	p->n[1].tx_filter = drop_acks;
+	fill_pattern(p->n[0].mem, 20000, 5);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 3, 0, 20000, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0); /* no ACK came */
+	assert_int_equal(ovr_eng_qp_destroy(p->n[1].eng, f->qpn[1]), 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	{
+		struct cq_wait w = { 0, 1, 1 };
+
+		assert_false(ovr_pair_run(p, cq_has, &w, p->now + 10 * RTT_NS));
+	}
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_RTS);
+	assert_int_equal(p->n[0].events[OVR_EV_QP_FATAL], 0);
+	eng_stats(f, 0, &st);
+	assert_int_equal(st.rx_term, 1);
+	assert_int_equal(st.rx_term_idle, 1);
 }
 
 /* A TERMINATE built by hand, delivered to node @n. */
@@ -399,8 +479,11 @@ static void test_forged_terminate(void **state)
 	assert_true(wait_cq(p, 0, 0, 2));
 
 	/* and a TERMINATE that does fit ends it (the check is not just
-	 * "never") */
+	 * "never"), when node 1 has work outstanding */
 	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &q0), 0);
+	assert_int_equal(post_one(p, 1, f->qpn[1], OVR_WR_RDMA_WRITE, 9, 0,
+				  4096, 0, OVR_SEND_SIGNALED),
+			 0);
 	inject_term(f, 1, f->qpn[1], f->qpn[0], OVR_TERM_DESTROYED, q0.snd_nxt);
 	eng_stats(f, 1, &st);
 	assert_int_equal(st.rx_term, 1);
@@ -505,6 +588,8 @@ static void test_noqp_answers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_destroy_after_delivery,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_mid_transfer,
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_term_lost,

@@ -909,14 +909,16 @@ static void test_terminate(void **state)
 	ovr_wire_format(&p, line, sizeof(line));
 	assert_string_equal(line, "v1 TERMINATE qp 17->34 ts=5001 path=0 "
 				  "reason=DESTROYED psn=1193046");
-	/* reasons 1..4; reserved bytes zero; a 24-bit PSN; no flags */
+	/* reasons 1..4; reserved bytes zero; a 24-bit PSN; no flag but
+	 * F_ACK (a TERMINATE from a QP acknowledges what it received) */
 	expect_mutation(OVR_OP_TERMINATE, OTH, 0, -OVR_WIRE_ETERM);
 	expect_mutation(OVR_OP_TERMINATE, OTH, OVR_TERM_REASON_MAX + 1,
 			-OVR_WIRE_ETERM);
 	for (size_t i = 1; i < 4; i++)
 		expect_mutation(OVR_OP_TERMINATE, OTH + i, 1, -OVR_WIRE_ERSVD);
 	expect_mutation(OVR_OP_TERMINATE, OTH + 4, 1, -OVR_WIRE_EPSN);
-	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_ACK, -OVR_WIRE_EFLAGS);
+	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_ACK, 0);
+	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_CREDIT, -OVR_WIRE_EFLAGS);
 	expect_mutation(OVR_OP_TERMINATE, 3, OVR_F_LAST, -OVR_WIRE_EFLAGS);
 	expect_mutation(OVR_OP_TERMINATE, 15, 1, -OVR_WIRE_EPSN);
 	p.u.term.psn = 1u << 24;
