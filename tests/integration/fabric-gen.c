@@ -170,13 +170,17 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (size < 64 || size > 2000 || rte_eth_dev_count_avail() < 2) {
-		fprintf(stderr, "fabric-gen: two ports, --size 64..2000\n");
+	if (size < 64 || size > 9000 || rte_eth_dev_count_avail() < 2) {
+		fprintf(stderr, "fabric-gen: two ports, --size 64..9000\n");
 		return 1;
 	}
-	mp = rte_pktmbuf_pool_create("gen", 8191, 256, 0,
-				     RTE_MBUF_DEFAULT_BUF_SIZE,
-				     rte_socket_id());
+	/* one segment per frame: jumbo frames get mbufs that hold them */
+	mp = rte_pktmbuf_pool_create(
+		"gen", 8191, 256, 0,
+		size + RTE_PKTMBUF_HEADROOM > RTE_MBUF_DEFAULT_BUF_SIZE ?
+			(uint16_t)(size + RTE_PKTMBUF_HEADROOM) :
+			RTE_MBUF_DEFAULT_BUF_SIZE,
+		rte_socket_id());
 	seen = calloc(count, 1);
 	if (!mp || !seen || port_init(0, mp) || port_init(1, mp)) {
 		fprintf(stderr, "fabric-gen: port setup failed\n");

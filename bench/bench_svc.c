@@ -1,0 +1,708 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench-svc: the node service (ovrdmad) end to end, through the client
+ * library (include/ovrdma/client.h), between two nodes. One process holds
+ * a connection to each node's ovrdmad (A and B), one RC QP on each,
+ * connected to each other. Modes:
+ *
+ *  lat  8-byte RDMA WRITE ping-pong, as perftest's ib_write_lat does: A
+ *       writes a counter into B's buffer (inline, signaled), B's side
+ *       polls that memory until the new value shows, then writes it back
+ *       into A's buffer, and A polls for it. One thread plays both
+ *       applications (the round trip is strictly serial, and a second
+ *       spinning thread would take a core from the three DPDK processes
+ *       of the testbed). After a warm-up, --iters round trips: p50, p99,
+ *       p99.9 and max in microseconds, and the one-way estimate (half).
+ *  bw   RDMA WRITEs of --size bytes (default 64 KB) from A to B, a window
+ *       of W WRs kept outstanding (every one signaled) for --seconds
+ *       after a 0.5 s warm-up; the time runs from the first post to the
+ *       last completion. Gbit/s of payload and Mops, for each window of
+ *       --windows (default 1,8,64).
+ *  reg  registration cost on node A: ovr_cl_reg_mr of fresh memory (every
+ *       page touched; the client copies it onto a sealed memfd and maps
+ *       that over it, docs/SERVICE.md 4), the same range again after a
+ *       deregistration (its pages are memfd-backed already), and
+ *       ovr_cl_dereg_mr; 4 KB to --reg-max-mb (default 1024). Median per
+ *       call, and per GB.
+ *
+ * Dataplane CPU: with --cpu-pids PID_A,PID_B (the two ovrdmad processes)
+ * each timed phase reads their utime + stime from /proc/PID/stat (every
+ * thread of the process, clock ticks) before and after, and turns it into
+ * cycles per operation at the TSC rate, which is measured here against
+ * CLOCK_MONOTONIC (the nominal clock; /proc/cpuinfo's "cpu MHz" is printed
+ * next to it). An ovrdmad busy-polls while it has work and spin_us after
+ * it, so its CPU time is what the node spends on the traffic, polling
+ * included. Phases last seconds: ticks of 10 ms make it a percent at most.
+ *
+ * Besides the tables every figure is printed as a line "result MODE key
+ * value ...", for bench/svc-bench.sh.
+ *
+ * Usage: bench-svc SOCK_A SOCK_B [options] MODE...
+ *   --dev NAME        device on both nodes (default ovrdma0)
+ *   --iters N         lat: measured round trips (default 50000)
+ *   --warmup N        lat: round trips before measuring (default 2000)
+ *   --seconds T       bw: seconds per window (default 3)
+ *   --windows LIST    bw: outstanding WRs, comma-separated (default 1,8,64)
+ *   --size B          bw: bytes per WRITE (default 65536)
+ *   --tag NAME        bw: label of the rows (default none)
+ *   --reg-max-mb M    reg: largest region (default 1024)
+ *   --cpu-pids A,B    ovrdmad pids, for CPU cycles per operation
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include <ovrdma/client.h>
+
+#define QP_DEPTH 256u /* send WRs a QP holds */
+#define BW_BUF (64u << 20) /* per node: the WRITEs cycle over it */
+#define SPIN_LIMIT_NS 5000000000ull /* a round trip this long: failure */
+
+struct node {
+	struct ovr_cl *cl;
+	struct ovr_ctl_dev dev;
+	uint32_t pd;
+	struct ovr_cl_cq *cq;
+	struct ovr_cl_qp *qp;
+	uint8_t *buf;
+	struct ovr_cl_mr *mr;
+	uint32_t outstanding; /* signaled send WRs not yet completed */
+};
+
+static const char *dev_name = "ovrdma0";
+static unsigned int iters = 50000, warmup = 2000;
+static double seconds = 3;
+static unsigned int windows[16] = { 1, 8, 64 }, nwindows = 3;
+static uint32_t wr_size = 65536;
+static const char *tag = "";
+static unsigned int reg_max_mb = 1024;
+static int cpu_pid[2];
+static double tsc_hz; /* 0: unknown */
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "bench-svc: %s: %s\n", what,
+		strerror(rc < 0 ? -rc : rc));
+	exit(1);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* @v sorted; the value below which a fraction @q of the samples lie */
+static uint64_t pct(const uint64_t *v, size_t n, double q)
+{
+	size_t i = (size_t)(q * (double)n);
+
+	return v[i < n ? i : n - 1];
+}
+
+static uint64_t median_u64(uint64_t *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* utime + stime of every thread of @pid, in seconds; -1 when unreadable */
+static double proc_cpu_s(int pid)
+{
+	char path[64], line[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	/* the command may hold spaces and parentheses: fields after the
+	 * last ')' are 3 (state) onwards; utime and stime are 14 and 15 */
+	if (!p || !(p = strrchr(line, ')')) ||
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+		   &st) != 2)
+		return -1;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+struct cpu_mark {
+	double svc[2]; /* the two ovrdmads */
+	double app; /* this process */
+};
+
+static void cpu_mark(struct cpu_mark *m)
+{
+	struct timespec ts;
+
+	for (int i = 0; i < 2; i++)
+		m->svc[i] = cpu_pid[i] ? proc_cpu_s(cpu_pid[i]) : -1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	m->app = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * Prints the CPU part of a result line: CPU seconds of each ovrdmad and of
+ * the application per second of the phase, and the ovrdmads' cycles per
+ * operation (each, and both together).
+ */
+static void cpu_report(const struct cpu_mark *a, const struct cpu_mark *b,
+		       double wall_s, double ops, double *cyc_total)
+{
+	double s[2], tot = 0;
+
+	*cyc_total = -1;
+	printf(" app_cpu %.3f", (b->app - a->app) / wall_s);
+	if (!cpu_pid[0] || a->svc[0] < 0 || b->svc[0] < 0 || a->svc[1] < 0 ||
+	    b->svc[1] < 0 || !tsc_hz)
+		return;
+	for (int i = 0; i < 2; i++) {
+		s[i] = b->svc[i] - a->svc[i];
+		tot += s[i];
+	}
+	*cyc_total = tot * tsc_hz / ops;
+	printf(" cpu_a %.3f cpu_b %.3f cyc_a %.0f cyc_b %.0f cyc_op %.0f",
+	       s[0] / wall_s, s[1] / wall_s, s[0] * tsc_hz / ops,
+	       s[1] * tsc_hz / ops, *cyc_total);
+}
+
+/* The TSC rate against CLOCK_MONOTONIC over 200 ms (x86 only). */
+static void measure_tsc(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
+
+	while (mono_ns() - t0 < 200000000ull)
+		;
+	t1 = mono_ns();
+	c1 = __rdtsc();
+	tsc_hz = (double)(c1 - c0) * 1e9 / (double)(t1 - t0);
+#endif
+}
+
+static double cpuinfo_mhz(void)
+{
+	FILE *f = fopen("/proc/cpuinfo", "re");
+	char line[256];
+	double mhz = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "cpu MHz : %lf", &mhz) == 1)
+			break;
+	fclose(f);
+	return mhz;
+}
+
+/* ---- setup (as tests/integration/svc_xfer.c) ------------------------------ */
+
+static void setup(struct node *n, const char *sock, size_t buf_len)
+{
+	struct ovr_ctl_qp_cap cap = { .max_send_wr = QP_DEPTH,
+				      .max_recv_wr = 16,
+				      .max_send_sge = 1,
+				      .max_recv_sge = 1,
+				      .max_inline_data = 64 };
+	int rc;
+
+	n->cl = ovr_cl_connect(sock, "bench-svc");
+	if (!n->cl)
+		die(sock, errno);
+	rc = ovr_cl_open(n->cl, dev_name, &n->dev);
+	if (rc)
+		die("open", rc);
+	rc = ovr_cl_alloc_pd(n->cl, &n->pd);
+	if (rc)
+		die("alloc_pd", rc);
+	n->cq = ovr_cl_create_cq(n->cl, 2 * QP_DEPTH, OVR_CTL_NO_CHANNEL, 0);
+	if (!n->cq)
+		die("create_cq", errno);
+	n->qp = ovr_cl_create_qp(n->cl, n->pd, n->cq, n->cq, &cap, false, 0);
+	if (!n->qp)
+		die("create_qp", errno);
+	n->buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (n->buf == MAP_FAILED)
+		die("mmap", errno);
+	memset(n->buf, 0, buf_len);
+	n->mr = ovr_cl_reg_mr(n->cl, n->pd, n->buf, buf_len,
+			      OVR_ENG_ACCESS_LOCAL_WRITE |
+				      OVR_ENG_ACCESS_REMOTE_WRITE |
+				      OVR_ENG_ACCESS_REMOTE_READ);
+	if (!n->mr)
+		die("reg_mr", errno);
+}
+
+static void connect_qp(struct node *n, const struct node *peer)
+{
+	uint32_t dvip = peer->dev.vip;
+	struct ovr_ctl_qp_attr a = { 0 };
+	int rc;
+
+	a.qp_state = OVR_ENG_QPS_INIT;
+	a.qp_access_flags = OVR_ENG_ACCESS_REMOTE_WRITE |
+			    OVR_ENG_ACCESS_REMOTE_READ;
+	a.port_num = 1;
+	rc = ovr_cl_modify_qp(n->cl, n->qp, &a,
+			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
+				      OVR_ENG_ATTR_PORT |
+				      OVR_ENG_ATTR_ACCESS_FLAGS);
+	if (rc)
+		die("modify INIT", rc);
+	a = (struct ovr_ctl_qp_attr){ 0 };
+	a.qp_state = OVR_ENG_QPS_RTR;
+	a.path_mtu = n->dev.active_mtu;
+	a.dest_qp_num = ovr_cl_qp_num(peer->qp);
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 12;
+	a.hop_limit = 64;
+	a.is_global = 1;
+	a.dgid[10] = a.dgid[11] = 0xff; /* ::ffff:<peer vIP> */
+	a.dgid[12] = (uint8_t)(dvip >> 24);
+	a.dgid[13] = (uint8_t)(dvip >> 16);
+	a.dgid[14] = (uint8_t)(dvip >> 8);
+	a.dgid[15] = (uint8_t)dvip;
+	rc = ovr_cl_modify_qp(
+		n->cl, n->qp, &a,
+		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV | OVR_ENG_ATTR_PATH_MTU |
+			OVR_ENG_ATTR_DEST_QPN | OVR_ENG_ATTR_RQ_PSN |
+			OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+			OVR_ENG_ATTR_MIN_RNR_TIMER);
+	if (rc)
+		die("modify RTR", rc);
+	a = (struct ovr_ctl_qp_attr){ 0 };
+	a.qp_state = OVR_ENG_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	rc = ovr_cl_modify_qp(
+		n->cl, n->qp, &a,
+		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+			OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
+			OVR_ENG_ATTR_RNR_RETRY | OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
+	if (rc)
+		die("modify RTS", rc);
+}
+
+/* Takes what completed on @n's CQ, without waiting; all must succeed. */
+static unsigned int reap(struct node *n)
+{
+	struct ovr_cl_wc wc[32];
+	int k = ovr_cl_poll_cq(n->cq, 32, wc);
+
+	if (k < 0)
+		die("poll_cq", k);
+	for (int i = 0; i < k; i++)
+		if (wc[i].status != OVR_WC_SUCCESS) {
+			fprintf(stderr,
+				"bench-svc: completion status %u vendor_err "
+				"0x%x\n",
+				wc[i].status, wc[i].vendor_err);
+			exit(1);
+		}
+	n->outstanding -= (unsigned int)k;
+	return (unsigned int)k;
+}
+
+/* ---- lat ------------------------------------------------------------------- */
+
+/* @s writes @v inline into the first 8 bytes of @d's buffer. */
+static void write8(struct node *s, const struct node *d, uint64_t v)
+{
+	struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)&v, 8, s->mr->lkey };
+	struct ovr_eng_send_wr wr = {
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED | OVR_SEND_INLINE,
+		.sg_list = &sg,
+		.num_sge = 1,
+		.rkey = d->mr->rkey,
+		.remote_addr = (uint64_t)(uintptr_t)d->buf,
+	};
+	int rc;
+
+	/* completions come with the peer's ACKs; keep room in the queue */
+	while (s->outstanding >= QP_DEPTH / 2)
+		reap(s);
+	rc = ovr_cl_post_send(s->qp, &wr);
+	if (rc)
+		die("post_send", rc);
+	s->outstanding++;
+}
+
+/* Spins until @n's buffer holds @v (the service writes it there). */
+static void wait_value(const struct node *n, uint64_t v)
+{
+	const _Atomic uint64_t *p = (const _Atomic uint64_t *)(void *)n->buf;
+	uint64_t t0 = 0;
+
+	for (unsigned int i = 1;
+	     atomic_load_explicit(p, memory_order_acquire) != v; i++) {
+		if (i % 65536)
+			continue;
+		if (!t0)
+			t0 = mono_ns();
+		else if (mono_ns() - t0 > SPIN_LIMIT_NS) {
+			fprintf(stderr,
+				"bench-svc: lat: value %llu never arrived\n",
+				(unsigned long long)v);
+			exit(1);
+		}
+	}
+}
+
+static void run_lat(struct node *a, struct node *b)
+{
+	uint64_t *rtt = malloc(iters * sizeof(*rtt)), v = 0, t0, t_start = 0;
+	struct cpu_mark m0 = { 0 }, m1;
+	double wall, cyc;
+
+	if (!rtt)
+		die("malloc", ENOMEM);
+	for (unsigned int i = 0; i < warmup + iters; i++) {
+		if (i == warmup) {
+			cpu_mark(&m0);
+			t_start = mono_ns();
+		}
+		v++;
+		t0 = mono_ns();
+		write8(a, b, v);
+		wait_value(b, v);
+		write8(b, a, v);
+		wait_value(a, v);
+		if (i >= warmup)
+			rtt[i - warmup] = mono_ns() - t0;
+		reap(a);
+		reap(b);
+	}
+	wall = (double)(mono_ns() - t_start) * 1e-9;
+	cpu_mark(&m1);
+	qsort(rtt, iters, sizeof(*rtt), cmp_u64);
+	printf("\n| 8 B RDMA WRITE ping-pong | round trips | p50 µs | p99 µs | "
+	       "p99.9 µs | max µs | one-way p50 µs |\n"
+	       "|---|---:|---:|---:|---:|---:|---:|\n"
+	       "| A -> B -> A, inline, polling memory | %u | %.1f | %.1f | "
+	       "%.1f | %.1f | %.1f |\n",
+	       iters, pct(rtt, iters, 0.5) / 1e3, pct(rtt, iters, 0.99) / 1e3,
+	       pct(rtt, iters, 0.999) / 1e3, rtt[iters - 1] / 1e3,
+	       pct(rtt, iters, 0.5) / 2e3);
+	printf("result lat iters %u p50_us %.2f p99_us %.2f p999_us %.2f "
+	       "max_us %.2f oneway_us %.2f seconds %.3f",
+	       iters, pct(rtt, iters, 0.5) / 1e3, pct(rtt, iters, 0.99) / 1e3,
+	       pct(rtt, iters, 0.999) / 1e3, rtt[iters - 1] / 1e3,
+	       pct(rtt, iters, 0.5) / 2e3, wall);
+	/* an operation is one WRITE: two per round trip */
+	cpu_report(&m0, &m1, wall, 2.0 * iters, &cyc);
+	printf("\n");
+	free(rtt);
+}
+
+/* ---- bw -------------------------------------------------------------------- */
+
+/* WRITEs from @a to @b, @window outstanding, for @secs; returns ops done,
+ * *@wall the time from the first post to the last completion. */
+static uint64_t stream(struct node *a, const struct node *b,
+		       unsigned int window, double secs, double *wall)
+{
+	uint64_t t0 = mono_ns(), stop = t0 + (uint64_t)(secs * 1e9), idle = 0;
+	uint64_t posted = 0, done = 0, nslot = BW_BUF / wr_size;
+
+	for (;;) {
+		uint64_t now;
+		unsigned int k;
+
+		while (a->outstanding < window) {
+			uint64_t off = (posted % nslot) * wr_size;
+			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)a->buf +
+							  off,
+						  wr_size, a->mr->lkey };
+			struct ovr_eng_send_wr wr = {
+				.wr_id = posted,
+				.opcode = OVR_WR_RDMA_WRITE,
+				.send_flags = OVR_SEND_SIGNALED,
+				.sg_list = &sg,
+				.num_sge = 1,
+				.rkey = b->mr->rkey,
+				.remote_addr =
+					(uint64_t)(uintptr_t)b->buf + off,
+			};
+			int rc;
+
+			if (mono_ns() >= stop)
+				break;
+			rc = ovr_cl_post_send(a->qp, &wr);
+			if (rc)
+				die("post_send", rc);
+			a->outstanding++;
+			posted++;
+		}
+		k = reap(a);
+		done += k;
+		now = mono_ns();
+		if (!a->outstanding && now >= stop)
+			break;
+		if (k)
+			idle = now;
+		else if (!idle)
+			idle = now;
+		else if (now - idle > SPIN_LIMIT_NS) {
+			fprintf(stderr,
+				"bench-svc: bw: no completion in 5 s\n");
+			exit(1);
+		}
+	}
+	*wall = (double)(mono_ns() - t0) * 1e-9;
+	return done;
+}
+
+static void run_bw(struct node *a, struct node *b)
+{
+	printf("\n| RDMA WRITE %u B, A -> B%s%s | window | seconds | Gbit/s of "
+	       "payload | Mops | ovrdmad cycles/op (A + B) |\n"
+	       "|---|---:|---:|---:|---:|---:|\n",
+	       wr_size, *tag ? ", " : "", tag);
+	for (unsigned int w = 0; w < nwindows; w++) {
+		struct cpu_mark m0, m1;
+		double wall, cyc, gbps, mops;
+		uint64_t ops;
+
+		stream(a, b, windows[w], 0.5, &wall); /* warm-up */
+		cpu_mark(&m0);
+		ops = stream(a, b, windows[w], seconds, &wall);
+		cpu_mark(&m1);
+		gbps = (double)ops * wr_size * 8 / wall / 1e9;
+		mops = (double)ops / wall / 1e6;
+		printf("result bw tag %s size %u window %u ops %llu seconds "
+		       "%.3f gbps %.3f mops %.4f",
+		       *tag ? tag : "-", wr_size, windows[w],
+		       (unsigned long long)ops, wall, gbps, mops);
+		cpu_report(&m0, &m1, wall, (double)ops, &cyc);
+		printf("\n| | %u | %.2f | %.2f | %.4f | ", windows[w], wall,
+		       gbps, mops);
+		if (cyc >= 0)
+			printf("%.0f |\n", cyc);
+		else
+			printf("- |\n");
+		fflush(stdout);
+	}
+}
+
+/* ---- reg ------------------------------------------------------------------- */
+
+static void run_reg(struct node *a)
+{
+	static const size_t kb[] = { 4, 64, 1024, 16384, 262144, 1048576 };
+	unsigned int access = OVR_ENG_ACCESS_LOCAL_WRITE |
+			      OVR_ENG_ACCESS_REMOTE_WRITE |
+			      OVR_ENG_ACCESS_REMOTE_READ;
+
+	printf("\n| region | calls | reg_mr, fresh pages µs | per GB ms | "
+	       "reg_mr again (memfd-backed already) µs | dereg_mr µs |\n"
+	       "|---:|---:|---:|---:|---:|---:|\n");
+	for (size_t s = 0; s < sizeof(kb) / sizeof(kb[0]); s++) {
+		size_t len = kb[s] << 10;
+		unsigned int reps = len <= (1u << 20)  ? 100 :
+				    len <= (16u << 20) ? 10 :
+							 3;
+		uint64_t t_reg[100], t_again[100], t_dereg[200];
+		uint64_t reg, again, dereg;
+
+		if (kb[s] > (size_t)reg_max_mb << 10)
+			break;
+		for (unsigned int r = 0; r < reps; r++) {
+			struct ovr_cl_mr *mr;
+			uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			uint64_t t;
+			int rc;
+
+			if (p == MAP_FAILED)
+				die("mmap", errno);
+			memset(p, (int)r + 1, len); /* every page present */
+			t = mono_ns();
+			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
+			t_reg[r] = mono_ns() - t;
+			if (!mr)
+				die("reg_mr", errno);
+			if (p[len - 1] != (uint8_t)(r + 1))
+				die("reg_mr lost the contents", EIO);
+			t = mono_ns();
+			rc = ovr_cl_dereg_mr(a->cl, mr);
+			t_dereg[2 * r] = mono_ns() - t;
+			if (rc)
+				die("dereg_mr", rc);
+			t = mono_ns();
+			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
+			t_again[r] = mono_ns() - t;
+			if (!mr)
+				die("reg_mr again", errno);
+			t = mono_ns();
+			rc = ovr_cl_dereg_mr(a->cl, mr);
+			t_dereg[2 * r + 1] = mono_ns() - t;
+			if (rc)
+				die("dereg_mr", rc);
+			munmap(p, len);
+		}
+		reg = median_u64(t_reg, reps);
+		again = median_u64(t_again, reps);
+		dereg = median_u64(t_dereg, 2 * reps);
+		printf("| %zu %s | %u | %.1f | %.1f | %.1f | %.1f |\n",
+		       kb[s] >= 1048576 ? kb[s] >> 20 :
+		       kb[s] >= 1024	? kb[s] >> 10 :
+					  kb[s],
+		       kb[s] >= 1048576 ? "GB" :
+		       kb[s] >= 1024	? "MB" :
+					  "KB",
+		       reps, reg / 1e3,
+		       (double)reg / 1e6 * (double)(1ull << 30) / (double)len,
+		       again / 1e3, dereg / 1e3);
+		printf("result reg kb %zu reps %u reg_us %.1f ms_per_gb %.2f "
+		       "again_us %.1f dereg_us %.1f\n",
+		       kb[s], reps, reg / 1e3,
+		       (double)reg / 1e6 * (double)(1ull << 30) / (double)len,
+		       again / 1e3, dereg / 1e3);
+		fflush(stdout);
+	}
+}
+
+/* ---- main ------------------------------------------------------------------ */
+
+static void parse_windows(const char *s)
+{
+	char *end;
+
+	nwindows = 0;
+	while (*s && nwindows < 16) {
+		unsigned long w = strtoul(s, &end, 0);
+
+		if (end == s || !w || w > QP_DEPTH) {
+			fprintf(stderr, "bench-svc: --windows 1..%u,...\n",
+				QP_DEPTH);
+			exit(2);
+		}
+		windows[nwindows++] = (unsigned int)w;
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "dev", required_argument, NULL, 'd' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "windows", required_argument, NULL, 'W' },
+		{ "size", required_argument, NULL, 's' },
+		{ "tag", required_argument, NULL, 'T' },
+		{ "reg-max-mb", required_argument, NULL, 'r' },
+		{ "cpu-pids", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct node a = { 0 }, b = { 0 };
+	bool lat = false, bw = false, reg = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			dev_name = optarg;
+			break;
+		case 'n':
+			iters = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'w':
+			warmup = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			seconds = strtod(optarg, NULL);
+			break;
+		case 'W':
+			parse_windows(optarg);
+			break;
+		case 's':
+			wr_size = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'T':
+			tag = optarg;
+			break;
+		case 'r':
+			reg_max_mb = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'p':
+			if (sscanf(optarg, "%d,%d", &cpu_pid[0], &cpu_pid[1]) !=
+			    2) {
+				fprintf(stderr, "bench-svc: --cpu-pids A,B\n");
+				return 2;
+			}
+			break;
+		default:
+			return 2;
+		}
+	}
+	for (int i = optind + 2; i < argc; i++) {
+		lat |= !strcmp(argv[i], "lat");
+		bw |= !strcmp(argv[i], "bw");
+		reg |= !strcmp(argv[i], "reg");
+	}
+	if (argc - optind < 3 || !(lat || bw || reg) || !iters ||
+	    !(seconds > 0) || !wr_size || wr_size > BW_BUF) {
+		fprintf(stderr, "usage: bench-svc SOCK_A SOCK_B [--dev D] "
+				"[--iters N] [--warmup N] [--seconds T] "
+				"[--windows 1,8,64] [--size B] [--tag T] "
+				"[--reg-max-mb M] [--cpu-pids A,B] "
+				"lat|bw|reg...\n");
+		return 2;
+	}
+	if (cpu_pid[0]) {
+		measure_tsc();
+		printf("clock: TSC %.1f MHz measured against CLOCK_MONOTONIC, "
+		       "/proc/cpuinfo says %.1f MHz\n",
+		       tsc_hz / 1e6, cpuinfo_mhz());
+		printf("result clock tsc_mhz %.1f cpuinfo_mhz %.1f\n",
+		       tsc_hz / 1e6, cpuinfo_mhz());
+	}
+	setup(&a, argv[optind], BW_BUF);
+	if (lat || bw) {
+		setup(&b, argv[optind + 1], BW_BUF);
+		connect_qp(&a, &b);
+		connect_qp(&b, &a);
+	}
+	if (lat)
+		run_lat(&a, &b);
+	if (bw)
+		run_bw(&a, &b);
+	if (reg)
+		run_reg(&a);
+	ovr_cl_close(a.cl);
+	if (b.cl)
+		ovr_cl_close(b.cl);
+	return 0;
+}
