@@ -61,6 +61,7 @@ struct svc_conf {
 	uint32_t spin_us; /* busy-poll this long before sleeping */
 	uint32_t max_contexts;
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
+	uint32_t ctx_max_srq, ctx_max_ah;
 	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
 	uint32_t eng_max_qp; /* QPs of the whole node */
 	uint32_t tenants[SVC_MAX_DEVS];
@@ -123,6 +124,8 @@ enum svc_obj_type {
 	SVC_OBJ_CHANNEL,
 	SVC_OBJ_CQ,
 	SVC_OBJ_QP,
+	SVC_OBJ_SRQ,
+	SVC_OBJ_AH,
 };
 
 struct svc_ctx;
@@ -161,8 +164,33 @@ struct svc_cq {
 	bool overflowed;
 };
 
+struct svc_srq {
+	struct svc_ctx *ctx;
+	uint32_t handle;
+	uint32_t srqn; /* the engine's */
+	uint32_t db_index;
+	uint32_t pd_handle;
+	uint64_t user_handle;
+	struct ovr_ring_srq *ring;
+	uint8_t *slots;
+	size_t map_len;
+	uint32_t depth, stride, max_sge;
+	uint32_t cons;
+	uint32_t users; /* QPs */
+};
+
+/* An address handle: where a UD send goes, inside the device's tenant. */
+struct svc_ah {
+	uint32_t pd_handle;
+	uint32_t dst_vip;
+	uint8_t dscp;
+};
+
 struct svc_qp {
 	struct svc_ctx *ctx;
+	uint32_t type; /* OVR_CTL_QPT_RC or _UD */
+	struct svc_srq *srq; /* or NULL */
+	uint32_t vni, vip; /* the device's: UD sends from, receives at */
 	uint32_t handle;
 	uint32_t qpn;
 	uint32_t db_index;
@@ -205,9 +233,10 @@ struct svc_ctx {
 	int async_fd;
 	struct ovr_ring_db *db;
 	struct svc_qp *db_qp[OVR_RING_MAX_QP_PER_CTX];
+	struct svc_srq *db_srq[OVR_RING_MAX_QP_PER_CTX];
 	struct svc_obj *obj;
 	uint32_t nobj;
-	uint32_t nqp, ncq, nmr, npd;
+	uint32_t nqp, ncq, nmr, npd, nsrq, nah;
 	uint64_t pinned;
 	uint64_t async_dropped;
 	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
@@ -220,6 +249,9 @@ struct svc_counters {
 	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
 	uint64_t rx_dropped_vpc; /* by ovr_vpc_decap, per reason in vpc */
 	uint64_t rx_short_pdu, rx_no_qp, rx_foreign; /* after decap */
+	uint64_t rx_ud_foreign; /* of rx_foreign: datagrams for a UD QP of
+				   another tenant or vIP */
+	uint64_t tx_ud, rx_ud; /* datagrams */
 	uint64_t tx_no_route, tx_nobuf;
 	uint64_t tx_answers; /* TERMINATEs for PDUs of QPs that are gone */
 	uint64_t wqe_bad; /* malformed WQEs from applications */
@@ -232,6 +264,11 @@ struct svc_counters {
  * engine answers a PDU for a QPN that does not exist (TERMINATE) at once,
  * with peer = SVC_FROM_RX and no QP. */
 #define SVC_FROM_RX 1u
+/* ...and a datagram for a UD QP: SVC_FROM_UD | the sender's vIP (the
+ * tenant and the destination are the QP's), for ops->ud_grh. */
+#define SVC_FROM_UD (1ull << 40)
+/* A UD WQE's peer (ops->tx): SVC_PEER_UD | dscp << 32 | destination vIP. */
+#define SVC_PEER_UD (1ull << 41)
 struct svc_rx_src {
 	bool valid;
 	uint32_t vni, src_vip, dst_vip; /* src: the sender */
@@ -241,6 +278,7 @@ struct svc_rx_src {
 struct svc {
 	struct svc_conf conf;
 	struct svc_rx_src rx_src;
+	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];
 	struct ovr_vpc *vpc;
 	struct ovr_vpc_thread *vt;
@@ -300,6 +338,7 @@ int svc_qp_index(struct svc *s, struct svc_qp *qp);
 void svc_qp_unindex(struct svc *s, struct svc_qp *qp);
 struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn);
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
+void svc_srq_kick(struct svc *s, struct svc_srq *srq);
 void svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type);
 
 /* svc_ctl.c */

@@ -30,6 +30,8 @@ void svc_conf_default(struct svc_conf *c)
 	c->ctx_max_cq = 2048;
 	c->ctx_max_mr = 4096;
 	c->ctx_max_pd = 256;
+	c->ctx_max_srq = 256;
+	c->ctx_max_ah = 4096;
 	c->ctx_max_pinned = 0;
 	c->eng_max_qp = 4096;
 }
@@ -301,6 +303,10 @@ static int on_entry(void *user, const char *section, const char *name,
 			c->ctx_max_mr = v;
 		else if (!strcmp(name, "pd_per_context"))
 			c->ctx_max_pd = v;
+		else if (!strcmp(name, "srq_per_context"))
+			c->ctx_max_srq = v;
+		else if (!strcmp(name, "ah_per_context"))
+			c->ctx_max_ah = v;
 		else if (!strcmp(name, "pinned_mb_per_context"))
 			c->ctx_max_pinned = (uint64_t)v << 20;
 		else if (!strcmp(name, "qps"))

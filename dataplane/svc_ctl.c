@@ -23,6 +23,7 @@
 #define PAGE 4096ull
 #define MAX_FDS ((int)OVR_CTL_MR_MAX_SEG)
 #define CQ_MAX_DEPTH 65536u
+#define SRQ_MAX_WR 16384u /* the engine's limit */
 
 static uint64_t page_up(uint64_t n)
 {
@@ -97,8 +98,10 @@ int svc_dev_add(struct svc *s, uint32_t vni, uint32_t vip, const char *name)
 	d->max_qp_rd_atom = 16;
 	d->max_qp_init_rd_atom = 16;
 	d->atomic_cap = 1; /* IBV_ATOMIC_HCA */
-	d->max_srq = 0;
-	d->max_srq_wr = 0;
+	d->max_srq = s->conf.ctx_max_srq;
+	d->max_srq_wr = SRQ_MAX_WR;
+	d->max_srq_sge = OVR_RING_SQ_MAX_SGE;
+	d->max_ah = s->conf.ctx_max_ah;
 	d->num_comp_vectors = 1;
 	s->devs[slot].used = true;
 	s->devs[slot].contexts = 0;
@@ -266,7 +269,16 @@ static int status(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int rc)
 /* Per-application limits ([limits] in the configuration): the request
  * fails with @err, and the operator reads once per context which limit
  * an application ran into. */
-enum svc_limit { LIM_PD, LIM_MR, LIM_PINNED, LIM_CQ, LIM_QP, LIM_QP_NODE };
+enum svc_limit {
+	LIM_PD,
+	LIM_MR,
+	LIM_PINNED,
+	LIM_CQ,
+	LIM_QP,
+	LIM_QP_NODE,
+	LIM_SRQ,
+	LIM_AH
+};
 
 static int limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 		 enum svc_limit which, uint64_t value, int err)
@@ -278,6 +290,8 @@ static int limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 		[LIM_CQ] = "cq_per_context",
 		[LIM_QP] = "qp_per_context",
 		[LIM_QP_NODE] = "qps (of the node)",
+		[LIM_SRQ] = "srq_per_context",
+		[LIM_AH] = "ah_per_context",
 	};
 
 	if (!(c->limits_logged & (1u << which))) {
@@ -351,6 +365,15 @@ static void *map_memfd(const char *name, size_t len, int *fd_out)
 	return p;
 }
 
+/* A free doorbell index (QPs and SRQs share them), or -ENOSPC. */
+static int db_alloc(struct svc_ctx *c)
+{
+	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++)
+		if (!c->db_qp[i] && !c->db_srq[i])
+			return (int)i;
+	return -ENOSPC;
+}
+
 static void qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
 	struct svc_qp *qp = c->obj[h - 1].p;
@@ -359,6 +382,8 @@ static void qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	ovr_eng_qp_destroy(s->eng, qp->qpn);
 	svc_qp_unindex(s, qp);
 	c->db_qp[qp->db_index] = NULL;
+	if (qp->srq)
+		qp->srq->users--;
 	qp->scq->users--;
 	qp->rcq->users--;
 	pd = obj_get(c, qp->pd_handle, SVC_OBJ_PD);
@@ -368,6 +393,40 @@ static void qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	obj_free(c, h);
 	c->nqp--;
 	free(qp);
+}
+
+static int srq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_srq *srq = c->obj[h - 1].p;
+	struct svc_pd *pd;
+	int rc;
+
+	if (srq->users)
+		return -EBUSY;
+	rc = ovr_eng_srq_destroy(s->eng, srq->srqn);
+	if (rc)
+		return rc;
+	c->db_srq[srq->db_index] = NULL;
+	pd = obj_get(c, srq->pd_handle, SVC_OBJ_PD);
+	if (pd)
+		pd->users--;
+	munmap(srq->ring, srq->map_len);
+	obj_free(c, h);
+	c->nsrq--;
+	free(srq);
+	return 0;
+}
+
+static void ah_destroy(struct svc_ctx *c, uint32_t h)
+{
+	struct svc_ah *ah = c->obj[h - 1].p;
+	struct svc_pd *pd = obj_get(c, ah->pd_handle, SVC_OBJ_PD);
+
+	if (pd)
+		pd->users--;
+	obj_free(c, h);
+	c->nah--;
+	free(ah);
 }
 
 static void cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
@@ -409,14 +468,32 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 {
 	struct svc_ctx **pp;
 
-	/* QPs first (they name CQs, MRs' PDs), then CQs, MRs, the rest */
-	for (uint8_t type = SVC_OBJ_QP; type >= SVC_OBJ_PD; type--)
+	/* QPs first (they name SRQs, CQs, PDs), then SRQs, AHs, CQs, MRs,
+	 * the rest */
+	static const uint8_t order[] = { SVC_OBJ_QP, SVC_OBJ_SRQ,
+					 SVC_OBJ_AH, SVC_OBJ_CQ,
+					 SVC_OBJ_MR, SVC_OBJ_CHANNEL,
+					 SVC_OBJ_PD };
+
+	for (size_t k = 0; k < sizeof(order); k++)
 		for (uint32_t i = 0; i < c->nobj; i++) {
+			uint8_t type = order[k];
+
 			if (c->obj[i].type != type)
 				continue;
 			switch (type) {
 			case SVC_OBJ_QP:
 				qp_destroy(s, c, i + 1);
+				break;
+			case SVC_OBJ_SRQ:
+				if (srq_destroy(s, c, i + 1))
+					fprintf(stderr,
+						"ovrdmad: context %u: SRQ "
+						"still busy\n",
+						c->id);
+				break;
+			case SVC_OBJ_AH:
+				ah_destroy(c, i + 1);
 				break;
 			case SVC_OBJ_CQ:
 				cq_destroy(s, c, i + 1);
@@ -812,18 +889,26 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	struct svc_pd *pd = obj_get(c, q->pd, SVC_OBJ_PD);
 	struct svc_cq *scq = obj_get(c, q->send_cq, SVC_OBJ_CQ);
 	struct svc_cq *rcq = obj_get(c, q->recv_cq, SVC_OBJ_CQ);
+	struct svc_srq *srq = NULL;
 	struct ovr_eng_qp_init init;
 	struct ovr_eng_qp_attr qa;
 	struct svc_qp *qp;
-	uint32_t db = 0, per_sq, per_rq;
+	uint32_t db, per_sq, per_rq;
 	int fd, rc;
 
 	if (c->dev < 0)
 		return status(c, r->h, -EBADF);
 	if (!pd || !scq || !rcq)
 		return status(c, r->h, -ENOENT);
-	if (q->qp_type != OVR_CTL_QPT_RC || q->srq)
+	if (q->qp_type != OVR_CTL_QPT_RC && q->qp_type != OVR_CTL_QPT_UD)
 		return status(c, r->h, -EOPNOTSUPP);
+	if (q->srq) {
+		srq = obj_get(c, q->srq, SVC_OBJ_SRQ);
+		if (!srq)
+			return status(c, r->h, -ENOENT);
+		if (srq->pd_handle != q->pd)
+			return status(c, r->h, -EINVAL);
+	}
 	if (!q->cap.max_send_wr || q->cap.max_send_wr > 16384 ||
 	    q->cap.max_recv_wr > 16384 ||
 	    q->cap.max_send_sge > OVR_RING_SQ_MAX_SGE ||
@@ -832,10 +917,10 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, -EINVAL);
 	if (c->nqp >= s->conf.ctx_max_qp)
 		return limit(c, r->h, LIM_QP, s->conf.ctx_max_qp, -ENOSPC);
-	while (db < OVR_RING_MAX_QP_PER_CTX && c->db_qp[db])
-		db++;
-	if (db == OVR_RING_MAX_QP_PER_CTX)
-		return status(c, r->h, -ENOSPC);
+	rc = db_alloc(c);
+	if (rc < 0)
+		return status(c, r->h, rc);
+	db = (uint32_t)rc;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return status(c, r->h, -ENOMEM);
@@ -855,6 +940,9 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 						q->cap.max_recv_sge : 1,
 			.max_inline_data = q->cap.max_inline_data,
 		},
+		.srq = srq ? srq->srqn : 0,
+		.qp_type = q->qp_type == OVR_CTL_QPT_UD ? OVR_ENG_QPT_UD :
+							  OVR_ENG_QPT_RC,
 	};
 	rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
 	if (rc) {
@@ -873,6 +961,10 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		.max_inline_data = qa.cap.max_inline_data,
 	};
 	qp->ctx = c;
+	qp->type = q->qp_type;
+	qp->srq = srq;
+	qp->vni = s->devs[c->dev].d.vni;
+	qp->vip = s->devs[c->dev].d.vip;
 	qp->db_index = db;
 	qp->pd_handle = q->pd;
 	qp->scq = scq;
@@ -913,6 +1005,8 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, rc);
 	}
 	c->db_qp[db] = qp;
+	if (srq)
+		srq->users++;
 	scq->users++;
 	rcq->users++;
 	pd->users++;
@@ -944,6 +1038,9 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	if (!qp)
 		return status(c, r->h, -ENOENT);
+	/* a UD QP has no peer: each send names an AH */
+	if (av && qp->type == OVR_CTL_QPT_UD)
+		return status(c, r->h, -EINVAL);
 	if (av) {
 		const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
 		uint32_t peer;
@@ -964,6 +1061,7 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	ea.dest_qp_num = a->dest_qp_num;
 	ea.rq_psn = a->rq_psn;
 	ea.sq_psn = a->sq_psn;
+	ea.qkey = a->qkey;
 	ea.timeout = a->timeout;
 	ea.retry_cnt = a->retry_cnt;
 	ea.rnr_retry = a->rnr_retry;
@@ -1014,6 +1112,7 @@ static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	a->dest_qp_num = ea.dest_qp_num;
 	a->rq_psn = ea.rq_psn;
 	a->sq_psn = ea.sq_psn;
+	a->qkey = ea.qkey;
 	a->timeout = ea.timeout;
 	a->retry_cnt = ea.retry_cnt;
 	a->rnr_retry = ea.rnr_retry;
@@ -1023,7 +1122,7 @@ static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	a->sq_draining = ea.sq_draining;
 	a->port_num = 1;
 	a->hop_limit = 64;
-	a->is_global = 1;
+	a->is_global = qp->type != OVR_CTL_QPT_UD;
 	a->traffic_class = (uint8_t)(qp->flow.dscp << 2);
 	if (qp->connected)
 		ovr_vpc_vip_to_gid(qp->flow.dst_vip, a->dgid);
@@ -1071,6 +1170,200 @@ static int do_qp_stats(struct svc *s, struct svc_ctx *c, struct req *r)
 		.rx_ooo = st.rx_ooo,
 	};
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* ---- shared receive queues ------------------------------------------------ */
+
+static int do_create_srq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_create_srq_req *q =
+		BODY(r, struct ovr_ctl_create_srq_req);
+	struct ovr_ctl_create_srq_rep rep = { 0 };
+	struct svc_pd *pd = obj_get(c, q->pd, SVC_OBJ_PD);
+	struct ovr_eng_srq_init init;
+	struct ovr_eng_srq_attr ea;
+	struct svc_srq *srq;
+	uint32_t db;
+	int fd, rc;
+
+	if (!pd)
+		return status(c, r->h, -ENOENT);
+	if (!q->attr.max_wr || q->attr.max_wr > SRQ_MAX_WR ||
+	    !q->attr.max_sge || q->attr.max_sge > OVR_RING_SQ_MAX_SGE)
+		return status(c, r->h, -EINVAL);
+	if (c->nsrq >= s->conf.ctx_max_srq)
+		return limit(c, r->h, LIM_SRQ, s->conf.ctx_max_srq, -ENOSPC);
+	rc = db_alloc(c);
+	if (rc < 0)
+		return status(c, r->h, rc);
+	db = (uint32_t)rc;
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return status(c, r->h, -ENOMEM);
+	init = (struct ovr_eng_srq_init){
+		.pd = pd->id,
+		.user = (uint64_t)(uintptr_t)srq,
+		.attr = { .max_wr = q->attr.max_wr,
+			  .max_sge = q->attr.max_sge },
+	};
+	rc = ovr_eng_srq_create(s->eng, &init, &srq->srqn);
+	if (rc) {
+		free(srq);
+		return status(c, r->h, rc);
+	}
+	ovr_eng_srq_query(s->eng, srq->srqn, &ea);
+	srq->ctx = c;
+	srq->db_index = db;
+	srq->pd_handle = q->pd;
+	srq->user_handle = q->user_handle;
+	srq->max_sge = ea.max_sge;
+	/* room to grow max_wr (MODIFY_SRQ) without a new ring: up to 4x,
+	 * within the engine's limit */
+	srq->depth = pow2_at_least(ea.max_wr);
+	if (srq->depth * 4 <= SRQ_MAX_WR)
+		srq->depth *= 4;
+	else
+		srq->depth = SRQ_MAX_WR > srq->depth ? SRQ_MAX_WR : srq->depth;
+	srq->stride = pow2_at_least(
+		(uint32_t)(sizeof(struct ovr_ring_rwqe) +
+			   ea.max_sge * sizeof(struct ovr_ring_sge)));
+	rep.slots_off = PAGE;
+	srq->map_len =
+		page_up(rep.slots_off + (uint64_t)srq->depth * srq->stride);
+	srq->ring = map_memfd("ovrdma-srq", srq->map_len, &fd);
+	if (!srq->ring) {
+		ovr_eng_srq_destroy(s->eng, srq->srqn);
+		free(srq);
+		return status(c, r->h, -ENOMEM);
+	}
+	srq->slots = (uint8_t *)srq->ring + rep.slots_off;
+	rc = obj_new(c, SVC_OBJ_SRQ, srq, &srq->handle);
+	if (rc) {
+		ovr_eng_srq_destroy(s->eng, srq->srqn);
+		munmap(srq->ring, srq->map_len);
+		close(fd);
+		free(srq);
+		return status(c, r->h, rc);
+	}
+	c->db_srq[db] = srq;
+	pd->users++;
+	c->nsrq++;
+	rep.srq = srq->handle;
+	rep.srqn = srq->srqn;
+	rep.attr.max_wr = ea.max_wr;
+	rep.attr.max_sge = ea.max_sge;
+	rep.depth = srq->depth;
+	rep.stride = srq->stride;
+	rep.map_len = srq->map_len;
+	rep.db_index = db;
+	rc = reply(c, r->h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
+}
+
+static int do_modify_srq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_modify_srq_req *q =
+		BODY(r, struct ovr_ctl_modify_srq_req);
+	struct svc_srq *srq = obj_get(c, q->srq, SVC_OBJ_SRQ);
+	struct ovr_eng_srq_attr ea = { .max_wr = q->attr.max_wr,
+				       .max_sge = q->attr.max_sge,
+				       .srq_limit = q->attr.srq_limit };
+
+	if (!srq)
+		return status(c, r->h, -ENOENT);
+	if (q->mask & ~(OVR_ENG_SRQ_MAX_WR | OVR_ENG_SRQ_LIMIT))
+		return status(c, r->h, -EINVAL);
+	/* the ring was sized at creation: max_wr grows up to its depth */
+	if ((q->mask & OVR_ENG_SRQ_MAX_WR) && q->attr.max_wr > srq->depth)
+		return status(c, r->h, -EINVAL);
+	/* receives the ring holds may be posted against the old size:
+	 * hand them to the engine first */
+	svc_srq_kick(s, srq);
+	return status(c, r->h,
+		      ovr_eng_srq_modify(s->eng, srq->srqn, &ea, q->mask));
+}
+
+static int do_query_srq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+	struct svc_srq *srq = obj_get(c, q->handle, SVC_OBJ_SRQ);
+	struct ovr_ctl_query_srq_rep rep = { 0 };
+	struct ovr_eng_srq_attr ea;
+	int rc;
+
+	if (!srq)
+		return status(c, r->h, -ENOENT);
+	rc = ovr_eng_srq_query(s->eng, srq->srqn, &ea);
+	if (rc)
+		return status(c, r->h, rc);
+	rep.attr.max_wr = ea.max_wr;
+	rep.attr.max_sge = ea.max_sge;
+	rep.attr.srq_limit = ea.srq_limit;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_destroy_srq(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+
+	if (!obj_get(c, q->handle, SVC_OBJ_SRQ))
+		return status(c, r->h, -ENOENT);
+	return status(c, r->h, srq_destroy(s, c, q->handle));
+}
+
+/* ---- address handles ------------------------------------------------------ */
+
+static int do_create_ah(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_create_ah_req *q =
+		BODY(r, struct ovr_ctl_create_ah_req);
+	const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
+	struct ovr_ctl_create_ah_rep rep = { 0 };
+	struct svc_pd *pd = obj_get(c, q->pd, SVC_OBJ_PD);
+	struct svc_ah *ah;
+	uint32_t peer;
+	int rc;
+
+	if (!pd)
+		return status(c, r->h, -ENOENT);
+	/* RoCE: the destination is named by its GID, ::ffff:<vIP> */
+	if (!q->is_global || q->sgid_index != 0 ||
+	    (q->port_num && q->port_num != 1) ||
+	    ovr_vpc_gid_to_vip(q->dgid, &peer))
+		return status(c, r->h, -EINVAL);
+	rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
+	if (rc)
+		return status(c, r->h, rc);
+	if (c->nah >= s->conf.ctx_max_ah)
+		return limit(c, r->h, LIM_AH, s->conf.ctx_max_ah, -ENOSPC);
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return status(c, r->h, -ENOMEM);
+	ah->pd_handle = q->pd;
+	ah->dst_vip = peer;
+	ah->dscp = (uint8_t)(q->traffic_class >> 2);
+	rc = obj_new(c, SVC_OBJ_AH, ah, &rep.ah);
+	if (rc) {
+		free(ah);
+		return status(c, r->h, rc);
+	}
+	pd->users++;
+	c->nah++;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int do_destroy_ah(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_handle_req *q = BODY(r, struct ovr_ctl_handle_req);
+
+	(void)s;
+	/* UD WQEs already handed to the engine carry the address itself:
+	 * an AH may go while sends that named it are in flight */
+	if (!obj_get(c, q->handle, SVC_OBJ_AH))
+		return status(c, r->h, -ENOENT);
+	ah_destroy(c, q->handle);
+	return status(c, r->h, 0);
 }
 
 /* ---- administration ------------------------------------------------------ */
@@ -1218,6 +1511,18 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct req *r)
 		return do_destroy_qp(s, c, r);
 	case OVR_CTL_QP_STATS:
 		return do_qp_stats(s, c, r);
+	case OVR_CTL_CREATE_SRQ:
+		return do_create_srq(s, c, r);
+	case OVR_CTL_MODIFY_SRQ:
+		return do_modify_srq(s, c, r);
+	case OVR_CTL_QUERY_SRQ:
+		return do_query_srq(s, c, r);
+	case OVR_CTL_DESTROY_SRQ:
+		return do_destroy_srq(s, c, r);
+	case OVR_CTL_CREATE_AH:
+		return do_create_ah(s, c, r);
+	case OVR_CTL_DESTROY_AH:
+		return do_destroy_ah(s, c, r);
 	default:
 		return status(c, r->h, -EOPNOTSUPP);
 	}
@@ -1292,6 +1597,15 @@ void svc_ctl_input(struct svc *s, struct svc_ctx *c)
 						__VA_ARGS__);         \
 	} while (0)
 
+static uint64_t es_srqs(struct svc *s)
+{
+	uint64_t n = 0;
+
+	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+		n += c->nsrq;
+	return n;
+}
+
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 {
 	size_t len = 0;
@@ -1311,23 +1625,25 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 			    (unsigned long long)d->guid);
 		}
 	} else if (!strcmp(what, "contexts")) {
-		OUT("%-5s %-8s %-6s %-16s %-10s %4s %4s %4s %12s\n", "ctx",
-		    "pid", "uid", "client", "device", "qps", "cqs", "mrs",
-		    "pinned");
+		OUT("%-5s %-8s %-6s %-16s %-10s %4s %4s %4s %4s %4s %12s\n",
+		    "ctx", "pid", "uid", "client", "device", "qps", "cqs",
+		    "mrs", "srqs", "ahs", "pinned");
 		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
-			OUT("%-5u %-8d %-6u %-16s %-10s %4u %4u %4u %12llu\n",
+			OUT("%-5u %-8d %-6u %-16s %-10s %4u %4u %4u %4u %4u "
+			    "%12llu\n",
 			    c->id, (int)c->pid, (unsigned)c->uid,
 			    c->client[0] ? c->client : "-",
 			    c->dev >= 0 ? s->devs[c->dev].d.name : "-", c->nqp,
-			    c->ncq, c->nmr, (unsigned long long)c->pinned);
+			    c->ncq, c->nmr, c->nsrq, c->nah,
+			    (unsigned long long)c->pinned);
 	} else if (!strcmp(what, "qps")) {
 		/* sq_new/rq_new: WQEs posted in the ring that the service
 		 * has not taken yet (S: waiting for room in the engine) */
-		OUT("%-5s %-8s %-5s %-15s %-8s %-8s %-8s %-8s %-9s %-8s "
+		OUT("%-5s %-8s %-6s %-5s %-15s %-8s %-8s %-8s %-8s %-9s %-8s "
 		    "%-10s %-8s %-7s %-7s\n",
-		    "ctx", "qpn", "state", "peer", "dqpn", "snd_una", "snd_nxt",
-		    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx", "sq_new",
-		    "rq_new");
+		    "ctx", "qpn", "type", "state", "peer", "dqpn", "snd_una",
+		    "snd_nxt", "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx",
+		    "sq_new", "rq_new");
 		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 			for (uint32_t i = 0; i < c->nobj; i++) {
 				struct svc_qp *qp = c->obj[i].p;
@@ -1340,10 +1656,14 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 				    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
 					continue;
 				v = qp->connected ? qp->flow.dst_vip : 0;
-				OUT("%-5u %-8u %-5u %3u.%3u.%3u.%3u %-8u %-8u "
-				    "%-8u %-8u %-9u %-8llu %-10llu %-8llu "
-				    "%-6u%c %-7u\n",
-				    c->id, qp->qpn, st.state, v >> 24,
+				/* UD QPs have no peer; "+S": takes its
+				 * receives from an SRQ (rq_new: 0) */
+				OUT("%-5u %-8u %-2s%-4s %-5u %3u.%3u.%3u.%3u "
+				    "%-8u %-8u %-8u %-8u %-9u %-8llu %-10llu "
+				    "%-8llu %-6u%c %-7u\n",
+				    c->id, qp->qpn,
+				    qp->type == OVR_CTL_QPT_UD ? "UD" : "RC",
+				    qp->srq ? "+S" : "", st.state, v >> 24,
 				    (v >> 16) & 255, (v >> 8) & 255, v & 255,
 				    qa.dest_qp_num, st.snd_una, st.snd_nxt,
 				    st.rcv_nxt, st.cwnd_bytes,
@@ -1381,6 +1701,9 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("rx_short_pdu", k->rx_short_pdu);
 		C("rx_no_qp", k->rx_no_qp);
 		C("rx_foreign", k->rx_foreign);
+		C("rx_ud_foreign", k->rx_ud_foreign);
+		C("rx_ud", k->rx_ud);
+		C("tx_ud", k->tx_ud);
 		C("tx_no_route", k->tx_no_route);
 		C("tx_answers", k->tx_answers);
 		C("tx_nobuf", k->tx_nobuf);
@@ -1399,6 +1722,10 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_tx_term", es.tx_term);
 		C("engine_rx_term", es.rx_term);
 		C("engine_rx_term_bad", es.rx_term_bad);
+		C("engine_rx_ud_qkey", es.rx_ud_qkey);
+		C("engine_rx_ud_norecv", es.rx_ud_norecv);
+		C("engine_tx_ud_too_long", es.tx_ud_too_long);
+		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {
 				char n[48];

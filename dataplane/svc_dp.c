@@ -161,7 +161,8 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	e->src_qp = wc->src_qp;
 	e->wc_flags = wc->wc_flags;
 	e->vendor_err = wc->vendor_err;
-	e->flags = (wc->wr_id >> 63) ? OVR_CQE_RECV : 0;
+	e->flags = ((wc->wr_id >> 63) ? OVR_CQE_RECV : 0) |
+		   ((wc->wr_id >> 62) & 1 ? OVR_CQE_SRQ : 0);
 	e->rsvd = 0;
 	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
 			      memory_order_release);
@@ -211,6 +212,58 @@ static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 	svc_async(qp->ctx, qp->user_handle, ev);
 }
 
+static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
+			  enum ovr_eng_event ev)
+{
+	struct svc_srq *srq = (struct svc_srq *)(uintptr_t)srq_user;
+
+	(void)ctx;
+	(void)srqn;
+	if (srq)
+		svc_async(srq->ctx, srq->user_handle, ev);
+}
+
+/*
+ * The GRH of a datagram, as RoCE v2 providers deliver it for IPv4 GIDs
+ * (rxe, mlx5: union rdma_network_hdr): 20 bytes of zero, then the IPv4
+ * header the packet would have carried - version 4, IHL 5, TOS the
+ * traffic class (0), total length of IPv4 + UDP + the PDU, DF, TTL 64,
+ * protocol UDP, a valid checksum, source the sender's vIP, destination
+ * the QP's device vIP. Applications that only skip 40 bytes
+ * (ibv_ud_pingpong) and those that read the addresses at 32..39 (UCX)
+ * both work.
+ */
+static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
+		       uint8_t grh[OVR_ENG_GRH_LEN])
+{
+	struct svc *s = ctx;
+	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
+	uint8_t *ip = grh + 20;
+	uint32_t src = (uint32_t)from, dst = qp ? qp->vip : 0, sum = 0;
+	uint32_t tot = 20 + 8 + s->rx_pdu_len;
+
+	memset(grh, 0, OVR_ENG_GRH_LEN);
+	if (!(from & SVC_FROM_UD))
+		src = 0;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(tot >> 8);
+	ip[3] = (uint8_t)tot;
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = 17; /* UDP */
+	for (int i = 0; i < 4; i++) {
+		ip[12 + i] = (uint8_t)(src >> (24 - 8 * i));
+		ip[16 + i] = (uint8_t)(dst >> (24 - 8 * i));
+	}
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	ip[10] = (uint8_t)(sum >> 8);
+	ip[11] = (uint8_t)sum;
+}
+
 /* ---- transmit ------------------------------------------------------------ */
 
 static void *eng_tx_alloc(void *ctx, uint32_t cap, void **token)
@@ -239,7 +292,21 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
-	if (qp && qp->connected) {
+	if (qp && qp->type == OVR_CTL_QPT_UD) {
+		const struct ovr_wire_prefix *p = (const void *)pdu;
+
+		/* a datagram: the WQE's AH gave the destination vIP */
+		if (!(peer & SVC_PEER_UD)) {
+			s->port_ops->tx_free(s->port, token);
+			return;
+		}
+		ovr_vpc_flow_init(&answer, qp->vni, qp->vip, (uint32_t)peer,
+				  qp->qpn,
+				  __builtin_bswap32(p->dqpn) & 0xffffffu,
+				  (uint8_t)(peer >> 32));
+		flow = &answer;
+		s->cnt.tx_ud++;
+	} else if (qp && qp->connected) {
 		flow = &qp->flow;
 	} else if (!qp && peer == SVC_FROM_RX && s->rx_src.valid) {
 		/* an answer to the PDU being received, back to its sender
@@ -303,6 +370,21 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
 				SVC_FROM_RX);
 		s->rx_src.valid = false;
+		return;
+	}
+	if (qp->type == OVR_CTL_QPT_UD) {
+		/* a UD QP hears anyone of its tenant that sends to its
+		 * device's vIP (the overlay checked the sender's binding
+		 * and the security group) */
+		if (qp->vni != rx.vni || qp->vip != rx.dst_vip) {
+			s->cnt.rx_foreign++;
+			s->cnt.rx_ud_foreign++;
+			return;
+		}
+		s->cnt.rx_ud++;
+		s->rx_pdu_len = rx.pdu_len;
+		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
+				SVC_FROM_UD | rx.src_vip);
 		return;
 	}
 	/* a QP only hears its own peer, in its own tenant */
@@ -377,6 +459,23 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 			.compare_add = w.compare_add,
 			.swap = w.swap,
 		};
+		if (qp->type == OVR_CTL_QPT_UD) {
+			struct svc_ah *ah =
+				w.ah && w.ah <= qp->ctx->nobj &&
+						qp->ctx->obj[w.ah - 1].type ==
+							SVC_OBJ_AH ?
+					qp->ctx->obj[w.ah - 1].p :
+					NULL;
+
+			if (!ah || ah->pd_handle != qp->pd_handle) {
+				wqe_fail(s, qp, false, qp->sq_cons++);
+				continue;
+			}
+			wr.ud_peer = SVC_PEER_UD | (uint64_t)ah->dscp << 32 |
+				     ah->dst_vip;
+			wr.remote_qpn = w.remote_qpn;
+			wr.remote_qkey = w.remote_qkey;
+		}
 		if (w.send_flags & OVR_SEND_INLINE) {
 			if (w.inline_len > qp->cap.max_inline_data ||
 			    sizeof(w) + w.inline_len > qp->sq_stride) {
@@ -455,6 +554,53 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 	return ok;
 }
 
+/*
+ * An SRQ's new receives into the engine. A client that keeps to max_wr
+ * never finds the engine full; one that does not loses what did not fit
+ * (completed with LOC_QP_OP_ERR on no CQ: there is none yet) - counted
+ * in wqe_bad.
+ */
+static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
+{
+	uint32_t prod =
+		atomic_load_explicit(&srq->ring->prod, memory_order_acquire);
+
+	if (prod - srq->cons > srq->depth) {
+		s->cnt.wqe_bad++;
+		prod = srq->cons;
+	}
+	while (srq->cons != prod) {
+		uint8_t *slot = ring_slot(srq->slots, srq->cons, srq->depth,
+					  srq->stride);
+		struct ovr_ring_rwqe w;
+		struct ovr_eng_sge sg[OVR_RING_SQ_MAX_SGE];
+		struct ovr_eng_recv_wr wr;
+
+		memcpy(&w, slot, sizeof(w));
+		srq->cons++;
+		if (w.num_sge > srq->max_sge ||
+		    w.num_sge > OVR_RING_SQ_MAX_SGE) {
+			s->cnt.wqe_bad++;
+			continue;
+		}
+		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
+		wr = (struct ovr_eng_recv_wr){
+			.wr_id = (3ull << 62) | w.tag,
+			.sg_list = sg,
+			.num_sge = w.num_sge,
+		};
+		if (ovr_eng_post_srq_recv(s->eng, srq->srqn, &wr, now))
+			s->cnt.wqe_bad++;
+	}
+	atomic_store_explicit(&srq->ring->cons, srq->cons,
+			      memory_order_release);
+}
+
+void svc_srq_kick(struct svc *s, struct svc_srq *srq)
+{
+	srq_drain(s, srq, svc_now());
+}
+
 static void qp_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 {
 	bool ok = rq_drain(s, qp, now);
@@ -518,10 +664,14 @@ static bool db_scan(struct svc *s, uint64_t now)
 				unsigned int b =
 					(unsigned int)__builtin_ctzll(bits);
 				struct svc_qp *qp = c->db_qp[w * 64 + b];
+				struct svc_srq *srq = c->db_srq[w * 64 + b];
 
 				bits &= bits - 1;
 				if (qp) {
 					qp_drain(s, qp, now);
+					any = true;
+				} else if (srq) {
+					srq_drain(s, srq, now);
 					any = true;
 				}
 			}
@@ -549,6 +699,8 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.tx = eng_tx,
 		.cqe = eng_cqe,
 		.event = eng_event,
+		.srq_event = eng_srq_event,
+		.ud_grh = eng_ud_grh,
 	};
 	int pdu_mtu, lrc;
 	uint32_t maxqp = 1;
@@ -587,6 +739,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	if (ec.max_pdu > 4096 + OVR_VPC_PDU_DATA_OVERHEAD)
 		ec.max_pdu = 4096 + OVR_VPC_PDU_DATA_OVERHEAD;
 	ec.line_rate_bps = s->conf.rate_bps;
+	ec.max_srq = 1024; /* of the node; srq_per_context limits each */
 	ec.base_rtt_ns = s->conf.base_rtt_ns;
 	ec.cc = ovr_cc_find(s->conf.cc);
 	if (!ec.cc) {

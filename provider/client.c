@@ -60,9 +60,27 @@ struct ovr_cl_cq {
 	struct ovr_cl_cq *next;
 };
 
+struct ovr_cl_srq {
+	struct ovr_cl *cl;
+	uint32_t handle, srqn, db_index;
+	struct ovr_ctl_srq_attr attr; /* granted; max_wr follows modify */
+	struct ovr_ring_srq *ring;
+	uint8_t *slots;
+	size_t map_len;
+	uint32_t depth, stride;
+	uint32_t prod; /* WQEs written */
+	uint32_t outstanding; /* posted, not completed */
+	uint64_t *wrid; /* by tag */
+	uint32_t *free_tag; /* a stack of depth tags */
+	uint32_t nfree;
+	pthread_spinlock_t lock; /* posting and completing */
+};
+
 struct ovr_cl_qp {
 	struct ovr_cl *cl;
 	uint32_t handle, qpn, db_index;
+	uint32_t type;
+	struct ovr_cl_srq *srq;
 	struct ovr_ctl_qp_cap cap;
 	struct ovr_cl_cq *scq, *rcq;
 	uint64_t user_handle;
@@ -832,7 +850,18 @@ int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 		};
 		if (qp) {
 			w->qp_user = qp->user_handle;
-			if (e->flags & OVR_CQE_RECV) {
+			if ((e->flags & OVR_CQE_SRQ) && qp->srq) {
+				struct ovr_cl_srq *q = qp->srq;
+				uint32_t tag = e->wqe_idx & (q->depth - 1);
+
+				pthread_spin_lock(&q->lock);
+				w->wr_id = q->wrid[tag];
+				if (q->outstanding) {
+					q->outstanding--;
+					q->free_tag[q->nfree++] = tag;
+				}
+				pthread_spin_unlock(&q->lock);
+			} else if (e->flags & OVR_CQE_RECV) {
 				w->wr_id = qp->rq_wrid[e->wqe_idx &
 						       (qp->rq_depth - 1)];
 				qp->rq_done = e->wqe_idx + 1;
@@ -884,11 +913,24 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 				   const struct ovr_ctl_qp_cap *cap,
 				   bool sq_sig_all, uint64_t user_handle)
 {
+	return ovr_cl_create_qp_ex(cl, pd, send_cq, recv_cq, NULL,
+				   OVR_CTL_QPT_RC, cap, sq_sig_all,
+				   user_handle);
+}
+
+struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
+				      struct ovr_cl_cq *send_cq,
+				      struct ovr_cl_cq *recv_cq,
+				      struct ovr_cl_srq *srq, uint32_t qp_type,
+				      const struct ovr_ctl_qp_cap *cap,
+				      bool sq_sig_all, uint64_t user_handle)
+{
 	struct ovr_ctl_create_qp_req q = {
 		.pd = pd,
 		.send_cq = send_cq->handle,
 		.recv_cq = recv_cq->handle,
-		.qp_type = OVR_CTL_QPT_RC,
+		.srq = srq ? srq->handle : 0,
+		.qp_type = qp_type,
 		.sq_sig_all = sq_sig_all,
 		.cap = *cap,
 		.user_handle = user_handle,
@@ -929,6 +971,8 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 	qp->cl = cl;
 	qp->handle = r.qp;
 	qp->qpn = r.qpn;
+	qp->type = qp_type;
+	qp->srq = srq;
 	qp->db_index = r.db_index;
 	qp->cap = r.cap;
 	qp->scq = send_cq;
@@ -1063,6 +1107,10 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
 
 	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
 		return EIO;
+	if (qp->type == OVR_CTL_QPT_UD &&
+	    ((wr->opcode != OVR_WR_SEND && wr->opcode != OVR_WR_SEND_WITH_IMM) ||
+	     !wr->ud_peer || wr->ud_peer > UINT32_MAX))
+		return EINVAL;
 	if (!state_allows_send(atomic_load_explicit(&qp->ring->state,
 						    memory_order_acquire)))
 		return EINVAL;
@@ -1092,6 +1140,11 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
 		.rkey = wr->rkey,
 		.invalidate_rkey = wr->invalidate_rkey,
 	};
+	if (qp->type == OVR_CTL_QPT_UD) {
+		w->ah = (uint32_t)wr->ud_peer;
+		w->remote_qpn = wr->remote_qpn;
+		w->remote_qkey = wr->remote_qkey;
+	}
 	if (inl) {
 		uint8_t *d = slot + sizeof(*w);
 
@@ -1121,6 +1174,8 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr)
 
 	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
 		return EIO;
+	if (qp->srq)
+		return EINVAL;
 	st = atomic_load_explicit(&qp->ring->state, memory_order_acquire);
 	if (st == OVR_ENG_QPS_RESET)
 		return EINVAL;
@@ -1145,4 +1200,184 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr)
 	pthread_spin_unlock(&qp->rq_lock);
 	ring_doorbell(qp->cl, qp->db_index);
 	return 0;
+}
+
+/* ---- shared receive queues ------------------------------------------------ */
+
+struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
+				     const struct ovr_ctl_srq_attr *attr,
+				     uint64_t user_handle)
+{
+	struct ovr_ctl_create_srq_req q = { .pd = pd,
+					    .attr = *attr,
+					    .user_handle = user_handle };
+	struct ovr_ctl_create_srq_rep r;
+	struct ovr_cl_srq *srq;
+	int fd, rc;
+	void *p;
+
+	q.attr.srq_limit = 0;
+	rc = req_exact(cl, OVR_CTL_CREATE_SRQ, &q, sizeof(q), NULL, 0, &r,
+		       sizeof(r), &fd, 1);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	p = map_fd(fd, r.map_len, PROT_READ | PROT_WRITE);
+	srq = calloc(1, sizeof(*srq));
+	if (srq && r.depth && !(r.depth & (r.depth - 1))) {
+		srq->wrid = calloc(r.depth, sizeof(uint64_t));
+		srq->free_tag = calloc(r.depth, sizeof(uint32_t));
+	}
+	if (p == MAP_FAILED || !srq || !srq->wrid || !srq->free_tag ||
+	    r.attr.max_wr > r.depth ||
+	    r.stride < sizeof(struct ovr_ring_rwqe) +
+			       r.attr.max_sge * sizeof(struct ovr_ring_sge) ||
+	    r.slots_off < sizeof(struct ovr_ring_srq) ||
+	    r.slots_off + (uint64_t)r.depth * r.stride > r.map_len ||
+	    r.db_index >= OVR_RING_MAX_QP_PER_CTX) {
+		if (p != MAP_FAILED)
+			munmap(p, r.map_len);
+		if (srq) {
+			free(srq->wrid);
+			free(srq->free_tag);
+		}
+		free(srq);
+		handle_op(cl, OVR_CTL_DESTROY_SRQ, r.srq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	srq->cl = cl;
+	srq->handle = r.srq;
+	srq->srqn = r.srqn;
+	srq->db_index = r.db_index;
+	srq->attr = r.attr;
+	srq->ring = p;
+	srq->slots = (uint8_t *)p + r.slots_off;
+	srq->map_len = r.map_len;
+	srq->depth = r.depth;
+	srq->stride = r.stride;
+	for (uint32_t i = 0; i < r.depth; i++)
+		srq->free_tag[i] = r.depth - 1 - i;
+	srq->nfree = r.depth;
+	pthread_spin_init(&srq->lock, PTHREAD_PROCESS_PRIVATE);
+	return srq;
+}
+
+void ovr_cl_srq_attr(const struct ovr_cl_srq *srq,
+		     struct ovr_ctl_srq_attr *attr)
+{
+	*attr = srq->attr;
+}
+
+uint32_t ovr_cl_srq_num(const struct ovr_cl_srq *srq)
+{
+	return srq->srqn;
+}
+
+int ovr_cl_modify_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		      const struct ovr_ctl_srq_attr *attr, unsigned int mask)
+{
+	struct ovr_ctl_modify_srq_req q = { .srq = srq->handle,
+					    .mask = mask,
+					    .attr = *attr };
+	int rc;
+
+	if ((mask & OVR_ENG_SRQ_MAX_WR) && attr->max_wr > srq->depth)
+		return -EINVAL;
+	rc = req_exact(cl, OVR_CTL_MODIFY_SRQ, &q, sizeof(q), NULL, 0, NULL, 0,
+		       NULL, 0);
+	if (!rc && (mask & OVR_ENG_SRQ_MAX_WR)) {
+		struct ovr_ctl_srq_attr a;
+
+		/* the engine rounds up; allow what it granted */
+		if (!ovr_cl_query_srq(cl, srq, &a) && a.max_wr <= srq->depth) {
+			pthread_spin_lock(&srq->lock);
+			srq->attr.max_wr = a.max_wr;
+			pthread_spin_unlock(&srq->lock);
+		}
+	}
+	return rc;
+}
+
+int ovr_cl_query_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		     struct ovr_ctl_srq_attr *attr)
+{
+	struct ovr_ctl_handle_req q = { .handle = srq->handle };
+	struct ovr_ctl_query_srq_rep r;
+	int rc = req_exact(cl, OVR_CTL_QUERY_SRQ, &q, sizeof(q), NULL, 0, &r,
+			   sizeof(r), NULL, 0);
+
+	if (!rc)
+		*attr = r.attr;
+	return rc;
+}
+
+int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_SRQ, srq->handle);
+
+	if (rc && !atomic_load(&cl->dead))
+		return rc;
+	munmap(srq->ring, srq->map_len);
+	pthread_spin_destroy(&srq->lock);
+	free(srq->wrid);
+	free(srq->free_tag);
+	free(srq);
+	return 0;
+}
+
+int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
+			 const struct ovr_eng_recv_wr *wr)
+{
+	struct ovr_ring_rwqe *w;
+	uint8_t *slot;
+	uint32_t tag;
+
+	if (atomic_load_explicit(&srq->cl->dead, memory_order_relaxed))
+		return EIO;
+	if (wr->num_sge > srq->attr.max_sge)
+		return EINVAL;
+	pthread_spin_lock(&srq->lock);
+	if (srq->outstanding >= srq->attr.max_wr || !srq->nfree) {
+		pthread_spin_unlock(&srq->lock);
+		return ENOMEM;
+	}
+	tag = srq->free_tag[--srq->nfree];
+	srq->outstanding++;
+	srq->wrid[tag] = wr->wr_id;
+	slot = srq->slots +
+	       (size_t)(srq->prod & (srq->depth - 1)) * srq->stride;
+	w = (struct ovr_ring_rwqe *)slot;
+	*w = (struct ovr_ring_rwqe){ .num_sge = wr->num_sge, .tag = tag };
+	if (wr->num_sge)
+		memcpy(slot + sizeof(*w), wr->sg_list,
+		       wr->num_sge * sizeof(struct ovr_ring_sge));
+	srq->prod++;
+	atomic_store_explicit(&srq->ring->prod, srq->prod,
+			      memory_order_release);
+	pthread_spin_unlock(&srq->lock);
+	ring_doorbell(srq->cl, srq->db_index);
+	return 0;
+}
+
+/* ---- address handles ------------------------------------------------------ */
+
+int ovr_cl_create_ah(struct ovr_cl *cl,
+		     const struct ovr_ctl_create_ah_req *attr, uint32_t *ah)
+{
+	struct ovr_ctl_create_ah_rep r;
+	int rc = req_exact(cl, OVR_CTL_CREATE_AH, attr, sizeof(*attr), NULL, 0,
+			   &r, sizeof(r), NULL, 0);
+
+	if (!rc)
+		*ah = r.ah;
+	return rc;
+}
+
+int ovr_cl_destroy_ah(struct ovr_cl *cl, uint32_t ah)
+{
+	int rc = handle_op(cl, OVR_CTL_DESTROY_AH, ah);
+
+	return atomic_load(&cl->dead) ? 0 : rc;
 }

@@ -72,6 +72,16 @@ struct ovrdma_cq {
 	struct ovr_cl_cq *cq;
 };
 
+struct ovrdma_srq {
+	struct ibv_srq ibv_srq;
+	struct ovr_cl_srq *srq;
+};
+
+struct ovrdma_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t handle;
+};
+
 struct ovrdma_qp {
 	struct verbs_qp vqp;
 	struct ovr_cl_qp *qp;
@@ -102,6 +112,16 @@ static inline struct ovrdma_mr *to_omr(struct verbs_mr *vmr)
 static inline struct ovrdma_cq *to_ocq(struct ibv_cq *cq)
 {
 	return container_of(cq, struct ovrdma_cq, vcq.cq);
+}
+
+static inline struct ovrdma_srq *to_osrq(struct ibv_srq *srq)
+{
+	return container_of(srq, struct ovrdma_srq, ibv_srq);
+}
+
+static inline struct ovrdma_ah *to_oah(struct ibv_ah *ah)
+{
+	return container_of(ah, struct ovrdma_ah, ibv_ah);
 }
 
 static inline struct ovrdma_qp *to_oqp(struct ibv_qp *qp)

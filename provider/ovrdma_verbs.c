@@ -100,7 +100,8 @@ static int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	a->atomic_cap = (enum ibv_atomic_cap)d->atomic_cap;
 	a->max_srq = (int)d->max_srq;
 	a->max_srq_wr = (int)d->max_srq_wr;
-	a->max_srq_sge = d->max_srq ? (int)d->max_sge : 0;
+	a->max_srq_sge = d->max_srq ? (int)d->max_srq_sge : 0;
+	a->max_ah = (int)d->max_ah;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	if (attr_size >=
@@ -377,14 +378,16 @@ static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 	struct ovrdma_qp *qp;
 	struct ibv_qp *q;
 
-	/* RC only for now: UD, XRC, raw packet and SRQs need the engine */
-	if (attr->qp_type != IBV_QPT_RC || attr->srq) {
+	/* RC and UD; XRC, UC and raw packet QPs are not supported */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (!attr->send_cq || !attr->recv_cq ||
 	    attr->send_cq->context != ibpd->context ||
-	    attr->recv_cq->context != ibpd->context) {
+	    attr->recv_cq->context != ibpd->context ||
+	    (attr->srq &&
+	     (attr->srq->context != ibpd->context || attr->srq->pd != ibpd))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -393,11 +396,12 @@ static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 		return NULL;
 	q = &qp->vqp.qp;
 	/* the async-event record carries the ibv_qp, as the kernel's does */
-	qp->qp = ovr_cl_create_qp(ctx->cl, to_opd(ibpd)->handle,
-				  to_ocq(attr->send_cq)->cq,
-				  to_ocq(attr->recv_cq)->cq, &cap,
-				  attr->sq_sig_all != 0,
-				  (uint64_t)(uintptr_t)q);
+	qp->qp = ovr_cl_create_qp_ex(
+		ctx->cl, to_opd(ibpd)->handle, to_ocq(attr->send_cq)->cq,
+		to_ocq(attr->recv_cq)->cq,
+		attr->srq ? to_osrq(attr->srq)->srq : NULL,
+		attr->qp_type == IBV_QPT_UD ? OVR_CTL_QPT_UD : OVR_CTL_QPT_RC,
+		&cap, attr->sq_sig_all != 0, (uint64_t)(uintptr_t)q);
 	if (!qp->qp) {
 		int e = errno;
 
@@ -420,10 +424,10 @@ static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 	q->pd = ibpd;
 	q->send_cq = attr->send_cq;
 	q->recv_cq = attr->recv_cq;
-	q->srq = NULL;
+	q->srq = attr->srq;
 	q->qp_num = ovr_cl_qp_num(qp->qp);
 	q->state = IBV_QPS_RESET;
-	q->qp_type = IBV_QPT_RC;
+	q->qp_type = attr->qp_type;
 	q->events_completed = 0;
 	pthread_mutex_init(&q->mutex, NULL);
 	pthread_cond_init(&q->cond, NULL);
@@ -459,6 +463,9 @@ static int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	if ((unsigned int)mask & ~QP_MASK_KNOWN)
 		return EOPNOTSUPP; /* rate limits and the like */
 	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+		return EINVAL;
+	/* UD QPs have no address vector: each send names an AH */
+	if ((mask & IBV_QP_AV) && ibqp->qp_type == IBV_QPT_UD)
 		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		const struct ibv_ah_attr *ah = &attr->ah_attr;
@@ -525,6 +532,7 @@ static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
 	init->cap = qp->cap;
 	init->qp_type = ibqp->qp_type;
 	init->sq_sig_all = qp->sq_sig_all;
@@ -549,7 +557,8 @@ static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 	 IBV_SEND_INLINE)
 
 /* One work request into the client's form; 0 or a positive errno. */
-static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w)
+static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w,
+		   bool ud)
 {
 	bool inl = wr->send_flags & IBV_SEND_INLINE;
 
@@ -563,6 +572,16 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w)
 		.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
 		.num_sge = (uint32_t)wr->num_sge,
 	};
+	if (ud) {
+		/* wr.ud: an AH of this provider, the QPN and its Q_Key */
+		if ((wr->opcode != IBV_WR_SEND &&
+		     wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+		    !wr->wr.ud.ah)
+			return EINVAL;
+		w->ud_peer = to_oah(wr->wr.ud.ah)->handle;
+		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	}
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
 		w->imm_data = wr->imm_data;
@@ -603,10 +622,11 @@ static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			    struct ibv_send_wr **bad_wr)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
+	bool ud = ibqp->qp_type == IBV_QPT_UD;
 
 	for (; wr; wr = wr->next) {
 		struct ovr_eng_send_wr w;
-		int rc = send_wr(wr, &w);
+		int rc = send_wr(wr, &w, ud);
 
 		if (!rc)
 			rc = ovr_cl_post_send(qp->qp, &w);
@@ -641,22 +661,188 @@ static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	return 0;
 }
 
+/* ---- shared receive queues ------------------------------------------------ */
+
+static struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
+					 struct ibv_srq_init_attr *attr)
+{
+	struct ovrdma_context *ctx = to_octx(ibpd->context);
+	struct ovr_ctl_srq_attr a = { .max_wr = attr->attr.max_wr,
+				      .max_sge = attr->attr.max_sge };
+	struct ovrdma_srq *srq;
+	struct ibv_srq *q;
+
+	if (!a.max_wr || a.max_wr > ctx->dev.max_srq_wr || !a.max_sge ||
+	    a.max_sge > ctx->dev.max_srq_sge) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	q = &srq->ibv_srq;
+	/* the SRQ_LIMIT_REACHED record carries the ibv_srq, as the
+	 * kernel's does */
+	srq->srq = ovr_cl_create_srq(ctx->cl, to_opd(ibpd)->handle, &a,
+				     (uint64_t)(uintptr_t)q);
+	if (!srq->srq) {
+		int e = errno;
+
+		free(srq);
+		errno = e;
+		return NULL;
+	}
+	ovr_cl_srq_attr(srq->srq, &a);
+	/* ibv_create_srq(3): the values granted */
+	attr->attr.max_wr = a.max_wr;
+	attr->attr.max_sge = a.max_sge;
+	q->context = ibpd->context;
+	q->srq_context = attr->srq_context;
+	q->pd = ibpd;
+	q->handle = ovr_cl_srq_num(srq->srq);
+	q->events_completed = 0;
+	pthread_mutex_init(&q->mutex, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	return q;
+}
+
+static int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+			     int mask)
+{
+	struct ovr_ctl_srq_attr a = { .max_wr = attr->max_wr,
+				      .max_sge = attr->max_sge,
+				      .srq_limit = attr->srq_limit };
+
+	if ((unsigned int)mask &
+	    ~(unsigned int)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
+		return EINVAL;
+	return -ovr_cl_modify_srq(to_octx(ibsrq->context)->cl,
+				  to_osrq(ibsrq)->srq, &a, (unsigned int)mask);
+}
+
+static int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ovr_ctl_srq_attr a;
+	int rc = ovr_cl_query_srq(to_octx(ibsrq->context)->cl,
+				  to_osrq(ibsrq)->srq, &a);
+
+	if (rc)
+		return -rc;
+	attr->max_wr = a.max_wr;
+	attr->max_sge = a.max_sge;
+	attr->srq_limit = a.srq_limit;
+	return 0;
+}
+
+static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct ovrdma_srq *srq = to_osrq(ibsrq);
+	int rc = ovr_cl_destroy_srq(to_octx(ibsrq->context)->cl, srq->srq);
+
+	if (rc)
+		return -rc;
+	pthread_cond_destroy(&ibsrq->cond);
+	pthread_mutex_destroy(&ibsrq->mutex);
+	free(srq);
+	return 0;
+}
+
+static int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+				struct ibv_recv_wr **bad_wr)
+{
+	struct ovrdma_srq *srq = to_osrq(ibsrq);
+
+	for (; wr; wr = wr->next) {
+		struct ovr_eng_recv_wr w = {
+			.wr_id = wr->wr_id,
+			.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
+			.num_sge = (uint32_t)wr->num_sge,
+		};
+		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?
+				 EINVAL :
+				 ovr_cl_post_srq_recv(srq->srq, &w);
+
+		if (rc) {
+			*bad_wr = wr;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* ---- address handles ------------------------------------------------------ */
+
+static struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd,
+				       struct ibv_ah_attr *attr)
+{
+	struct ovr_ctl_create_ah_req q = {
+		.pd = to_opd(ibpd)->handle,
+		.flow_label = attr->grh.flow_label,
+		.sgid_index = attr->grh.sgid_index,
+		.hop_limit = attr->grh.hop_limit,
+		.traffic_class = attr->grh.traffic_class,
+		.is_global = attr->is_global,
+		.port_num = attr->port_num,
+		.sl = attr->sl,
+	};
+	struct ovrdma_ah *ah;
+	int rc;
+
+	/* RoCE: the destination is named by its GID (::ffff:<vIP>) */
+	if (!attr->is_global || (attr->port_num && attr->port_num != 1)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memcpy(q.dgid, attr->grh.dgid.raw, sizeof(q.dgid));
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+	rc = ovr_cl_create_ah(to_octx(ibpd->context)->cl, &q, &ah->handle);
+	if (rc) {
+		free(ah);
+		errno = -rc;
+		return NULL;
+	}
+	ah->ibv_ah.context = ibpd->context;
+	ah->ibv_ah.pd = ibpd;
+	ah->ibv_ah.handle = ah->handle;
+	return &ah->ibv_ah;
+}
+
+static int ovrdma_destroy_ah(struct ibv_ah *ibah)
+{
+	struct ovrdma_ah *ah = to_oah(ibah);
+	int rc = ovr_cl_destroy_ah(to_octx(ibah->context)->cl, ah->handle);
+
+	if (rc)
+		return -rc;
+	free(ah);
+	return 0;
+}
+
 const struct verbs_context_ops ovrdma_ctx_ops = {
 	.alloc_pd = ovrdma_alloc_pd,
+	.create_ah = ovrdma_create_ah,
 	.create_cq = ovrdma_create_cq,
 	.create_qp = ovrdma_create_qp,
+	.create_srq = ovrdma_create_srq,
 	.dealloc_pd = ovrdma_dealloc_pd,
 	.dereg_mr = ovrdma_dereg_mr,
+	.destroy_ah = ovrdma_destroy_ah,
 	.destroy_cq = ovrdma_destroy_cq,
 	.destroy_qp = ovrdma_destroy_qp,
+	.destroy_srq = ovrdma_destroy_srq,
 	.free_context = ovrdma_free_context,
 	.modify_qp = ovrdma_modify_qp,
+	.modify_srq = ovrdma_modify_srq,
 	.poll_cq = ovrdma_poll_cq,
 	.post_recv = ovrdma_post_recv,
 	.post_send = ovrdma_post_send,
+	.post_srq_recv = ovrdma_post_srq_recv,
 	.query_device_ex = ovrdma_query_device_ex,
 	.query_port = ovrdma_query_port,
 	.query_qp = ovrdma_query_qp,
+	.query_srq = ovrdma_query_srq,
 	.reg_mr = ovrdma_reg_mr,
 	.req_notify_cq = ovrdma_req_notify_cq,
 };

@@ -38,6 +38,7 @@ extern "C" {
 struct ovr_cl;
 struct ovr_cl_cq;
 struct ovr_cl_qp;
+struct ovr_cl_srq;
 
 struct ovr_cl_mr {
 	uint32_t handle;
@@ -100,6 +101,17 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 				   struct ovr_cl_cq *recv_cq,
 				   const struct ovr_ctl_qp_cap *cap,
 				   bool sq_sig_all, uint64_t user_handle);
+/*
+ * The general form: @srq (or NULL) gives the QP its receives (then
+ * cap->max_recv_* are ignored and ovr_cl_post_recv is EINVAL);
+ * @qp_type OVR_CTL_QPT_RC or OVR_CTL_QPT_UD.
+ */
+struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
+				      struct ovr_cl_cq *send_cq,
+				      struct ovr_cl_cq *recv_cq,
+				      struct ovr_cl_srq *srq, uint32_t qp_type,
+				      const struct ovr_ctl_qp_cap *cap,
+				      bool sq_sig_all, uint64_t user_handle);
 uint32_t ovr_cl_qp_num(const struct ovr_cl_qp *qp);
 void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap);
 int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
@@ -110,8 +122,43 @@ int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		    struct ovr_ctl_qp_stats_rep *st);
 int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp);
 
+/*
+ * On a UD QP, wr->ud_peer is the AH handle (ovr_cl_create_ah),
+ * wr->remote_qpn and wr->remote_qkey the destination QP and its Q_Key
+ * (bit 31 set: the QP's own); only SEND and SEND_WITH_IMM.
+ */
 int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr);
 int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr);
+
+/*
+ * Shared receive queues. @attr->max_wr / max_sge as ibv_create_srq
+ * (srq_limit ignored); ovr_cl_srq_attr gives what was granted. Their
+ * receives complete on the recv CQ of the QP that took them, with its
+ * qp_num and qp_user. SRQ_LIMIT_REACHED (17) arrives on the async fd
+ * with @user_handle as the element. modify: @mask = OVR_ENG_SRQ_LIMIT
+ * arms the limit, OVR_ENG_SRQ_MAX_WR grows max_wr (up to 4x what create
+ * granted, at most 16384).
+ */
+struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
+				     const struct ovr_ctl_srq_attr *attr,
+				     uint64_t user_handle);
+void ovr_cl_srq_attr(const struct ovr_cl_srq *srq,
+		     struct ovr_ctl_srq_attr *attr);
+uint32_t ovr_cl_srq_num(const struct ovr_cl_srq *srq);
+int ovr_cl_modify_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		      const struct ovr_ctl_srq_attr *attr, unsigned int mask);
+int ovr_cl_query_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		     struct ovr_ctl_srq_attr *attr);
+/* -EBUSY while a QP uses it. */
+int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq);
+int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
+			 const struct ovr_eng_recv_wr *wr);
+
+/* Address handles for UD sends: @attr->pd is the PD, dgid ::ffff:<vIP>
+ * of the device's tenant, is_global 1. */
+int ovr_cl_create_ah(struct ovr_cl *cl,
+		     const struct ovr_ctl_create_ah_req *attr, uint32_t *ah);
+int ovr_cl_destroy_ah(struct ovr_cl *cl, uint32_t ah);
 
 /*
  * One raw request (administration, ovrdmactl): sends @op with @body,

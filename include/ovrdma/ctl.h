@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#define OVR_CTL_VERSION 1u
+#define OVR_CTL_VERSION 2u /* 2: SRQs, UD QPs, address handles */
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
@@ -52,6 +52,12 @@ enum ovr_ctl_op {
 	OVR_CTL_QUERY_QP = 14,
 	OVR_CTL_DESTROY_QP = 15,
 	OVR_CTL_QP_STATS = 16,
+	OVR_CTL_CREATE_SRQ = 17, /* rep fd: SRQ ring */
+	OVR_CTL_MODIFY_SRQ = 18,
+	OVR_CTL_QUERY_SRQ = 19,
+	OVR_CTL_DESTROY_SRQ = 20,
+	OVR_CTL_CREATE_AH = 21,
+	OVR_CTL_DESTROY_AH = 22,
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -102,7 +108,9 @@ struct ovr_ctl_dev {
 	uint32_t atomic_cap; /* enum ibv_atomic_cap */
 	uint32_t max_srq, max_srq_wr;
 	uint32_t num_comp_vectors;
-	uint32_t rsvd[4];
+	uint32_t max_srq_sge;
+	uint32_t max_ah;
+	uint32_t rsvd[2];
 };
 
 struct ovr_ctl_list_rep {
@@ -201,6 +209,13 @@ struct ovr_ctl_qp_cap {
 #define OVR_CTL_QPT_RC 2u /* IBV_QPT_RC */
 #define OVR_CTL_QPT_UD 4u /* IBV_QPT_UD */
 
+/*
+ * CREATE_QP: @srq names an SRQ of the same PD (its handle from
+ * CREATE_SRQ) or 0; with one, cap.max_recv_wr / max_recv_sge are
+ * ignored and the reply's rq_depth is 0 (no receive ring). @qp_type
+ * OVR_CTL_QPT_UD makes a UD QP: MODIFY_QP follows verbs' UD table (QKEY
+ * at INIT, no AV ever), its send WQEs name an AH (ring.h).
+ */
 struct ovr_ctl_create_qp_req {
 	uint32_t pd;
 	uint32_t send_cq;
@@ -274,13 +289,86 @@ struct ovr_ctl_qp_stats_rep {
 	uint64_t rx_dup, rx_ooo;
 };
 
+/* ---- shared receive queues ---------------------------------------------- */
+
+/* = struct ibv_srq_attr */
+struct ovr_ctl_srq_attr {
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint32_t rsvd;
+};
+
+/* CREATE_SRQ: attr.srq_limit is ignored (as ibv_create_srq). */
+struct ovr_ctl_create_srq_req {
+	uint32_t pd;
+	uint32_t rsvd;
+	struct ovr_ctl_srq_attr attr;
+	uint64_t user_handle; /* the element of SRQ_LIMIT_REACHED events */
+};
+
+/*
+ * The reply: attr as granted (max_wr: how many receives may be posted
+ * and not yet completed), and the ring (ring.h, struct ovr_ring_srq) in
+ * the fd: depth slots of stride bytes at slots_off. depth may exceed
+ * max_wr: MODIFY_SRQ can grow max_wr up to depth.
+ */
+struct ovr_ctl_create_srq_rep {
+	uint32_t srq; /* handle */
+	uint32_t srqn;
+	struct ovr_ctl_srq_attr attr;
+	uint32_t depth, stride;
+	uint64_t slots_off;
+	uint64_t map_len;
+	uint32_t db_index; /* this SRQ's doorbell bit (shared with QPs) */
+	uint32_t rsvd;
+};
+
+/* MODIFY_SRQ: mask = enum ibv_srq_attr_mask (MAX_WR 1, LIMIT 2). */
+struct ovr_ctl_modify_srq_req {
+	uint32_t srq;
+	uint32_t mask;
+	struct ovr_ctl_srq_attr attr;
+};
+
+/* QUERY_SRQ: the handle request; the reply: */
+struct ovr_ctl_query_srq_rep {
+	struct ovr_ctl_srq_attr attr; /* srq_limit: 0 once it fired */
+};
+
+/* ---- address handles ----------------------------------------------------- */
+
+/*
+ * CREATE_AH: ah_attr, RoCE style: is_global must be 1 and dgid
+ * ::ffff:<vIP> of the device's tenant that the security group lets the
+ * device reach (as MODIFY_QP's AV). The reply's handle is what UD send
+ * WQEs name (ovr_ring_swqe.ah); DESTROY_AH takes the handle request.
+ */
+struct ovr_ctl_create_ah_req {
+	uint32_t pd;
+	uint32_t flow_label;
+	uint8_t dgid[16];
+	uint8_t sgid_index;
+	uint8_t hop_limit;
+	uint8_t traffic_class;
+	uint8_t is_global;
+	uint8_t port_num;
+	uint8_t sl;
+	uint8_t rsvd[2];
+};
+
+struct ovr_ctl_create_ah_rep {
+	uint32_t ah;
+	uint32_t rsvd;
+};
+
 /* ---- asynchronous events ------------------------------------------------ */
 
 /*
  * Written by the service to the async-event pipe given at OPEN; the same
  * layout as the kernel's struct ib_uverbs_async_event_desc, so that
  * libibverbs' ibv_get_async_event reads it unchanged. element: the
- * user_handle of the QP or CQ (0 for device events).
+ * user_handle of the QP, CQ or SRQ (0 for device events).
  */
 struct ovr_ctl_async_event {
 	uint64_t element;
@@ -338,6 +426,9 @@ _Static_assert(sizeof(struct ovr_ctl_hdr) == 16, "ctl hdr");
 _Static_assert(sizeof(struct ovr_ctl_dev) == 128, "ctl dev");
 _Static_assert(sizeof(struct ovr_ctl_qp_attr) == 96, "ctl qp attr");
 _Static_assert(sizeof(struct ovr_ctl_async_event) == 16, "async event");
+_Static_assert(sizeof(struct ovr_ctl_create_srq_req) == 32, "create srq");
+_Static_assert(sizeof(struct ovr_ctl_create_srq_rep) == 56, "srq rep");
+_Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==
 		       40 + 16 * OVR_CTL_MR_MAX_SEG,
 	       "reg mr");

@@ -13,6 +13,7 @@
  *     service is asleep, its heartbeat and incarnation;
  *   - the doorbell page (one per context): which QPs have new work;
  *   - one memfd per QP: send ring and receive ring;
+ *   - one memfd per SRQ: its receive ring (struct ovr_ring_srq);
  *   - one memfd per CQ: the completion ring.
  *
  * Posting a send (client):
@@ -25,7 +26,10 @@
  *   4. ring: fetch_or the QP's bit into db.bits[] and its word's bit into
  *      db.summary; seq_cst fence; if svc.sleeping, write 1 to the wake
  *      eventfd (the only syscall, and only when the service went idle).
- * The service, on waking or each loop, exchanges db.summary with 0, then
+ * A UD QP's send WQE names its destination in the ah, remote_qpn and
+ * remote_qkey words (an AH handle of the same PD; the service checked
+ * the AH's address against the tenant and security group at CREATE_AH);
+ * RC WQEs leave them zero. The service, on waking or each loop, exchanges db.summary with 0, then
  * each flagged db.bits[] word with 0, and for each flagged QP consumes
  * the WQEs in [cons, prod) (load-acquire of prod), then store-releases
  * cons. Before sleeping the service stores svc.sleeping = 1, issues a
@@ -67,7 +71,7 @@
 #define OVR_ATOMIC(t) _Atomic t
 #endif
 
-#define OVR_RING_ABI_VERSION 1u
+#define OVR_RING_ABI_VERSION 2u /* 2: SRQ rings, UD send WQEs */
 #define OVR_RING_CACHELINE 64u
 
 /* ---- service page (ovrdmad writes, clients map read-only) ------------- */
@@ -104,7 +108,8 @@ struct ovr_ring_svc {
 struct ovr_ring_db {
 	OVR_ATOMIC(uint64_t) summary; /* bit w: bits[w] may be non-zero */
 	uint8_t pad[OVR_RING_CACHELINE - 8];
-	/* bit (i % 64) of bits[i / 64]: the QP with doorbell index i */
+	/* bit (i % 64) of bits[i / 64]: the QP or SRQ with doorbell index
+	 * i (QPs and SRQs of a context share the 4096 indexes) */
 	OVR_ATOMIC(uint64_t) bits[OVR_RING_DB_WORDS];
 };
 
@@ -132,7 +137,10 @@ struct ovr_ring_swqe {
 	uint32_t imm_data; /* as verbs: network byte order, untouched */
 	uint32_t rkey;
 	uint32_t invalidate_rkey;
-	uint32_t rsvd[3]; /* zero; UD's AH, QPN and Q_Key later */
+	/* UD QPs only (zero on RC): ibv_send_wr.wr.ud */
+	uint32_t ah; /* handle from CREATE_AH, same PD as the QP */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey; /* bit 31 set: the QP's own qkey */
 };
 
 /* Most SGEs a send or receive WQE may carry. */
@@ -143,7 +151,11 @@ struct ovr_ring_swqe {
 /* A receive WQE: this header, then num_sge ovr_ring_sge. */
 struct ovr_ring_rwqe {
 	uint32_t num_sge;
-	uint32_t rsvd[3];
+	/* SRQ rings only: the client's name for this receive, returned as
+	 * the CQE's wqe_idx (receives of an SRQ complete in any order, so
+	 * the ring index cannot name them); 0 on a QP's receive ring */
+	uint32_t tag;
+	uint32_t rsvd[2];
 };
 
 /*
@@ -166,9 +178,37 @@ struct ovr_ring_qp {
 	uint8_t pad4[OVR_RING_CACHELINE - 4];
 };
 
+/*
+ * A shared receive queue's ring, at offset 0 of its memfd; the slots
+ * (struct ovr_ring_rwqe + SGEs, stride bytes each) start at slots_off
+ * (CREATE_SRQ's reply). Posting is a QP's receive posting: write the
+ * WQE at prod % depth, store-release prod + 1, ring the SRQ's doorbell
+ * bit (the same doorbell page and bitmap as QPs, CREATE_SRQ gives the
+ * index). The service load-acquires prod, copies each WQE out, then
+ * store-releases cons: a slot is the client's again once cons passed
+ * it, long before its receive completes.
+ *
+ * Room: the client allows at most max_wr receives posted and not yet
+ * completed (it counts them through its tags); since depth >= max_wr,
+ * prod - cons never exceeds depth. Receives complete on the recv CQ of
+ * the QP that took them, with that QP's qp_num, flags OVR_CQE_RECV |
+ * OVR_CQE_SRQ and wqe_idx = the WQE's tag: the client keeps a table of
+ * wr_ids by tag (any free tag will do; tags < max_wr).
+ *
+ * Lifetime: as a QP's rings; DESTROY_SRQ (refused while a QP uses it)
+ * drops receives still posted without completions.
+ */
+struct ovr_ring_srq {
+	OVR_ATOMIC(uint32_t) prod; /* client */
+	uint8_t pad0[OVR_RING_CACHELINE - 4];
+	OVR_ATOMIC(uint32_t) cons; /* service: WQEs taken */
+	uint8_t pad1[OVR_RING_CACHELINE - 4];
+};
+
 /* ---- completion queue entries ------------------------------------------ */
 
 #define OVR_CQE_RECV 1u /* flags: a receive-queue completion */
+#define OVR_CQE_SRQ 2u /* flags: ... of an SRQ receive; wqe_idx = its tag */
 
 struct ovr_ring_cqe {
 	uint32_t wqe_idx; /* send or receive ring index of the WQE (mod 2^32) */
@@ -203,6 +243,8 @@ _Static_assert(sizeof(struct ovr_ring_swqe) == 64, "swqe layout");
 _Static_assert(sizeof(struct ovr_ring_rwqe) == 16, "rwqe layout");
 _Static_assert(sizeof(struct ovr_ring_sge) == 16, "sge layout");
 _Static_assert(sizeof(struct ovr_ring_cqe) == 48, "cqe layout");
+_Static_assert(sizeof(struct ovr_ring_srq) == 2 * OVR_RING_CACHELINE,
+	       "srq ring header layout");
 _Static_assert(sizeof(struct ovr_ring_qp) == 5 * OVR_RING_CACHELINE,
 	       "qp ring header layout");
 _Static_assert(sizeof(struct ovr_ring_cq) == OVR_RING_CQ_ENTRIES_OFF,

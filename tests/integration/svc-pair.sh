@@ -11,9 +11,12 @@
 #      after a restart a new run works.
 #   6. per-application limits: each enforced with its documented error
 #      and logged once, another application unaffected.
-# usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL SVC_LIMITS [MB]
+#   7. UD QPs, an SRQ and address handles (svc_ud): GRH and src_qp of
+#      datagrams, SRQ_LIMIT_REACHED, datagrams for an unknown QPN or from
+#      another tenant dropped and counted; SRQs and AHs reclaimed.
+# usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL SVC_LIMITS [MB [SVC_UD]]
 set -u
-ovrdmad=$1 xfer=$2 ctl=$3 limits=$4 mb=${5:-64}
+ovrdmad=$1 xfer=$2 ctl=$3 limits=$4 mb=${5:-64} ud=${6:-}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "svc-pair: needs root (DPDK and memif sockets); skipped"
@@ -163,6 +166,16 @@ echo "== 6. per-application limits"
 "$limits" "$dir/b.sock" 32 128 300 64 1100 || fail "limits"
 grep -q "limit qp_per_context = 1100 reached" "$dir/b.log" ||
 	fail "the service did not log the limit it enforced"
+
+if [ -n "$ud" ]; then
+	echo "== 7. UD, SRQ, address handles"
+	timeout 60 "$ud" "$dir/a.sock" "$dir/b.sock" ovrdma0 ovrdma0 ovrdma1 ||
+		fail "svc_ud"
+	for n in a b; do
+		[ "$(counter $n srqs)" = 0 ] || fail "$n kept an SRQ"
+		[ "$(counter $n engine_qps)" = 0 ] || fail "$n kept a UD QP"
+	done
+fi
 
 kill -TERM "$pid_a" "$pid_b"
 wait "$pid_a" || fail "ovrdmad a did not stop cleanly"

@@ -6,7 +6,10 @@
 #   2. ibv_rc_pingpong -g 0 between node A (server) and node B (client),
 #      exchanging addresses over the kernel loopback, for several sizes,
 #      with busy polling and with completion events (-e);
-#   3. ovrdmad killed with -9 leaves a stale tree that a restart replaces;
+#   3. ibv_srq_pingpong -g 0 (16 QPs on one SRQ) and ibv_ud_pingpong -g 0
+#      (UD QPs, address handles, the 40-byte GRH) for sizes up to the
+#      device's active MTU, with busy polling and with events (-e);
+#   4. ovrdmad killed with -9 leaves a stale tree that a restart replaces;
 #      SIGTERM removes the tree.
 # usage: verbs-pingpong.sh OVRDMAD OVRDMACTL OVRDMA_RUN BUILD_DIR
 set -u
@@ -16,7 +19,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "verbs-pingpong: needs root (DPDK, memif, /dev/infiniband); skipped"
 	exit 77
 fi
-for p in ibv_devices ibv_devinfo ibv_rc_pingpong; do
+for p in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong; do
 	if ! command -v $p >/dev/null; then
 		echo "verbs-pingpong: $p missing (apt-get install ibverbs-utils); skipped"
 		exit 77
@@ -106,14 +109,15 @@ echo "ibv_devinfo -v: ovrdma9, ACTIVE, Ethernet, GID ::ffff:192.168.1.1 RoCE v2"
 
 echo "== 2. ibv_rc_pingpong"
 port=18600
+prog=ibv_rc_pingpong
 pingpong() { # extra args...
 	local srv="$dir/srv.log" cli="$dir/cli.log" rc_s=0 rc_c=0
 	port=$((port + 1))
-	on a timeout 60 ibv_rc_pingpong -d ovrdma9 -g 0 -p $port "$@" >"$srv" 2>&1 &
+	on a timeout 60 $prog -d ovrdma9 -g 0 -p $port "$@" >"$srv" 2>&1 &
 	local sp=$!
 	sleep 0.3
 	for _ in 1 2 3 4 5; do # the server may not listen yet
-		on b timeout 60 ibv_rc_pingpong -d ovrdma9 -g 0 -p $port "$@" \
+		on b timeout 60 $prog -d ovrdma9 -g 0 -p $port "$@" \
 			127.0.0.1 >"$cli" 2>&1 && { rc_c=0; break; }
 		rc_c=$?
 		grep -q "Couldn't connect" "$cli" || break
@@ -122,15 +126,15 @@ pingpong() { # extra args...
 	wait $sp || rc_s=$?
 	if [ $rc_s -ne 0 ] || [ $rc_c -ne 0 ]; then
 		echo "--- server"; cat "$srv"; echo "--- client"; cat "$cli"
-		fail "ibv_rc_pingpong $* (server exit $rc_s, client exit $rc_c)"
+		fail "$prog $* (server exit $rc_s, client exit $rc_c)"
 	fi
 	for f in "$srv" "$cli"; do
 		grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f" &&
 			grep -Eq '^[0-9]+ iters in [0-9.]+ seconds = [0-9.]+ usec/iter$' "$f" ||
-			fail "ibv_rc_pingpong $*: no bandwidth lines in $(basename "$f")"
-		grep -q 'GID ::ffff:192.168.1.' "$f" || fail "ibv_rc_pingpong $*: GIDs not printed"
+			fail "$prog $*: no bandwidth lines in $(basename "$f")"
+		grep -q 'GID ::ffff:192.168.1.' "$f" || fail "$prog $*: GIDs not printed"
 	done
-	echo "ibv_rc_pingpong $*: $(grep Mbit "$cli")"
+	echo "$prog $*: $(grep Mbit "$cli")"
 }
 for ev in "" "-e"; do
 	pingpong -s 1 -n 200 $ev
@@ -138,17 +142,44 @@ for ev in "" "-e"; do
 	pingpong -s 65536 -n 100 $ev
 	pingpong -s 1048576 -n 10 $ev
 done
+
+echo "== 3. ibv_srq_pingpong and ibv_ud_pingpong"
+prog=ibv_srq_pingpong
+for ev in "" "-e"; do
+	pingpong -s 1 -n 200 $ev
+	pingpong -s 4096 -n 100 $ev
+	pingpong -s 65536 -n 20 $ev
+	# each of the 16 QPs printed its GID pair on both sides
+	for f in "$dir/srv.log" "$dir/cli.log"; do
+		[ "$(grep -c 'local address:.*GID ::ffff:192.168.1.' "$f")" -eq 16 ] ||
+			fail "ibv_srq_pingpong $ev: not 16 local addresses in $(basename "$f")"
+	done
+done
+prog=ibv_ud_pingpong
+mtu=$(on a ibv_devinfo -d ovrdma9 | awk '/active_mtu:/ {print $2}')
+[ -n "$mtu" ] || fail "no active_mtu"
+for ev in "" "-e"; do
+	for size in 1 1024 2048 $mtu; do
+		[ "$size" -le "$mtu" ] && pingpong -s $size -n 200 $ev
+	done
+done
+[ "$(counter a rx_ud)" -gt 0 ] && [ "$(counter b tx_ud)" -gt 0 ] ||
+	fail "no datagrams counted"
+[ "$(counter a engine_rx_ud_norecv)" = 0 ] || fail "datagrams found no receive"
+
 for _ in $(seq 50); do
-	[ "$(counter a engine_qps)" = 0 ] && [ "$(counter b engine_qps)" = 0 ] && break
+	[ "$(counter a engine_qps)" = 0 ] && [ "$(counter b engine_qps)" = 0 ] &&
+		[ "$(counter a srqs)" = 0 ] && [ "$(counter b srqs)" = 0 ] && break
 	sleep 0.1
 done
 for n in a b; do
 	[ "$(counter $n engine_qps)" = 0 ] || fail "QPs left on node $n after the programs exited"
-	"$ctl" -s "$dir/$n.sock" show contexts | grep -q ibv_rc_pingpong &&
-		fail "node $n still lists an ibv_rc_pingpong context"
+	[ "$(counter $n srqs)" = 0 ] || fail "SRQs left on node $n after the programs exited"
+	"$ctl" -s "$dir/$n.sock" show contexts | grep -q pingpong &&
+		fail "node $n still lists a pingpong context"
 done
 
-echo "== 3. stale and clean trees"
+echo "== 4. stale and clean trees"
 kill -9 "$pid_a"
 wait "$pid_a" 2>/dev/null
 [ -d "$dir/sysfs-a/class/infiniband/ovrdma9" ] || fail "no tree left by kill -9 (expected a stale one)"
