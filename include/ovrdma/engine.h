@@ -67,7 +67,7 @@ enum ovr_wc_status {
 	OVR_WC_RNR_RETRY_EXC_ERR = 13,
 	OVR_WC_FATAL_ERR = 19,
 	OVR_WC_GENERAL_ERR = 21,
-	OVR_WC_REM_ABORT_ERR = 22, /* the peer QP terminated (TERMINATE) */
+	OVR_WC_REM_ABORT_ERR = 16, /* the peer QP terminated (TERMINATE) */
 };
 
 enum ovr_wc_opcode {
