@@ -1015,6 +1015,7 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->rnr_wait = false;
 	qp->retries = qp->rnr_tries = 0;
 	qp->comm_est = false;
+	qp->psn_adopted = false;
 	qp->sqd_drained = false;
 	qp->ce_count = qp->peer_ce = 0;
 	qp->term_reason = 0;
@@ -1153,7 +1154,7 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	if (mask & OVR_ENG_ATTR_RQ_PSN)
 		ovr_dp_rxwin_init(&qp->rx, qp->rxbits, e->cfg.window_pkts,
 				  a->rq_psn & M24);
-	if (mask & OVR_ENG_ATTR_SQ_PSN) {
+	if ((mask & OVR_ENG_ATTR_SQ_PSN) && !qp->psn_adopted) {
 		sb_release(e, qp);
 		qp->snd_una = qp->snd_nxt = a->sq_psn & M24;
 	}
@@ -1170,7 +1171,7 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	if (mask & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
-	    qp->type == OVR_ENG_QPT_RC)
+	    qp->type == OVR_ENG_QPT_RC && !qp->psn_adopted)
 		qp_to_rts(e, qp, now_ns);
 	if (next == OVR_QPS_SQD) {
 		qp->sqd_notify = mask & OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY;
@@ -1801,6 +1802,29 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * A QP in RTR answers READs and atomics (verbs: the responder works from
+ * RTR on; perftest's ib_read_bw / ib_atomic_bw servers never leave RTR),
+ * but its responses are numbered in its own send PSN space, which starts
+ * at the sq_psn that only RTR->RTS gives. The peer's packets name that
+ * start: their cumulative ack_psn is the next PSN the peer expects from
+ * this QP, and before this QP has sent anything that is the sq_psn the
+ * peer was told (its rq_psn). So the first packet heard in RTR sets the
+ * send PSN space, and starts the clocks and the congestion state that
+ * RTS would have; a later RTS keeps them (its SQ_PSN is the same number
+ * when the application is consistent, and responses may be in flight).
+ */
+static void rtr_adopt_psn(struct ovr_eng *e, struct eng_qp *qp,
+			  const struct ovr_wire_pkt *p, uint64_t now)
+{
+	if (qp->type != OVR_ENG_QPT_RC || !(p->flags & OVR_F_ACK) || qp->sb ||
+	    qp->snd_una != qp->snd_nxt)
+		return;
+	qp->snd_una = qp->snd_nxt = p->ack_psn & M24;
+	qp_to_rts(e, qp, now);
+	qp->psn_adopted = true;
 }
 
 /* Send the next segment of a pending READ / atomic response. */
@@ -2954,6 +2978,8 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		qp->comm_est = true;
 		qp_event(e, qp, OVR_EV_COMM_EST);
 	}
+	if (ovr_unlikely(qp->state == OVR_QPS_RTR && !qp->psn_adopted))
+		rtr_adopt_psn(e, qp, &p, now);
 	qp_activate(e, qp);
 	if (p.opcode == OVR_OP_NAK) {
 		on_nak(e, qp, &p, now);

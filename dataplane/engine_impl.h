@@ -166,6 +166,9 @@ struct eng_qp {
 	bool in_use;
 	bool sqd_notify, sqd_drained;
 	bool comm_est;
+	/* RC QP in RTR that took its send PSN from the peer's ack_psn
+	 * (engine.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
+	bool psn_adopted;
 	struct ovr_eng_qp_cap cap;
 
 	/* send queue (requester) */

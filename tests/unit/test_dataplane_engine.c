@@ -780,6 +780,169 @@ static void test_unsignaled(void **state)
 	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
 }
 
+/* ---- a responder that stays in RTR ---------------------------------------- */
+
+/*
+ * perftest's ib_read_bw and ib_atomic_bw servers take their QP to RTR
+ * and never to RTS: the responder must answer READs and atomics from
+ * RTR, without the sq_psn that only RTS gives (it takes it from the
+ * requester's ack_psn). Node 0 is the requester (RTS), node 1 stays in
+ * RTR; the PSNs are the ones a perftest pair would exchange.
+ */
+#define RTR_PSN0 0xabc123u /* node 0's send PSN, node 1's rq_psn */
+#define RTR_PSN1 0xfffff0u /* node 1's intended send PSN (wraps soon) */
+
+static int setup_rtr_responder(void **state)
+{
+	struct ovr_pair_cfg cfg;
+	struct ovr_pair_qp_params qp;
+	struct ovr_eng_qp_attr a;
+	struct fix *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	ovr_pair_cfg_default(&cfg);
+	cfg.mem_bytes = 48u << 20;
+	for (int i = 0; i < 2; i++) {
+		cfg.link[i].loss = 0.05;
+		cfg.link[i].reorder = 0.05;
+		cfg.link[i].reorder_ns = 20000;
+	}
+	ovr_pair_qp_params_default(&qp);
+	f->p = ovr_pair_create(&cfg);
+	assert_non_null(f->p);
+	for (int i = 0; i < 2; i++) {
+		struct ovr_eng_qp_init init = {
+			.pd = f->p->n[i].pd,
+			.send_cq = 0,
+			.recv_cq = 1,
+			.user = (uint64_t)i,
+			.cap = qp.cap,
+		};
+
+		assert_int_equal(ovr_eng_qp_create(f->p->n[i].eng, &init,
+						   &f->qpn[i]),
+				 0);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = OVR_ENG_QPS_INIT;
+		a.qp_access_flags = qp.access;
+		assert_int_equal(
+			ovr_eng_qp_modify(f->p->n[i].eng, f->qpn[i], &a,
+					  OVR_ENG_ATTR_STATE |
+						  OVR_ENG_ATTR_PKEY_INDEX |
+						  OVR_ENG_ATTR_PORT |
+						  OVR_ENG_ATTR_ACCESS_FLAGS,
+					  f->p->now),
+			0);
+	}
+	for (int i = 0; i < 2; i++) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = OVR_ENG_QPS_RTR;
+		a.path_mtu = qp.mtu;
+		a.dest_qp_num = f->qpn[1 - i];
+		a.rq_psn = i ? RTR_PSN0 : RTR_PSN1;
+		a.peer = (uint64_t)(1 - i);
+		a.max_dest_rd_atomic = qp.max_dest_rd_atomic;
+		a.min_rnr_timer = qp.min_rnr_timer;
+		assert_int_equal(
+			ovr_eng_qp_modify(
+				f->p->n[i].eng, f->qpn[i], &a,
+				OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
+					OVR_ENG_ATTR_PATH_MTU |
+					OVR_ENG_ATTR_DEST_QPN |
+					OVR_ENG_ATTR_RQ_PSN |
+					OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+					OVR_ENG_ATTR_MIN_RNR_TIMER,
+				f->p->now),
+			0);
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = OVR_ENG_QPS_RTS;
+	a.sq_psn = RTR_PSN0;
+	a.timeout = qp.timeout;
+	a.retry_cnt = qp.retry_cnt;
+	a.rnr_retry = qp.rnr_retry;
+	a.max_rd_atomic = qp.max_rd_atomic;
+	assert_int_equal(
+		ovr_eng_qp_modify(f->p->n[0].eng, f->qpn[0], &a,
+				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+					  OVR_ENG_ATTR_TIMEOUT |
+					  OVR_ENG_ATTR_RETRY_CNT |
+					  OVR_ENG_ATTR_RNR_RETRY |
+					  OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
+				  f->p->now),
+		0);
+	*state = f;
+	return 0;
+}
+
+static void test_rtr_responder(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t len = 2u << 20;
+	struct ovr_eng_qp_attr a;
+	uint64_t v = 5, got;
+
+	/* READs: 2 MB in 64 KB pieces, 16 outstanding as ib_read_bw does */
+	fill_pattern(p->n[1].mem + (1u << 20), len, 11);
+	for (uint32_t off = 0; off < len; off += 65536)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ,
+					  off, (8u << 20) + off, 65536,
+					  (1u << 20) + off, OVR_SEND_SIGNALED),
+				 0);
+	assert_true(wait_cq(p, 0, 0, len / 65536));
+	for (uint32_t off = 0; off < len; off += 65536)
+		expect_wc(f, 0, 0, off, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	assert_memory_equal(p->n[0].mem + (8u << 20), p->n[1].mem + (1u << 20),
+			    len);
+
+	/* atomics, as ib_atomic_bw */
+	memcpy(p->n[1].mem + 8192, &v, 8);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0],
+					  OVR_WR_ATOMIC_FETCH_AND_ADD,
+					  (uint64_t)i, 4096 + 8 * (size_t)i, 8,
+					  8192, OVR_SEND_SIGNALED),
+				 0);
+	assert_true(wait_cq(p, 0, 0, 20));
+	for (int i = 0; i < 20; i++) {
+		expect_wc(f, 0, 0, (uint64_t)i, OVR_WC_SUCCESS,
+			  OVR_WC_FETCH_ADD);
+		memcpy(&got, p->n[0].mem + 4096 + 8 * i, 8);
+		assert_int_equal(got, 5);
+	}
+	memcpy(&got, p->n[1].mem + 8192, 8);
+	assert_int_equal(got, 5); /* post_one adds compare_add = 0 */
+	assert_int_equal(ovr_eng_qp_query(p->n[1].eng, f->qpn[1], &a), 0);
+	assert_int_equal(a.qp_state, OVR_ENG_QPS_RTR);
+
+	/* RTS later, with the sq_psn the peer was told: the send PSN space
+	 * that began in RTR goes on, and node 1 can request too */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = OVR_ENG_QPS_RTS;
+	a.sq_psn = RTR_PSN1;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	assert_int_equal(
+		ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
+				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+					  OVR_ENG_ATTR_TIMEOUT |
+					  OVR_ENG_ATTR_RETRY_CNT |
+					  OVR_ENG_ATTR_RNR_RETRY |
+					  OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
+				  p->now),
+		0);
+	fill_pattern(p->n[1].mem, 100000, 12);
+	assert_int_equal(post_one(p, 1, f->qpn[1], OVR_WR_RDMA_WRITE, 99, 0,
+				  100000, 16u << 20, OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 1, 0, 1));
+	expect_wc(f, 1, 0, 99, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	assert_memory_equal(p->n[0].mem + (16u << 20), p->n[1].mem, 100000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -833,6 +996,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sqd, setup_lossy,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_rtr_responder,
+						setup_rtr_responder, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
