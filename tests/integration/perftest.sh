@@ -121,9 +121,9 @@ pt() {
 		nfail=$((nfail + 1))
 		echo "perftest: FAIL: $name: $verdict"
 		echo "--- server"
-		tail -8 "$slog"
+		cat "$slog"
 		echo "--- client"
-		tail -8 "$clog"
+		cat "$clog"
 	else
 		echo "perftest: ok: $name: $r_c"
 	fi
