@@ -262,54 +262,14 @@ static void setup(struct node *n, const char *sock, size_t buf_len)
 
 static void connect_qp(struct node *n, const struct node *peer)
 {
-	uint32_t dvip = peer->dev.vip;
-	struct ovr_ctl_qp_attr a = { 0 };
-	int rc;
+	const char *what = NULL;
+	int rc = ovr_cl_connect_rc(
+		n->cl, n->qp, &n->dev, ovr_cl_qp_num(peer->qp), peer->dev.vip,
+		OVR_ENG_ACCESS_REMOTE_WRITE | OVR_ENG_ACCESS_REMOTE_READ,
+		&what);
 
-	a.qp_state = OVR_ENG_QPS_INIT;
-	a.qp_access_flags = OVR_ENG_ACCESS_REMOTE_WRITE |
-			    OVR_ENG_ACCESS_REMOTE_READ;
-	a.port_num = 1;
-	rc = ovr_cl_modify_qp(n->cl, n->qp, &a,
-			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-				      OVR_ENG_ATTR_PORT |
-				      OVR_ENG_ATTR_ACCESS_FLAGS);
 	if (rc)
-		die("modify INIT", rc);
-	a = (struct ovr_ctl_qp_attr){ 0 };
-	a.qp_state = OVR_ENG_QPS_RTR;
-	a.path_mtu = n->dev.active_mtu;
-	a.dest_qp_num = ovr_cl_qp_num(peer->qp);
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12;
-	a.hop_limit = 64;
-	a.is_global = 1;
-	a.dgid[10] = a.dgid[11] = 0xff; /* ::ffff:<peer vIP> */
-	a.dgid[12] = (uint8_t)(dvip >> 24);
-	a.dgid[13] = (uint8_t)(dvip >> 16);
-	a.dgid[14] = (uint8_t)(dvip >> 8);
-	a.dgid[15] = (uint8_t)dvip;
-	rc = ovr_cl_modify_qp(
-		n->cl, n->qp, &a,
-		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV | OVR_ENG_ATTR_PATH_MTU |
-			OVR_ENG_ATTR_DEST_QPN | OVR_ENG_ATTR_RQ_PSN |
-			OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-			OVR_ENG_ATTR_MIN_RNR_TIMER);
-	if (rc)
-		die("modify RTR", rc);
-	a = (struct ovr_ctl_qp_attr){ 0 };
-	a.qp_state = OVR_ENG_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 16;
-	rc = ovr_cl_modify_qp(
-		n->cl, n->qp, &a,
-		OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-			OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
-			OVR_ENG_ATTR_RNR_RETRY | OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
-	if (rc)
-		die("modify RTS", rc);
+		die(what, rc);
 }
 
 /* Takes what completed on @n's CQ, without waiting; all must succeed. */

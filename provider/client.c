@@ -1023,6 +1023,66 @@ int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 	return rc;
 }
 
+int ovr_cl_connect_rc(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		      const struct ovr_ctl_dev *dev, uint32_t dqpn,
+		      uint32_t dvip, uint32_t access, const char **what)
+{
+	struct ovr_ctl_qp_attr a = { 0 };
+	const char *step = "modify INIT";
+	int rc;
+
+	a.qp_state = OVR_ENG_QPS_INIT;
+	a.qp_access_flags = access;
+	a.port_num = 1;
+	rc = ovr_cl_modify_qp(cl, qp, &a,
+			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
+				      OVR_ENG_ATTR_PORT |
+				      OVR_ENG_ATTR_ACCESS_FLAGS);
+	if (!rc) {
+		step = "modify RTR";
+		a = (struct ovr_ctl_qp_attr){ 0 };
+		a.qp_state = OVR_ENG_QPS_RTR;
+		a.path_mtu = dev->active_mtu;
+		a.dest_qp_num = dqpn;
+		a.rq_psn = 0;
+		a.max_dest_rd_atomic = 16;
+		a.min_rnr_timer = 12;
+		a.hop_limit = 64;
+		a.is_global = 1;
+		a.dgid[10] = a.dgid[11] = 0xff; /* ::ffff:<peer vIP> */
+		a.dgid[12] = (uint8_t)(dvip >> 24);
+		a.dgid[13] = (uint8_t)(dvip >> 16);
+		a.dgid[14] = (uint8_t)(dvip >> 8);
+		a.dgid[15] = (uint8_t)dvip;
+		rc = ovr_cl_modify_qp(cl, qp, &a,
+				      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
+					      OVR_ENG_ATTR_PATH_MTU |
+					      OVR_ENG_ATTR_DEST_QPN |
+					      OVR_ENG_ATTR_RQ_PSN |
+					      OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
+					      OVR_ENG_ATTR_MIN_RNR_TIMER);
+	}
+	if (!rc) {
+		step = "modify RTS";
+		a = (struct ovr_ctl_qp_attr){ 0 };
+		a.qp_state = OVR_ENG_QPS_RTS;
+		a.sq_psn = 0;
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 16;
+		rc = ovr_cl_modify_qp(cl, qp, &a,
+				      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
+					      OVR_ENG_ATTR_TIMEOUT |
+					      OVR_ENG_ATTR_RETRY_CNT |
+					      OVR_ENG_ATTR_RNR_RETRY |
+					      OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
+	}
+	if (rc && what)
+		*what = step;
+	return rc;
+}
+
 int ovr_cl_query_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		    struct ovr_ctl_qp_attr *attr)
 {

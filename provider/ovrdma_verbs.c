@@ -673,11 +673,11 @@ static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return 0;
 }
 
-static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
+/* A receive WR list into a QP's RQ (@qp) or an SRQ (@srq), as verbs
+ * says: stop at the first bad one, name it in @bad_wr, positive errno. */
+static int post_recv_list(struct ovr_cl_qp *qp, struct ovr_cl_srq *srq,
+			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-
 	for (; wr; wr = wr->next) {
 		struct ovr_eng_recv_wr w = {
 			.wr_id = wr->wr_id,
@@ -686,7 +686,8 @@ static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		};
 		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?
 				 EINVAL :
-				 ovr_cl_post_recv(qp->qp, &w);
+			 srq ? ovr_cl_post_srq_recv(srq, &w) :
+			       ovr_cl_post_recv(qp, &w);
 
 		if (rc) {
 			*bad_wr = wr;
@@ -694,6 +695,12 @@ static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		}
 	}
 	return 0;
+}
+
+static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+			    struct ibv_recv_wr **bad_wr)
+{
+	return post_recv_list(to_oqp(ibqp)->qp, NULL, wr, bad_wr);
 }
 
 /* ---- shared receive queues ------------------------------------------------ */
@@ -785,24 +792,7 @@ static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
 static int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 				struct ibv_recv_wr **bad_wr)
 {
-	struct ovrdma_srq *srq = to_osrq(ibsrq);
-
-	for (; wr; wr = wr->next) {
-		struct ovr_eng_recv_wr w = {
-			.wr_id = wr->wr_id,
-			.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
-			.num_sge = (uint32_t)wr->num_sge,
-		};
-		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?
-				 EINVAL :
-				 ovr_cl_post_srq_recv(srq->srq, &w);
-
-		if (rc) {
-			*bad_wr = wr;
-			return rc;
-		}
-	}
-	return 0;
+	return post_recv_list(NULL, to_osrq(ibsrq)->srq, wr, bad_wr);
 }
 
 /* ---- address handles ------------------------------------------------------ */

@@ -116,6 +116,17 @@ uint32_t ovr_cl_qp_num(const struct ovr_cl_qp *qp);
 void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap);
 int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		     const struct ovr_ctl_qp_attr *attr, unsigned int mask);
+/*
+ * RESET -> INIT -> RTR -> RTS for an RC QP of device @dev towards QP
+ * @dqpn at the peer's vIP @dvip (GID ::ffff:dvip), with @access remote
+ * rights, PSNs 0, the device's MTU, 16 reads/atomics each way, timeout
+ * 14, retry_cnt and rnr_retry 7: what the tests and benchmarks connect
+ * with. 0, or the first failing modify's negative errno; @what (if not
+ * NULL) names the step that failed.
+ */
+int ovr_cl_connect_rc(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		      const struct ovr_ctl_dev *dev, uint32_t dqpn,
+		      uint32_t dvip, uint32_t access, const char **what);
 int ovr_cl_query_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		    struct ovr_ctl_qp_attr *attr);
 int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
