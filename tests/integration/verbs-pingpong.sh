@@ -111,7 +111,22 @@ echo "== 2. ibv_rc_pingpong"
 port=18600
 prog=ibv_rc_pingpong
 pingpong() { # extra args...
-	local srv="$dir/srv.log" cli="$dir/cli.log" rc_s=0 rc_c=0
+	pingpong_once "$@" && return 0
+	# ibv_srq_pingpong can end with one side's last SEND still in flight
+	# when the other side, done counting, destroys its QPs: that SEND
+	# then fails with REM_ABORT (16) (on hardware the window is
+	# microseconds, here milliseconds; see the issue notes). One repeat
+	# for exactly that; any other failure, or a second one, fails.
+	if [ $prog = ibv_srq_pingpong ] &&
+		grep -q "Failed status .* (16) for wr_id 2" "$dir/srv.log" "$dir/cli.log"; then
+		echo "$prog $*: a last SEND met the peer's teardown; repeating once"
+		pingpong_once "$@" && return 0
+	fi
+	fail "$prog $* (server exit $rc_s, client exit $rc_c)"
+}
+pingpong_once() { # extra args...
+	local srv="$dir/srv.log" cli="$dir/cli.log"
+	rc_s=0 rc_c=0
 	port=$((port + 1))
 	on a timeout 60 $prog -d ovrdma9 -g 0 -p $port "$@" >"$srv" 2>&1 &
 	local sp=$!
@@ -126,7 +141,8 @@ pingpong() { # extra args...
 	wait $sp || rc_s=$?
 	if [ $rc_s -ne 0 ] || [ $rc_c -ne 0 ]; then
 		echo "--- server"; cat "$srv"; echo "--- client"; cat "$cli"
-		fail "$prog $* (server exit $rc_s, client exit $rc_c)"
+		pp_failed=1
+		return 1
 	fi
 	for f in "$srv" "$cli"; do
 		grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$f" &&
