@@ -70,6 +70,7 @@ struct ovrdma_channel {
 struct ovrdma_cq {
 	struct verbs_cq vcq;
 	struct ovr_cl_cq *cq;
+	struct ovr_cl_wc cur; /* the ibv_cq_ex polling's current entry */
 };
 
 struct ovrdma_srq {

@@ -15,6 +15,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +244,29 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 	return &mr->vmr.ibv_mr;
 }
 
+/*
+ * dma-buf regions (GPU memory exported by its driver) are the GPU
+ * issue's; until then the verb answers what ibv_reg_dmabuf_mr(3) says a
+ * device without the support answers, after rejecting an fd that is no
+ * file at all (EBADF, as the kernel's dma_buf_get does).
+ */
+static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
+					   size_t length, uint64_t iova, int fd,
+					   int access)
+{
+	(void)ibpd;
+	(void)offset;
+	(void)length;
+	(void)iova;
+	(void)access;
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
 static int ovrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ovrdma_mr *mr = to_omr(vmr);
@@ -304,9 +328,11 @@ int ovrdma_destroy_channel(struct ibv_comp_channel *channel)
 
 /* ---- completion queues --------------------------------------------------- */
 
-static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
-				       struct ibv_comp_channel *channel,
-				       int comp_vector)
+/* The common part of create_cq and create_cq_ex: checks, the service's CQ
+ * and the provider's record (libibverbs fills the ibv_cq of create_cq). */
+static struct ovrdma_cq *cq_create(struct ibv_context *ibctx, int cqe,
+				   struct ibv_comp_channel *channel,
+				   int comp_vector)
 {
 	struct ovrdma_context *ctx = to_octx(ibctx);
 	uint32_t chan = OVR_CTL_NO_CHANNEL;
@@ -343,7 +369,177 @@ static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
 		return NULL;
 	}
 	cq->vcq.cq.cqe = cqe;
-	return &cq->vcq.cq;
+	return cq;
+}
+
+static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
+				       struct ibv_comp_channel *channel,
+				       int comp_vector)
+{
+	struct ovrdma_cq *cq = cq_create(ibctx, cqe, channel, comp_vector);
+
+	return cq ? &cq->vcq.cq : NULL;
+}
+
+/* ---- extended CQs: the ibv_cq_ex polling interface (ibv_create_cq_ex(3)).
+ * start_poll/next_poll take one completion from the ring into cq->cur,
+ * whose fields the read_* functions return; end_poll has nothing to
+ * release. */
+
+static inline struct ovrdma_cq *cqx_to_ocq(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct ovrdma_cq, vcq.cq_ex);
+}
+
+static int cqx_next(struct ibv_cq_ex *cqx)
+{
+	struct ovrdma_cq *cq = cqx_to_ocq(cqx);
+	int k = ovr_cl_poll_cq(cq->cq, 1, &cq->cur);
+
+	if (k < 0)
+		return -k;
+	if (k == 0)
+		return ENOENT;
+	cqx->wr_id = cq->cur.wr_id;
+	cqx->status = (enum ibv_wc_status)cq->cur.status;
+	return 0;
+}
+
+static int cqx_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	if (attr && attr->comp_mask)
+		return EINVAL;
+	return cqx_next(cqx);
+}
+
+static void cqx_end_poll(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+}
+
+static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *cqx)
+{
+	return (enum ibv_wc_opcode)cqx_to_ocq(cqx)->cur.opcode;
+}
+
+static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_ocq(cqx)->cur.vendor_err;
+}
+
+static uint32_t cqx_read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_ocq(cqx)->cur.byte_len;
+}
+
+static __be32 cqx_read_imm_data(struct ibv_cq_ex *cqx)
+{
+	/* network byte order, untouched (or the invalidated rkey) */
+	return (__be32)cqx_to_ocq(cqx)->cur.imm_data;
+}
+
+static uint32_t cqx_read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_ocq(cqx)->cur.qp_num;
+}
+
+static uint32_t cqx_read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_ocq(cqx)->cur.src_qp;
+}
+
+static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return cqx_to_ocq(cqx)->cur.wc_flags;
+}
+
+/* no LIDs on an Ethernet link layer, one service level */
+static uint32_t cqx_read_slid(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static uint8_t cqx_read_sl(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+/* what an ovrdma CQE carries; timestamps, VLAN, flow tags and tag
+ * matching it does not */
+#define OVRDMA_WC_EX_FLAGS                                                     \
+	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \
+	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
+	 IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS)
+#define OVRDMA_CQ_EX_FLAGS \
+	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
+
+static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
+					     struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *cqx;
+	struct ovrdma_cq *cq;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					  IBV_CQ_INIT_ATTR_MASK_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~(uint32_t)OVRDMA_CQ_EX_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* a parent domain only carries allocators and thread hints here */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (!attr->parent_domain || attr->parent_domain->context != ibctx)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->wc_flags & ~(uint64_t)OVRDMA_WC_EX_FLAGS) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->cqe > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_create(ibctx, (int)attr->cqe, attr->channel,
+		       (int)attr->comp_vector);
+	if (!cq)
+		return NULL;
+	cqx = &cq->vcq.cq_ex;
+	/* libibverbs fills the ibv_cq part (context, channel and its
+	 * reference, cq_context, mutex) after this returns, as for
+	 * create_cq */
+	cqx->start_poll = cqx_start_poll;
+	cqx->next_poll = cqx_next;
+	cqx->end_poll = cqx_end_poll;
+	cqx->read_opcode = cqx_read_opcode;
+	cqx->read_vendor_err = cqx_read_vendor_err;
+	cqx->read_wc_flags = cqx_read_wc_flags;
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		cqx->read_byte_len = cqx_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		cqx->read_imm_data = cqx_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		cqx->read_qp_num = cqx_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		cqx->read_src_qp = cqx_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		cqx->read_slid = cqx_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		cqx->read_sl = cqx_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		cqx->read_dlid_path_bits = cqx_read_dlid_path_bits;
+	return cqx;
 }
 
 static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
@@ -849,6 +1045,7 @@ const struct verbs_context_ops ovrdma_ctx_ops = {
 	.alloc_pd = ovrdma_alloc_pd,
 	.create_ah = ovrdma_create_ah,
 	.create_cq = ovrdma_create_cq,
+	.create_cq_ex = ovrdma_create_cq_ex,
 	.create_qp = ovrdma_create_qp,
 	.create_srq = ovrdma_create_srq,
 	.dealloc_pd = ovrdma_dealloc_pd,
@@ -868,6 +1065,7 @@ const struct verbs_context_ops ovrdma_ctx_ops = {
 	.query_port = ovrdma_query_port,
 	.query_qp = ovrdma_query_qp,
 	.query_srq = ovrdma_query_srq,
+	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
 	.reg_mr = ovrdma_reg_mr,
 	.req_notify_cq = ovrdma_req_notify_cq,
 };

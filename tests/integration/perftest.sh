@@ -7,7 +7,9 @@
 #   1. ib_{send,write,read,atomic}_{lat,bw} -x 0, server on node 1, client
 #      on node 2, with variants: completion events (-e), bidirectional
 #      (-b), 8 QPs (-q 8), sizes (-s 8, the default, an -a sweep), duration
-#      mode (-D 2), --write_with_imm where the installed perftest has it;
+#      mode (-D 2), a shared receive queue (--use-srq), post lists (-l 8,
+#      --recv_post_list), --write_with_imm where the installed perftest
+#      has it;
 #      both sides must exit 0 and print their result line (a number for
 #      the bandwidth, t_typical for the latencies);
 #   2. ibv_rc_pingpong -g 0 with 1, 4096 and 1048576 bytes, polling and
@@ -221,6 +223,12 @@ if [ "$quick" = 0 ]; then
 	pt both bw $L ib_write_bw -x 0 -D 2
 	pt both bw $L ib_send_bw -x 0 -D 2
 	pt both bw $L ib_read_bw -x 0 -D 2
+	# a shared receive queue (SEND only), post lists
+	pt both lat $L ib_send_lat -x 0 -n 200 --use-srq
+	pt both bw $L ib_send_bw -x 0 -n 300 --use-srq
+	pt both bw $L ib_send_bw -x 0 -n 100 -q 8 --use-srq
+	pt both bw $L ib_send_bw -x 0 -n 300 -l 8 --recv_post_list=8
+	pt both bw $L ib_write_bw -x 0 -n 300 -l 8
 	# perftest 4.5-0.17 (Debian 12) has no --write_with_imm
 	if ib_write_bw --help 2>&1 | grep -q -- --write_with_imm; then
 		pt both bw $L ib_write_bw -x 0 -n 200 --write_with_imm

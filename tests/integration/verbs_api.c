@@ -1,0 +1,723 @@
+// SPDX-License-Identifier: MIT
+/*
+ * verbs_api: what an application sees of the extended verbs and of the
+ * data path, written against plain libibverbs (no ovrdma header), run on
+ * two testbed nodes by verbs-api.sh (docs/PROVIDER.md section 6):
+ *
+ *   1. local checks: ibv_create_cq_ex refuses unknown comp_mask bits
+ *      (EINVAL), completion fields and flags it cannot give (EOPNOTSUPP),
+ *      cqe 0 (EINVAL); a CQ made with a completion channel holds the
+ *      channel (destroy_comp_channel EBUSY until the CQ is gone);
+ *      ibv_reg_dmabuf_mr with fd -1 is EBADF, with a file that is no
+ *      dma-buf EOPNOTSUPP;
+ *   2. one RC QP whose CQ is an ibv_cq_ex: a WRITE_WITH_IMM and a
+ *      SEND_WITH_IMM, their completions read through start_poll /
+ *      read_opcode / read_byte_len / read_imm_data / read_qp_num /
+ *      read_wc_flags on both sides, the data checked byte by byte;
+ *   3. the data path: a stream of RDMA WRITEs (a window of them, three
+ *      in four unsignaled, polled through the ibv_cq_ex interface) and a
+ *      stream of SENDs (the receiver reposting its receives and polling
+ *      with ibv_poll_cq), each between two getppid(2) calls that
+ *      verbs-api.sh finds in strace's log: the application thread makes
+ *      no system call between them. The WRITE stream ends with every
+ *      slot of the target checked.
+ *
+ * usage: verbs_api [-d DEV] [-p PORT] [-n COUNT] server
+ *        verbs_api [-d DEV] [-p PORT] [-n COUNT] client SERVER_IP
+ * Exit 0 when every check held; each failure is printed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#define SLOT 4096u
+#define NSLOT 64u
+#define SEND_SZ 256u
+#define RQ_DEPTH 128u
+#define SQ_DEPTH 128u
+#define WINDOW 32u
+#define SIG_EVERY 4u
+#define IMM_WRITE 0xdeadbeefu
+#define IMM_SEND 0x00c0ffeeu
+
+static int failures;
+
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "verbs_api: FAIL %s:%d: ", __func__, \
+				__LINE__);                                   \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+			failures++;                                          \
+		}                                                            \
+	} while (0)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "verbs_api: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* ---- out of band: one TCP connection ------------------------------------- */
+
+struct peer_info {
+	uint32_t qpn, psn, rkey, pad;
+	uint64_t addr;
+	uint8_t gid[16];
+};
+
+static void xfer(int fd, void *buf, size_t len, bool out)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			fprintf(stderr, "verbs_api: peer connection %s\n",
+				n ? strerror(errno) : "closed");
+			exit(1);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void sync_byte(int fd, char c)
+{
+	char got;
+
+	xfer(fd, &c, 1, true);
+	xfer(fd, &got, 1, false);
+	if (got != c) {
+		fprintf(stderr,
+			"verbs_api: out of step with the peer (%c/%c)\n", c,
+			got);
+		exit(1);
+	}
+}
+
+static int oob_connect(const char *server, const char *port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+				  .ai_socktype = SOCK_STREAM },
+			*res;
+	int fd = -1, one = 1;
+
+	if (server) {
+		if (getaddrinfo(server, port, &hints, &res))
+			die("getaddrinfo");
+		for (int i = 0; i < 100; i++) {
+			fd = socket(AF_INET, SOCK_STREAM, 0);
+			if (fd < 0)
+				die("socket");
+			if (!connect(fd, res->ai_addr, res->ai_addrlen))
+				break;
+			close(fd);
+			fd = -1;
+			usleep(100000);
+		}
+		freeaddrinfo(res);
+		if (fd < 0)
+			die("connect");
+	} else {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_port =
+						 htons((uint16_t)atoi(port)) };
+		int l = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (l < 0)
+			die("socket");
+		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1))
+			die("listen");
+		fd = accept(l, NULL, NULL);
+		if (fd < 0)
+			die("accept");
+		close(l);
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+/* ---- 1. local checks ----------------------------------------------------- */
+
+static void check_local(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_cq_init_attr_ex a = { .cqe = 16 };
+	struct ibv_comp_channel *ch;
+	struct ibv_cq_ex *cqx;
+	struct ibv_mr *mr;
+	int fd, rc;
+
+	a.comp_mask = 1u << 7; /* no such attribute */
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &a);
+	CHECK(!cqx && errno == EINVAL, "create_cq_ex comp_mask 0x80: %p %s",
+	      (void *)cqx, strerror(errno));
+	a.comp_mask = 0;
+	a.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &a);
+	CHECK(!cqx && errno == EOPNOTSUPP,
+	      "create_cq_ex with timestamps: %p %s", (void *)cqx,
+	      strerror(errno));
+	a.wc_flags = IBV_WC_STANDARD_FLAGS;
+	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	a.flags = 1u << 5; /* no such flag */
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &a);
+	CHECK(!cqx && errno == EOPNOTSUPP, "create_cq_ex flags 0x20: %p %s",
+	      (void *)cqx, strerror(errno));
+	a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+	a.cqe = 0;
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &a);
+	CHECK(!cqx && errno == EINVAL, "create_cq_ex cqe 0: %p %s", (void *)cqx,
+	      strerror(errno));
+
+	ch = ibv_create_comp_channel(ctx);
+	if (!ch)
+		die("ibv_create_comp_channel");
+	a.cqe = 16;
+	a.channel = ch;
+	a.cq_context = &a;
+	cqx = ibv_create_cq_ex(ctx, &a);
+	CHECK(cqx, "create_cq_ex with a channel: %s", strerror(errno));
+	if (cqx) {
+		struct ibv_cq *cq = ibv_cq_ex_to_cq(cqx);
+
+		CHECK(cq->context == ctx && cq->channel == ch &&
+			      cq->cq_context == &a && cq->cqe >= 16,
+		      "create_cq_ex's ibv_cq fields");
+		CHECK(ibv_start_poll(cqx, &(struct ibv_poll_cq_attr){ 0 }) ==
+			      ENOENT,
+		      "start_poll on an empty CQ is not ENOENT");
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq");
+		rc = ibv_destroy_comp_channel(ch);
+		CHECK(rc == EBUSY, "destroy_comp_channel with a CQ: %d", rc);
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq of a cq_ex");
+	}
+	rc = ibv_destroy_comp_channel(ch);
+	CHECK(rc == 0, "destroy_comp_channel: %d (%s)", rc, strerror(rc));
+
+	errno = 0;
+	mr = ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr && errno == EBADF, "reg_dmabuf_mr fd -1: %p %s", (void *)mr,
+	      strerror(errno));
+	fd = open("/dev/null", O_RDWR);
+	errno = 0;
+	mr = ibv_reg_dmabuf_mr(pd, 0, 4096, 0, fd, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr && errno == EOPNOTSUPP, "reg_dmabuf_mr of /dev/null: %p %s",
+	      (void *)mr, strerror(errno));
+	close(fd);
+}
+
+/* ---- 2. the QP ----------------------------------------------------------- */
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq_ex *cqx;
+	struct ibv_cq *cq; /* the same CQ */
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf; /* NSLOT slots, then RQ_DEPTH receive buffers */
+	size_t len;
+	struct peer_info me, peer;
+	struct ibv_port_attr port;
+};
+
+static uint8_t pattern(uint64_t i, size_t k)
+{
+	return (uint8_t)((i * 131u + k * 7u + (k >> 8)) ^ (i >> 3));
+}
+
+static void setup(struct side *s, const char *dev)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 2 * (SQ_DEPTH + RQ_DEPTH),
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP,
+	};
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = SQ_DEPTH,
+			 .max_recv_wr = RQ_DEPTH,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+	};
+	union ibv_gid gid;
+	int i;
+
+	if (!l)
+		die("ibv_get_device_list");
+	for (i = 0; l[i]; i++)
+		if (!dev || !strcmp(ibv_get_device_name(l[i]), dev))
+			break;
+	if (!l[i]) {
+		fprintf(stderr, "verbs_api: no device %s\n", dev ? dev : "");
+		exit(1);
+	}
+	s->ctx = ibv_open_device(l[i]);
+	if (!s->ctx)
+		die("ibv_open_device");
+	ibv_free_device_list(l);
+	if (ibv_query_port(s->ctx, 1, &s->port))
+		die("ibv_query_port");
+	if (ibv_query_gid(s->ctx, 1, 0, &gid))
+		die("ibv_query_gid");
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (!s->pd)
+		die("ibv_alloc_pd");
+	check_local(s->ctx, s->pd);
+
+	s->cqx = ibv_create_cq_ex(s->ctx, &ca);
+	if (!s->cqx)
+		die("ibv_create_cq_ex");
+	s->cq = ibv_cq_ex_to_cq(s->cqx);
+	qa.send_cq = qa.recv_cq = s->cq;
+	s->qp = ibv_create_qp(s->pd, &qa);
+	if (!s->qp)
+		die("ibv_create_qp");
+	s->len = NSLOT * SLOT + RQ_DEPTH * SEND_SZ;
+	s->buf = aligned_alloc(4096, s->len);
+	if (!s->buf)
+		die("aligned_alloc");
+	memset(s->buf, 0, s->len);
+	s->mr = ibv_reg_mr(s->pd, s->buf, s->len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!s->mr)
+		die("ibv_reg_mr");
+	s->me = (struct peer_info){ .qpn = s->qp->qp_num,
+				    .psn = (uint32_t)getpid() & 0xffffff,
+				    .rkey = s->mr->rkey,
+				    .addr = (uintptr_t)s->buf };
+	memcpy(s->me.gid, gid.raw, 16);
+}
+
+static void connect_qp(struct side *s)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	if (ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		die("modify_qp INIT");
+	a = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = s->port.active_mtu,
+		.dest_qp_num = s->peer.qpn,
+		.rq_psn = s->peer.psn,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1 },
+	};
+	memcpy(a.ah_attr.grh.dgid.raw, s->peer.gid, 16);
+	a.ah_attr.grh.hop_limit = 64;
+	if (ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC |
+				  IBV_QP_MIN_RNR_TIMER))
+		die("modify_qp RTR");
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS,
+				  .timeout = 14,
+				  .retry_cnt = 7,
+				  .rnr_retry = 7,
+				  .sq_psn = s->me.psn,
+				  .max_rd_atomic = 1 };
+	if (ibv_modify_qp(s->qp, &a,
+			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				  IBV_QP_MAX_QP_RD_ATOMIC))
+		die("modify_qp RTS");
+}
+
+static uint8_t *rbuf(struct side *s, unsigned int i)
+{
+	return s->buf + NSLOT * SLOT + (size_t)(i % RQ_DEPTH) * SEND_SZ;
+}
+
+static void post_recv(struct side *s, unsigned int i)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)rbuf(s, i),
+			       .length = SEND_SZ,
+			       .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 1000000u + i,
+				  .sg_list = &sge,
+				  .num_sge = 1 },
+			   *bad;
+
+	if (ibv_post_recv(s->qp, &wr, &bad))
+		die("ibv_post_recv");
+}
+
+static int post_send(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id,
+		     void *addr, uint32_t len, uint64_t raddr, uint32_t imm,
+		     unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)addr,
+			       .length = len,
+			       .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = op,
+				  .send_flags = flags,
+				  .imm_data = htonl(imm) },
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = s->peer.rkey;
+	return ibv_post_send(s->qp, &wr, &bad);
+}
+
+/* Waits for one completion through the ibv_cq_ex interface and copies
+ * what the read_* functions say. */
+struct cqe_ex {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	uint32_t byte_len, qp_num;
+	uint32_t imm; /* host order */
+	unsigned int flags;
+};
+
+static void poll_ex(struct side *s, struct cqe_ex *e)
+{
+	struct ibv_poll_cq_attr pa = { 0 };
+	time_t t0 = time(NULL);
+	int rc;
+
+	while ((rc = ibv_start_poll(s->cqx, &pa)) == ENOENT) {
+		if (time(NULL) - t0 > 30) {
+			fprintf(stderr, "verbs_api: no completion in 30 s\n");
+			exit(1);
+		}
+	}
+	if (rc)
+		die("ibv_start_poll");
+	e->wr_id = s->cqx->wr_id;
+	e->status = s->cqx->status;
+	e->opcode = ibv_wc_read_opcode(s->cqx);
+	e->byte_len = ibv_wc_read_byte_len(s->cqx);
+	e->qp_num = ibv_wc_read_qp_num(s->cqx);
+	e->flags = ibv_wc_read_wc_flags(s->cqx);
+	e->imm = (e->flags & IBV_WC_WITH_IMM) ?
+			 ntohl(ibv_wc_read_imm_data(s->cqx)) :
+			 0;
+	ibv_end_poll(s->cqx);
+}
+
+static void phase_cq_ex(struct side *s, int fd, bool server)
+{
+	struct cqe_ex e;
+
+	if (server) {
+		post_recv(s, 0);
+		post_recv(s, 1);
+		sync_byte(fd, 'a');
+		poll_ex(s, &e);
+		CHECK(e.status == IBV_WC_SUCCESS &&
+			      e.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+			      e.wr_id == 1000000u && e.byte_len == SLOT &&
+			      e.qp_num == s->qp->qp_num &&
+			      (e.flags & IBV_WC_WITH_IMM) && e.imm == IMM_WRITE,
+		      "WRITE_WITH_IMM completion: status %d opcode %d wr_id "
+		      "%llu len %u qpn %u flags 0x%x imm 0x%x",
+		      e.status, e.opcode, (unsigned long long)e.wr_id,
+		      e.byte_len, e.qp_num, e.flags, e.imm);
+		for (size_t k = 0; k < SLOT; k++)
+			if (s->buf[k] != pattern(7, k)) {
+				CHECK(0, "WRITE_WITH_IMM data differs at %zu",
+				      k);
+				break;
+			}
+		poll_ex(s, &e);
+		CHECK(e.status == IBV_WC_SUCCESS && e.opcode == IBV_WC_RECV &&
+			      e.wr_id == 1000001u && e.byte_len == 100 &&
+			      (e.flags & IBV_WC_WITH_IMM) && e.imm == IMM_SEND,
+		      "SEND_WITH_IMM completion: status %d opcode %d wr_id "
+		      "%llu len %u flags 0x%x imm 0x%x",
+		      e.status, e.opcode, (unsigned long long)e.wr_id,
+		      e.byte_len, e.flags, e.imm);
+		for (size_t k = 0; k < 100; k++)
+			if (rbuf(s, 1)[k] != pattern(8, k)) {
+				CHECK(0, "SEND_WITH_IMM data differs at %zu",
+				      k);
+				break;
+			}
+		sync_byte(fd, 'b');
+		return;
+	}
+	for (size_t k = 0; k < SLOT; k++)
+		s->buf[k] = pattern(7, k);
+	for (size_t k = 0; k < 100; k++)
+		s->buf[SLOT + k] = pattern(8, k);
+	sync_byte(fd, 'a');
+	if (post_send(s, IBV_WR_RDMA_WRITE_WITH_IMM, 1, s->buf, SLOT,
+		      s->peer.addr, IMM_WRITE, IBV_SEND_SIGNALED) ||
+	    post_send(s, IBV_WR_SEND_WITH_IMM, 2, s->buf + SLOT, 100, 0,
+		      IMM_SEND, IBV_SEND_SIGNALED))
+		die("ibv_post_send");
+	poll_ex(s, &e);
+	CHECK(e.status == IBV_WC_SUCCESS && e.opcode == IBV_WC_RDMA_WRITE &&
+		      e.wr_id == 1 && e.qp_num == s->qp->qp_num,
+	      "WRITE_WITH_IMM send completion: status %d opcode %d wr_id %llu",
+	      e.status, e.opcode, (unsigned long long)e.wr_id);
+	poll_ex(s, &e);
+	CHECK(e.status == IBV_WC_SUCCESS && e.opcode == IBV_WC_SEND &&
+		      e.wr_id == 2,
+	      "SEND_WITH_IMM send completion: status %d opcode %d wr_id %llu",
+	      e.status, e.opcode, (unsigned long long)e.wr_id);
+	sync_byte(fd, 'b');
+}
+
+/* ---- 3. the data path ---------------------------------------------------- */
+
+/* The markers verbs-api.sh looks for in strace's log. */
+static void marker(void)
+{
+	syscall(SYS_getppid);
+}
+
+/* A WRITE stream: COUNT WRITEs of one slot each, WINDOW in flight, every
+ * SIG_EVERY-th signaled (a signaled completion retires the unsignaled
+ * ones before it), polled through the ibv_cq_ex interface. Only errors
+ * are recorded inside; the caller reports them after the marker. */
+static int write_stream(struct side *s, unsigned int count)
+{
+	unsigned int posted = 0, done = 0, bad = 0;
+	struct ibv_poll_cq_attr pa = { 0 };
+
+	while (done < count) {
+		while (posted < count && posted - done < WINDOW) {
+			unsigned int slot = posted % NSLOT;
+			unsigned int fl =
+				(posted % SIG_EVERY == SIG_EVERY - 1 ||
+				 posted == count - 1) ?
+					IBV_SEND_SIGNALED :
+					0;
+
+			if (post_send(s, IBV_WR_RDMA_WRITE, posted,
+				      s->buf + (size_t)slot * SLOT, SLOT,
+				      s->peer.addr + (uint64_t)slot * SLOT, 0,
+				      fl))
+				return -1;
+			posted++;
+		}
+		if (ibv_start_poll(s->cqx, &pa) == 0) {
+			do {
+				if (s->cqx->status != IBV_WC_SUCCESS ||
+				    s->cqx->wr_id < done)
+					bad++;
+				else
+					done = (unsigned int)s->cqx->wr_id + 1;
+			} while (ibv_next_poll(s->cqx) == 0);
+			ibv_end_poll(s->cqx);
+			if (bad)
+				return -2;
+		}
+	}
+	return 0;
+}
+
+/* A SEND stream, sender side: sequence number in the first 4 bytes. */
+static int send_stream(struct side *s, unsigned int count)
+{
+	unsigned int posted = 0, done = 0;
+	struct ibv_wc wc[16];
+	uint8_t *src = s->buf;
+
+	while (done < count) {
+		while (posted < count && posted - done < WINDOW) {
+			uint8_t *m = src + (size_t)(posted % WINDOW) * SEND_SZ;
+
+			memcpy(m, &posted, 4);
+			if (post_send(s, IBV_WR_SEND, posted, m, SEND_SZ, 0, 0,
+				      IBV_SEND_SIGNALED))
+				return -1;
+			posted++;
+		}
+		int n = ibv_poll_cq(s->cq, 16, wc);
+
+		if (n < 0)
+			return -2;
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].wr_id != done)
+				return -3;
+			done++;
+		}
+	}
+	return 0;
+}
+
+/* The receiving side: reposts each receive as soon as it is consumed. */
+static int recv_stream(struct side *s, unsigned int count)
+{
+	unsigned int got = 0;
+	struct ibv_wc wc[16];
+
+	while (got < count) {
+		int n = ibv_poll_cq(s->cq, 16, wc);
+
+		if (n < 0)
+			return -2;
+		for (int i = 0; i < n; i++) {
+			unsigned int seq;
+			uint8_t *m = rbuf(s, got);
+
+			if (wc[i].status != IBV_WC_SUCCESS ||
+			    wc[i].opcode != IBV_WC_RECV ||
+			    wc[i].byte_len != SEND_SZ ||
+			    wc[i].wr_id != 1000000u + got)
+				return -3;
+			memcpy(&seq, m, 4);
+			if (seq != got)
+				return -4;
+			post_recv(s, got + RQ_DEPTH);
+			got++;
+		}
+	}
+	return 0;
+}
+
+static void phase_data_path(struct side *s, int fd, bool server,
+			    unsigned int count)
+{
+	int rc;
+
+	if (server) {
+		/* the WRITE stream lands in the slots: checked at its end */
+		sync_byte(fd, 'c');
+		sync_byte(fd, 'd');
+		for (unsigned int slot = 0; slot < NSLOT && slot < count;
+		     slot++) {
+			/* the last WRITE into this slot */
+			unsigned int i =
+				slot + (count - 1 - slot) / NSLOT * NSLOT;
+
+			for (size_t k = 0; k < SLOT; k++)
+				if (s->buf[(size_t)slot * SLOT + k] !=
+				    pattern(1000 + i, k)) {
+					CHECK(0,
+					      "WRITE stream: slot %u (WRITE %u) "
+					      "differs at byte %zu",
+					      slot, i, k);
+					break;
+				}
+		}
+		for (unsigned int i = 0; i < RQ_DEPTH; i++)
+			post_recv(s, i);
+		sync_byte(fd, 'e');
+		marker();
+		rc = recv_stream(s, count);
+		marker();
+		CHECK(rc == 0, "SEND stream, receiver: error %d", rc);
+		sync_byte(fd, 'f');
+		return;
+	}
+	/* each slot's content is that of the last WRITE into it: the
+	 * source slots change between WRITEs only outside the loop, so
+	 * write them all first, the last pattern of each slot */
+	for (unsigned int slot = 0; slot < NSLOT && slot < count; slot++) {
+		unsigned int i = slot + (count - 1 - slot) / NSLOT * NSLOT;
+
+		for (size_t k = 0; k < SLOT; k++)
+			s->buf[(size_t)slot * SLOT + k] = pattern(1000 + i, k);
+	}
+	sync_byte(fd, 'c');
+	marker();
+	rc = write_stream(s, count);
+	marker();
+	CHECK(rc == 0, "WRITE stream: error %d", rc);
+	sync_byte(fd, 'd');
+	sync_byte(fd, 'e');
+	marker();
+	rc = send_stream(s, count);
+	marker();
+	CHECK(rc == 0, "SEND stream, sender: error %d", rc);
+	sync_byte(fd, 'f');
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = NULL, *port = "18516";
+	unsigned int count = 2000;
+	struct side s = { 0 };
+	bool server;
+	int fd, c;
+
+	while ((c = getopt(argc, argv, "d:p:n:")) != -1) {
+		switch (c) {
+		case 'd':
+			dev = optarg;
+			break;
+		case 'p':
+			port = optarg;
+			break;
+		case 'n':
+			count = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind >= argc || count == 0)
+		goto usage;
+	server = !strcmp(argv[optind], "server");
+	if (!server && (strcmp(argv[optind], "client") || optind + 1 >= argc))
+		goto usage;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	setup(&s, dev);
+	fd = oob_connect(server ? NULL : argv[optind + 1], port);
+	xfer(fd, &s.me, sizeof(s.me), true);
+	xfer(fd, &s.peer, sizeof(s.peer), false);
+	connect_qp(&s);
+	sync_byte(fd, 'r');
+	phase_cq_ex(&s, fd, server);
+	phase_data_path(&s, fd, server, count);
+
+	close(fd);
+	CHECK(ibv_destroy_qp(s.qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(s.cq) == 0, "destroy_cq");
+	CHECK(ibv_dereg_mr(s.mr) == 0, "dereg_mr");
+	CHECK(ibv_dealloc_pd(s.pd) == 0, "dealloc_pd");
+	CHECK(ibv_close_device(s.ctx) == 0, "close_device");
+	free(s.buf);
+	printf("verbs_api: %s: %s (%u WRITEs, %u SENDs)\n",
+	       server ? "server" : "client", failures ? "FAILED" : "ok", count,
+	       count);
+	return failures ? 1 : 0;
+usage:
+	fprintf(stderr, "usage: verbs_api [-d DEV] [-p PORT] [-n COUNT] "
+			"server | client SERVER_IP\n");
+	return 2;
+}
