@@ -227,8 +227,8 @@ if [ "$quick" = 0 ]; then
 	pt both lat $L ib_send_lat -x 0 -n 200 --use-srq
 	pt both bw $L ib_send_bw -x 0 -n 300 --use-srq
 	pt both bw $L ib_send_bw -x 0 -n 100 -q 8 --use-srq
-	pt both bw $L ib_send_bw -x 0 -n 300 -l 8 --recv_post_list=8
-	pt both bw $L ib_write_bw -x 0 -n 300 -l 8
+	pt both bw $L ib_send_bw -x 0 -n 320 -l 8 --recv_post_list=8
+	pt both bw $L ib_write_bw -x 0 -n 320 -l 8
 	# perftest 4.5-0.17 (Debian 12) has no --write_with_imm
 	if ib_write_bw --help 2>&1 | grep -q -- --write_with_imm; then
 		pt both bw $L ib_write_bw -x 0 -n 200 --write_with_imm
