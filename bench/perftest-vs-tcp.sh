@@ -14,8 +14,10 @@
 #     AF_PACKET ports of the same fabric process, so both cross the same
 #     emulated links (the same loss, the same forwarding thread);
 #  2. N runs, each: ib_send_lat and ib_write_lat -s 64 (perftest reports
-#     half the round trip) against sockperf ping-pong -m 64 over TCP (it
-#     reports half the round trip too): median one-way latency in us;
+#     half the round trip; both sides busy-poll), ib_send_lat -s 64 -e
+#     (both sides block on a completion channel, as sockperf blocks in
+#     recv) against sockperf ping-pong -m 64 over TCP (it reports half
+#     the round trip too): median one-way latency in us;
 #     ib_write_bw and ib_send_bw -s 65536 -D T against iperf3 -t T over
 #     TCP (one stream): Gbit/s;
 #  3. a table of medians over the runs, with the ratio ovrdma / TCP.
@@ -138,23 +140,27 @@ for loss in $losses; do
 		p=$out/l$loss-r$r
 		v[send_lat]+=" $(perftest "$p-send-lat" lat ib_send_lat -x 0 -s 64 -n 2000)"
 		v[write_lat]+=" $(perftest "$p-write-lat" lat ib_write_lat -x 0 -s 64 -n 2000)"
+		v[event_lat]+=" $(perftest "$p-send-lat-e" lat ib_send_lat -x 0 -s 64 -n 2000 -e)"
 		v[tcp_lat]+=" $(sockperf_lat "$p-sockperf")"
 		v[write_bw]+=" $(perftest "$p-write-bw" bw ib_write_bw -x 0 -s 65536 -D "$secs" --report_gbits)"
 		v[send_bw]+=" $(perftest "$p-send-bw" bw ib_send_bw -x 0 -s 65536 -D "$secs" --report_gbits)"
 		v[tcp_bw]+=" $(iperf_bw "$p-iperf")"
 		echo "perftest-vs-tcp: loss $loss % run $r:" \
-			"lat send/write/tcp ${v[send_lat]##* } ${v[write_lat]##* } ${v[tcp_lat]##* } us," \
+			"lat send/write/send-e/tcp ${v[send_lat]##* } ${v[write_lat]##* } ${v[event_lat]##* } ${v[tcp_lat]##* } us," \
 			"bw write/send/tcp ${v[write_bw]##* } ${v[send_bw]##* } ${v[tcp_bw]##* } Gbit/s"
 	done
 	"$tb" down >/dev/null 2>&1
 	# shellcheck disable=SC2086
 	{
 		sl=$(median ${v[send_lat]}) wl=$(median ${v[write_lat]})
+		el=$(median ${v[event_lat]})
 		tl=$(median ${v[tcp_lat]}) wb=$(median ${v[write_bw]})
 		sb=$(median ${v[send_bw]}) tcb=$(median ${v[tcp_bw]})
 	}
-	table+=("$(printf '| %4s %% | 64 B one-way latency, us | ib_send_lat %s, ib_write_lat %s | sockperf %s | %s, %s |' \
+	table+=("$(printf '| %4s %% | 64 B one-way latency, us, polling | ib_send_lat %s, ib_write_lat %s | sockperf %s | %s, %s |' \
 		"$loss" "$sl" "$wl" "$tl" "$(ratio "$sl" "$tl")" "$(ratio "$wl" "$tl")")")
+	table+=("$(printf '| %4s %% | 64 B one-way latency, us, blocking | ib_send_lat -e %s | sockperf %s | %s |' \
+		"$loss" "$el" "$tl" "$(ratio "$el" "$tl")")")
 	table+=("$(printf '| %4s %% | 64 KB bandwidth, Gbit/s | ib_write_bw %s, ib_send_bw %s | iperf3 %s | %s, %s |' \
 		"$loss" "$wb" "$sb" "$tcb" "$(ratio "$wb" "$tcb")" "$(ratio "$sb" "$tcb")")")
 	unset v

@@ -376,6 +376,8 @@ static int tel_counters(const char *cmd, const char *params,
 	T(rx_foreign);
 	T(tx_no_route);
 	T(tx_answers);
+	T(tx_loopback);
+	T(tx_loopback_full);
 	T(tx_nobuf);
 	T(wqe_bad);
 	T(cq_overflows);

@@ -254,6 +254,9 @@ struct svc_counters {
 	uint64_t tx_ud, rx_ud; /* datagrams */
 	uint64_t tx_no_route, tx_nobuf;
 	uint64_t tx_answers; /* TERMINATEs for PDUs of QPs that are gone */
+	uint64_t tx_loopback; /* frames for a vIP served here, delivered
+				 without the port */
+	uint64_t tx_loopback_full; /* ...dropped: the loopback queue was full */
 	uint64_t wqe_bad; /* malformed WQEs from applications */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
@@ -275,8 +278,20 @@ struct svc_rx_src {
 	uint32_t sqpn, dqpn;
 };
 
+/* Frames whose destination is served by this node: queued by the
+ * transmit path, received by the loop (never sent out of the port, whose
+ * switch would not send them back). */
+#define SVC_LOOP_DEPTH 1024u
+struct svc_loop_frame {
+	void *token; /* the transmit buffer */
+	const uint8_t *frame;
+	uint32_t len;
+};
+
 struct svc {
 	struct svc_conf conf;
+	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
+	uint32_t loop_head, loop_tail; /* free-running */
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];

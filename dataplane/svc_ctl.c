@@ -1706,6 +1706,8 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("tx_ud", k->tx_ud);
 		C("tx_no_route", k->tx_no_route);
 		C("tx_answers", k->tx_answers);
+		C("tx_loopback", k->tx_loopback);
+		C("tx_loopback_full", k->tx_loopback_full);
 		C("tx_nobuf", k->tx_nobuf);
 		C("wqe_bad", k->wqe_bad);
 		C("cq_overflows", k->cq_overflows);

@@ -276,6 +276,47 @@ static void *eng_tx_alloc(void *ctx, uint32_t cap, void **token)
 	return p;
 }
 
+/* ---- loopback ------------------------------------------------------------ */
+
+static void loop_queue(struct svc *s, void *token, const uint8_t *frame,
+		       uint32_t len)
+{
+	struct svc_loop_frame *f;
+
+	if (s->loop_tail - s->loop_head >= SVC_LOOP_DEPTH) {
+		/* as a full port queue: the transport retransmits */
+		s->cnt.tx_loopback_full++;
+		s->port_ops->tx_free(s->port, token);
+		return;
+	}
+	f = &s->loop[s->loop_tail++ % SVC_LOOP_DEPTH];
+	*f = (struct svc_loop_frame){ .token = token,
+				      .frame = frame,
+				      .len = len };
+	s->cnt.tx_loopback++;
+}
+
+static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
+		     uint64_t now);
+
+/* Receives the frames queued so far (those that their reception queues
+ * wait for the next round). */
+static bool loop_receive(struct svc *s, uint64_t now)
+{
+	uint32_t end = s->loop_tail;
+
+	if (s->loop_head == end)
+		return false;
+	while (s->loop_head != end) {
+		struct svc_loop_frame f =
+			s->loop[s->loop_head++ % SVC_LOOP_DEPTH];
+
+		rx_frame(s, f.frame, f.len, now);
+		s->port_ops->tx_free(s->port, f.token);
+	}
+	return true;
+}
+
 static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		   uint64_t qp_user)
 {
@@ -329,6 +370,13 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 	}
 	s->cnt.tx_frames++;
 	s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
+	/* a vIP of this node (its binding names our own port's MAC): two
+	 * applications on one host, as with a NIC's internal loopback */
+	if (!memcmp(pdu - OVR_WIRE_ENCAP_LEN, s->mac, 6)) {
+		loop_queue(s, token, pdu - OVR_WIRE_ENCAP_LEN,
+			   len + OVR_WIRE_ENCAP_LEN);
+		return;
+	}
 	s->port_ops->tx(s->port, token, pdu - OVR_WIRE_ENCAP_LEN,
 			len + OVR_WIRE_ENCAP_LEN);
 }
@@ -840,6 +888,10 @@ void svc_fini(struct svc *s)
 {
 	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
+	while (s->loop_head != s->loop_tail)
+		s->port_ops->tx_free(
+			s->port,
+			s->loop[s->loop_head++ % SVC_LOOP_DEPTH].token);
 	if (s->eng)
 		ovr_eng_destroy(s->eng);
 	if (s->vt) {
@@ -923,7 +975,7 @@ static void svc_sleep(struct svc *s, uint64_t next)
 
 	atomic_store(&s->page->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (db_pending(s) || s->stalled) {
+	if (db_pending(s) || s->stalled || s->loop_head != s->loop_tail) {
 		atomic_store(&s->page->sleeping, 0);
 		return;
 	}
@@ -1043,6 +1095,7 @@ int svc_run(struct svc *s)
 		if (n)
 			s->port_ops->rx_done(s->port, bufs, n);
 		work = n > 0;
+		work |= loop_receive(s, now);
 		work |= db_scan(s, now);
 		work |= stalled_retry(s, now);
 		next = ovr_eng_poll(s->eng, now, 0);

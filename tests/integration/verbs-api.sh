@@ -12,7 +12,9 @@
 #      so that the stream is the steady state: with a sleeping ovrdmad a
 #      post costs one write(2) to wake it (docs/PROVIDER.md section 4,
 #      "The data path").
-#   2. the load-time check: ibv_devices run against a copy of libibverbs
+#   2. verbs_api again with both ends on node 1 (ovrdmad's loopback for
+#      its own vIPs, counted in tx_loopback);
+#   3. the load-time check: ibv_devices run against a copy of libibverbs
 #      named as rdma-core 99 gets the provider's refusal message and no
 #      ovrdma device, while the real one lists ovrdma0.
 # usage: verbs-api.sh TESTBED VERBS_API [COUNT]
@@ -108,7 +110,30 @@ for side in srv cli; do
 	esac
 done
 
-# ---- 2. the load-time refusal -------------------------------------------
+# ---- 2. two applications on one node -------------------------------------
+
+# Both ends on node 1: ovrdmad delivers frames for its own vIPs itself
+# (a switch would not send them back); the same checks must hold.
+loop_before=$("$tb" ctl 1 show counters | awk '$1 == "tx_loopback" {print $2}')
+timeout -k 5 120 "$tb" run 1 "$prog" -p 18517 -n 500 server \
+	>"$work/lsrv.log" 2>&1 &
+spid=$!
+timeout -k 5 120 "$tb" run 1 "$prog" -p 18517 -n 500 client "$("$tb" addr 1)" \
+	>"$work/lcli.log" 2>&1
+crc=$?
+wait "$spid"
+src=$?
+loop_after=$("$tb" ctl 1 show counters | awk '$1 == "tx_loopback" {print $2}')
+echo "verbs-api: one node: server exit $src, client exit $crc, tx_loopback $loop_before -> $loop_after"
+if [ $src -ne 0 ] || [ $crc -ne 0 ] || [ "${loop_after:-0}" -le "${loop_before:-0}" ]; then
+	fail "verbs_api with both ends on one node"
+	echo "--- server"
+	cat "$work/lsrv.log"
+	echo "--- client"
+	cat "$work/lcli.log"
+fi
+
+# ---- 3. the load-time refusal -------------------------------------------
 
 real=$(ldd "$(command -v ibv_devices)" | awk '$1 == "libibverbs.so.1" {print $3}')
 real=$(readlink -f "$real")
