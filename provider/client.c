@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -522,6 +523,24 @@ static void shadow_drop(size_t i)
 	nshadows--;
 }
 
+/*
+ * mremap(2) with MREMAP_FIXED, as a system call. Memory hooks replace
+ * libc's mremap in the application: UCX's UCM (UCX 1.13 and earlier)
+ * takes four arguments and drops MREMAP_FIXED's new address (the call
+ * then fails with EINVAL, or moves the pages wherever the fifth argument
+ * register points), and registration caches (UCX's, Open MPI's) take
+ * the mremap for an unmap of the range and invalidate what they
+ * registered there. The remap keeps the range's contents: there is
+ * nothing for a hook to learn.
+ */
+static void *remap_fixed(void *from, size_t len, void *to)
+{
+	long r = syscall(SYS_mremap, from, len, len,
+			 MREMAP_MAYMOVE | MREMAP_FIXED, to);
+
+	return r == -1 ? MAP_FAILED : (void *)r;
+}
+
 /* Moves [start, end) onto a new sealed memfd, contents kept. */
 static int shadow_make(uint64_t start, uint64_t end)
 {
@@ -552,8 +571,7 @@ static int shadow_make(uint64_t start, uint64_t end)
 		errno = EFAULT;
 		goto fail;
 	}
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-		   (void *)(uintptr_t)start) == MAP_FAILED) {
+	if (remap_fixed(tmp, len, (void *)(uintptr_t)start) == MAP_FAILED) {
 		munmap(tmp, len);
 		goto fail;
 	}

@@ -30,6 +30,7 @@
  * says so): completions pass through unchanged, so check every one. */
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
 SAME(OVR_WC_SUCCESS, IBV_WC_SUCCESS);
+SAME(OVR_WC_GRH, IBV_WC_GRH);
 SAME(OVR_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
 SAME(OVR_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
 SAME(OVR_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
@@ -62,6 +63,16 @@ SAME(OVR_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
 #undef SAME
 
 #define OVRDMA_FW_VERSION "ovrdma-0.1.0"
+/*
+ * ibv_wc.sl of a UD receive. RoCE has no service level to report, and
+ * mlx5 puts the received packet's L3 header type there instead (its
+ * CQE's sl bits 2:0: 0 GRH, 1 IPv6, 2 IPv4), which is what UCX's
+ * ud_verbs reads to find the destination address in the 40 bytes before
+ * the payload (src/uct/ib/ud/base/ud_iface.h, uct_ud_iface_check_grh:
+ * with 0 it compares the last 16 bytes as an IPv6 GID and drops every
+ * datagram). ovrdma's GRH is always RoCE v2's IPv4 form (vIPs are IPv4).
+ */
+#define OVRDMA_WC_SL_L3_IPV4 2
 #define POLL_CHUNK 16
 
 /* Work-request scatter lists are handed to the client as they are. */
@@ -453,7 +464,7 @@ static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *cqx)
 	return cqx_to_ocq(cqx)->cur.wc_flags;
 }
 
-/* no LIDs on an Ethernet link layer, one service level */
+/* no LIDs on an Ethernet link layer */
 static uint32_t cqx_read_slid(struct ibv_cq_ex *cqx)
 {
 	(void)cqx;
@@ -462,8 +473,10 @@ static uint32_t cqx_read_slid(struct ibv_cq_ex *cqx)
 
 static uint8_t cqx_read_sl(struct ibv_cq_ex *cqx)
 {
-	(void)cqx;
-	return 0;
+	/* as ibv_poll_cq: the L3 type of a UD receive's GRH */
+	return cqx_to_ocq(cqx)->cur.wc_flags & OVR_WC_GRH ?
+		       OVRDMA_WC_SL_L3_IPV4 :
+		       0;
 }
 
 static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cqx)
@@ -577,6 +590,9 @@ static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 				.qp_num = w[i].qp_num,
 				.src_qp = w[i].src_qp,
 				.wc_flags = w[i].wc_flags,
+				.sl = w[i].wc_flags & OVR_WC_GRH ?
+					      OVRDMA_WC_SL_L3_IPV4 :
+					      0,
 			};
 			/* network byte order, untouched (or the rkey) */
 			o->imm_data = w[i].imm_data;
