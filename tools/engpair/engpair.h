@@ -110,7 +110,9 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 bool ovr_pair_step(struct ovr_pair *p);
 
 /* Step until @done(ctx) is true (returns true), nothing remains to
- * happen, or simulated time passes @deadline_ns (returns false). */
+ * happen, or simulated time passes @deadline_ns (returns false). @done is
+ * also asked after each round of deliveries and polls, before the clock
+ * moves on: on true, p->now is the time the condition came true. */
 bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
 		  void *ctx, uint64_t deadline_ns);
 
