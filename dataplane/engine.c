@@ -1640,6 +1640,9 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	hdr_init(qp, &p, OVR_OP_NAK, now);
 	qp->state = state;
 	p.ack_psn = qp->nak_psn;
+	/* the refused packet was not received: ts_recent may be the echo
+	 * of one long ago, which would give the peer a bogus RTT sample */
+	p.tsecr = qp->nak_ts;
 	p.u.nak.code = qp->nak_code;
 	p.u.nak.rnr_timer = qp->nak_code == OVR_NAK_RNR ? qp->nak_timer : 0;
 	if (tx_pdu(e, qp, &p, NULL, 0, 0)) {
@@ -2267,12 +2270,31 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 			e->cc->on_ecn(&qp->cc, now, marks);
 		}
 	}
-	if ((p->opcode == OVR_OP_ACK || p->opcode == OVR_OP_NAK) && p->tsecr) {
+	/*
+	 * An RTT sample from every packet - pure ACK or piggybacked on a
+	 * request, a response or a SEND - that acknowledges something new
+	 * (cumulatively or selectively). Its echo is the send time of a
+	 * packet it acknowledges, held at most the peer's delayed-ACK time:
+	 * the peer sends a pure ACK by then if nothing else goes first.
+	 * Pure ACKs alone are not enough: a requester that posts its next
+	 * READ as soon as the last completes, or a responder (its READ
+	 * responses carry the ACK of the request), never sends one, and its
+	 * peer's estimator would stay empty or backed off (TRANSPORT.md
+	 * §4.1). An ACK that acknowledges nothing new (a credit update, a
+	 * duplicate) may echo a packet received long ago: no sample. NAKs
+	 * are sampled in on_nak. The congestion controller still hears
+	 * the samples of pure ACKs only, as it always has: a piggybacked
+	 * one includes the peer's turnaround (a READ's execution, the
+	 * application's reply), which a delay-based controller would read
+	 * as queueing.
+	 */
+	if (delivered && p->tsecr && p->opcode != OVR_OP_NAK) {
 		uint32_t rtt = ts_of(now) - p->tsecr;
 
 		if (rtt < 1000000000u) {
 			ovr_dp_rtt_sample(&qp->rtt, rtt);
-			ca.rtt_ns = rtt;
+			if (p->opcode == OVR_OP_ACK)
+				ca.rtt_ns = rtt;
 		}
 	}
 	if (progress) {
@@ -2592,6 +2614,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	uint32_t ridx = 0;
 	uint8_t *host = NULL;
 
+	/* a NAK this packet provokes echoes its send time (send_nak) */
+	qp->nak_ts = p->tsval;
 	if (v == OVR_DP_RX_OUTSIDE) {
 		qp->st.rx_outside++;
 		if (!qp->nak_code) {
@@ -2602,6 +2626,12 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (v == OVR_DP_RX_DUP) {
 		qp->st.rx_dup++;
+		/* a retransmission of something we have: the immediate ACK
+		 * echoes its send time, not that of the last new packet
+		 * (RFC 7323 §4.3), or the peer would measure its own
+		 * retransmission timeout as an RTT */
+		if ((int32_t)(p->tsval - qp->ts_recent) > 0)
+			qp->ts_recent = p->tsval;
 		schedule_ack(e, qp, now, true);
 		return;
 	}
@@ -2964,6 +2994,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		    !PSN_LT(p.psn, qp->fatal_psn) && !qp->nak_code) {
 			qp->nak_code = qp->fatal_code;
 			qp->nak_psn = qp->fatal_psn;
+			qp->nak_ts = p.tsval;
 			qp_activate(e, qp);
 		}
 		/* ... or the TERMINATE that told it this QP failed */

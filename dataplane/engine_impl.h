@@ -216,6 +216,7 @@ struct eng_qp {
 	uint8_t nak_code; /* NAK to send; 0: none */
 	uint8_t nak_timer;
 	uint32_t nak_psn;
+	uint32_t nak_ts; /* tsval of the packet that provoked it: its echo */
 	uint8_t fatal_code; /* responder error that put the QP in ERR */
 	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
