@@ -367,6 +367,19 @@ bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
 	}
 }
 
+void ovr_pair_run_to(struct ovr_pair *p, uint64_t t)
+{
+	while (p->now < t) {
+		uint64_t next = pair_process(p);
+
+		if (next >= t) {
+			p->now = t;
+			return;
+		}
+		pair_advance(p, next);
+	}
+}
+
 bool ovr_pair_poll(struct ovr_pair *p, int n, uint32_t cq,
 		   struct ovr_eng_wc *wc)
 {

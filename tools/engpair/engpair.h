@@ -116,6 +116,10 @@ bool ovr_pair_step(struct ovr_pair *p);
 bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
 		  void *ctx, uint64_t deadline_ns);
 
+/* Let simulated time pass up to @t_ns, everything due before it
+ * happening (an application that thinks, or sleeps, for a while). */
+void ovr_pair_run_to(struct ovr_pair *p, uint64_t t_ns);
+
 /* Take the oldest completion of @cq on node @n; false when empty. */
 bool ovr_pair_poll(struct ovr_pair *p, int n, uint32_t cq,
 		   struct ovr_eng_wc *wc);
