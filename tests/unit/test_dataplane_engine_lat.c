@@ -82,19 +82,10 @@ static int setup_think(void **state)
 	return setup_with(state, 8000);
 }
 
-static bool reached(struct ovr_pair *p, void *ctx)
-{
-	return p->now >= *(const uint64_t *)ctx;
-}
-
 /* Let @ns pass, the engines running. */
 static void idle(struct ovr_pair *p, uint64_t ns)
 {
-	uint64_t t = p->now + ns;
-
-	ovr_pair_run(p, reached, &t, t);
-	if (p->now < t)
-		p->now = t; /* nothing was left to happen */
+	ovr_pair_run_to(p, p->now + ns);
 }
 
 /* The application thinks. */
@@ -381,6 +372,36 @@ static void test_nak_echo(void **state)
 	assert_true(st.srtt_ns < 2 * RTT_NS);
 }
 
+/*
+ * A requester whose ACK of a READ response was lost acknowledges the
+ * response again on its next request, sent after a pause (500 us here):
+ * that packet carries no timestamp echo, so the responder does not take
+ * the pause for an RTT (its first sample would have been 530 us).
+ */
+static void test_stale_echo(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_wc wc;
+	int left = 1;
+
+	p->n[0].tx_filter = drop_acks;
+	p->n[0].tx_filter_ctx = &left;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ,
+					  (uint64_t)i, 0, 8, 4096,
+					  OVR_SEND_SIGNALED),
+				 0);
+		assert_true(wait_cq(p, 0, 0, 1));
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.status, OVR_WC_SUCCESS);
+		idle(p, 500000);
+	}
+	assert_int_equal(left, 0);
+	assert_true(srtt_of(f, 1) > 0);
+	assert_true(srtt_of(f, 1) < 2 * RTT_NS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -401,6 +422,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dup_echo, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_nak_echo, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_stale_echo, setup_clean,
 						teardown),
 	};
 
