@@ -1874,6 +1874,7 @@ static int tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		return -1;
 	qp->snd_nxt = PSN_ADD(psn, 1);
 	q->sent += len;
+	q->last_psn = psn;
 	sb_record(e, qp, psn, q->sent - len, len, slot,
 		  SB_RESP | (q->sent == q->len ? SB_LAST : 0), now);
 	pace(qp, len, now);
@@ -2625,6 +2626,49 @@ static void schedule_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		qp->ack_at = now + e->cfg.ack_delay_ns;
 }
 
+/*
+ * A READ or atomic request we executed came again: the requester's timer
+ * ran out before it heard anything that acknowledges the request, which
+ * our response would have. If the response's latest packet is still
+ * unacknowledged and went out longer ago than the lowest RTT measured -
+ * so that it would have reached the requester before the repeat left,
+ * had it not been lost - resend it now: a tail-loss probe the requester
+ * triggered (its SACK or ACK lets RACK find anything else missing). The
+ * response is still ours to recover; this only lets whichever side's
+ * timer runs out first start the recovery (in IB the requester's timer
+ * is the only one), which matters when ours is the slower: no sample
+ * yet, or an estimate the requester's pauses have inflated. It stands in
+ * for our own probe: none is sent before the next progress. O(1): the
+ * rd slot names its latest packet.
+ */
+static void resp_probe(struct ovr_eng *e, struct eng_qp *qp,
+		       const struct ovr_wire_pkt *p, uint64_t now)
+{
+	uint32_t msn = p->opcode == OVR_OP_READ_REQ ? p->u.rreq.msn :
+						      p->u.areq.msn;
+	uint32_t slot = msn & (OVR_ENG_MAX_RD_ATOMIC - 1);
+	struct eng_rdq *q = &qp->rdq[slot];
+	struct eng_pkt *k;
+
+	if (!qp->sb || q->msn != msn || q->psn != p->psn ||
+	    !(q->state == RD_SENT || (q->state == RD_READY && q->sent)))
+		return;
+	if (PSN_LT(q->last_psn, qp->snd_una) ||
+	    !PSN_LT(q->last_psn, qp->snd_nxt))
+		return; /* acknowledged (or never sent: a bug) */
+	k = sb_pkt(e, qp, q->last_psn);
+	if ((k->flags & (SB_USED | SB_RESP)) != (SB_USED | SB_RESP) ||
+	    k->idx != slot || (k->flags & (SB_SACKED | SB_LOST)) ||
+	    now - k->xmit_ns < qp->rtt.min_rtt_ns)
+		return;
+	mark_lost(qp, k);
+	qp->tlp_out = true;
+	qp->pto_at = 0;
+	if (!qp->rto_at)
+		qp->rto_at = now + qp->rtt.rto_ns;
+	qp->st.resp_probes++;
+}
+
 /* A sequenced packet from the peer. */
 static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
@@ -2654,6 +2698,10 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			qp->ts_recent = p->tsval;
 			qp->ts_recent_ns = now;
 		}
+		if (p->opcode == OVR_OP_READ_REQ ||
+		    p->opcode == OVR_OP_ATOMIC_CS ||
+		    p->opcode == OVR_OP_ATOMIC_FA)
+			resp_probe(e, qp, p, now);
 		schedule_ack(e, qp, now, true);
 		return;
 	}

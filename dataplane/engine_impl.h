@@ -109,6 +109,7 @@ struct eng_rdq {
 	uint32_t psn; /* PSN of the request */
 	uint32_t msn;
 	uint32_t sent; /* response bytes segmented */
+	uint32_t last_psn; /* of the latest response segment sent */
 	uint8_t opcode; /* wire opcode of the request */
 	uint8_t state;
 	uint8_t rsvd[2];

@@ -126,11 +126,13 @@ static void check(struct fix *f, const char *what)
 		assert_int_equal(
 			ovr_eng_qp_stats(f->p->n[n].eng, f->qpn[n], &st[n]), 0);
 	printf("%-6s think %2llu us n=%d us: p50 %.1f p99 %.1f p99.9 %.1f max %.1f; "
-	       "tlp %llu/%llu rto %llu/%llu srtt %.1f/%.1f us rto %.1f/%.1f us\n",
+	       "tlp %llu/%llu resp_probes %llu rto %llu/%llu "
+	       "srtt %.1f/%.1f us rto %.1f/%.1f us\n",
 	       what, (unsigned long long)(f->think_ns / 1000), NOPS, p50 / 1e3,
 	       p99 / 1e3, p999 / 1e3, max / 1e3,
 	       (unsigned long long)st[0].tlp_count,
 	       (unsigned long long)st[1].tlp_count,
+	       (unsigned long long)st[1].resp_probes,
 	       (unsigned long long)st[0].rto_count,
 	       (unsigned long long)st[1].rto_count, st[0].srtt_ns / 1e3,
 	       st[1].srtt_ns / 1e3, st[0].rto_ns / 1e3, st[1].rto_ns / 1e3);
@@ -402,6 +404,66 @@ static void test_stale_echo(void **state)
 	assert_true(srtt_of(f, 1) < 2 * RTT_NS);
 }
 
+/* Drop the first READ response node @n sends. */
+static bool drop_resp(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
+		      void *ctx)
+{
+	int *left = ctx;
+	struct ovr_wire_pkt p;
+
+	(void)n;
+	if (*left <= 0 || ovr_wire_parse(pdu, len, &p, NULL) ||
+	    p.opcode != OVR_OP_READ_RESP)
+		return false;
+	(*left)--;
+	return true;
+}
+
+/*
+ * The responder's timers are the slower (it has no sample yet: its probe
+ * timeout is the initial RTO, 1 ms), the requester's are not (WRITEs
+ * taught it the RTT). The READ's only response packet is lost; the
+ * requester's probe repeats the request, and the repeat makes the
+ * responder resend the response at once: the READ completes in about
+ * 2 srtt + RTT, not 1 ms.
+ */
+static void test_resp_probe(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_qp_stats st;
+	struct ovr_eng_wc wc;
+	uint64_t t0;
+	int left = 1;
+
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE,
+					  (uint64_t)i, 0, 8, 4096,
+					  OVR_SEND_SIGNALED),
+				 0);
+		assert_true(wait_cq(p, 0, 0, 1));
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	}
+	idle(p, 100000);
+	assert_true(srtt_of(f, 0) < 2 * RTT_NS);
+	assert_int_equal(srtt_of(f, 1), 0);
+	p->n[1].tx_filter = drop_resp;
+	p->n[1].tx_filter_ctx = &left;
+	t0 = p->now;
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ, 9, 0, 8,
+				  4096, OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(left, 0);
+	assert_true(p->now - t0 < 5 * RTT_NS);
+	assert_int_equal(ovr_eng_qp_stats(p->n[1].eng, f->qpn[1], &st), 0);
+	assert_int_equal(st.resp_probes, 1);
+	assert_int_equal(st.rto_count, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +486,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nak_echo, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_stale_echo, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_resp_probe, setup_clean,
 						teardown),
 	};
 
