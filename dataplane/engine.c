@@ -1417,27 +1417,22 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 /* ---- transmit ----------------------------------------------------------- */
 
 /*
- * The timestamp echo to send now: the tsval of the newest packet received
- * (or of a duplicate newer than that), while it is fresh. Whatever we
- * have received is acknowledged within ack_delay_ns, alone if nothing
- * else goes first; an echo older than that (plus a quarter of the
- * minimum RTO for polling delays) belongs to an ACK that went out
- * already and was lost, or to a packet the application sent after a
- * pause (a requester's next READ, long after the last response). Its age
- * is not the path's: the peer would take it for an RTT of that long and
- * inflate its timeouts. 0 (no echo, no sample) instead.
+ * The timestamp echo: the tsval of the newest packet received (or of a
+ * duplicate newer than that), sent once, with the first ACK that covers
+ * it - within ack_delay_ns of its arrival, alone if nothing else goes
+ * first. A later packet that acknowledges the same thing again carries 0
+ * (no echo, no sample): it is sent because that first ACK was lost, or it
+ * is a packet the application sent after a pause (a requester's next READ
+ * long after the last response), and its age is ours, not the path's -
+ * the peer would take the pause for an RTT and inflate its timeouts.
  */
-static uint32_t ts_echo(const struct ovr_eng *e, const struct eng_qp *qp,
-			uint64_t now)
+static uint32_t ts_echo(const struct eng_qp *qp)
 {
-	if (now - qp->ts_recent_ns >
-	    e->cfg.ack_delay_ns + e->cfg.min_rto_ns / 4)
-		return 0;
-	return qp->ts_recent;
+	return qp->ts_fresh ? qp->ts_recent : 0;
 }
 
-static void hdr_init(const struct ovr_eng *e, struct eng_qp *qp,
-		     struct ovr_wire_pkt *p, uint8_t op, uint64_t now)
+static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
+		     uint64_t now)
 {
 	memset(p, 0, sizeof(*p));
 	p->version = OVR_WIRE_VERSION;
@@ -1450,7 +1445,7 @@ static void hdr_init(const struct ovr_eng *e, struct eng_qp *qp,
 	if (qp->state >= OVR_QPS_RTR) {
 		p->flags = OVR_F_ACK;
 		p->ack_psn = qp->rx.ack_psn;
-		p->tsecr = ts_echo(e, qp, now);
+		p->tsecr = ts_echo(qp);
 		/* an SRQ's receives are not this QP's to promise (IB's SRQ
 		 * responders send no end-to-end credit either): the peer
 		 * sends and learns from an RNR NAK */
@@ -1497,6 +1492,9 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 		qp->ack_at = 0;
 		if (qp->rx.hi_psn == qp->rx.ack_psn)
 			qp->ack_now = false;
+		/* sent: a NAK's echo is that of the packet it refuses */
+		if (p->opcode != OVR_OP_NAK)
+			qp->ts_fresh = false;
 	}
 	return true;
 }
@@ -1539,7 +1537,7 @@ static bool tx_req_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 	struct ovr_wire_pkt p;
 	bool last = off + len == w->len;
 
-	hdr_init(e, qp, &p, wire_op_of(w->opcode), now);
+	hdr_init(qp, &p, wire_op_of(w->opcode), now);
 	p.psn = psn;
 	if (retx)
 		p.flags |= OVR_F_RETX;
@@ -1605,7 +1603,7 @@ static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	struct eng_rdq *q = &qp->rdq[slot];
 	struct ovr_wire_pkt p;
 
-	hdr_init(e, qp, &p,
+	hdr_init(qp, &p,
 		 q->opcode == OVR_OP_READ_REQ ? OVR_OP_READ_RESP :
 						OVR_OP_ATOMIC_RESP,
 		 now);
@@ -1633,7 +1631,7 @@ static void send_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	struct ovr_wire_pkt p;
 	unsigned int n, i;
 
-	hdr_init(e, qp, &p, OVR_OP_ACK, now);
+	hdr_init(qp, &p, OVR_OP_ACK, now);
 	n = ovr_dp_rxwin_sack(&qp->rx, blk, OVR_WIRE_MAX_SACK);
 	p.u.ack.ce_count = qp->ce_count;
 	p.u.ack.nsack = (uint8_t)n;
@@ -1657,7 +1655,7 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	/* a NAK always carries the receive state, even from ERROR */
 	if (state == OVR_QPS_ERR)
 		qp->state = OVR_QPS_RTR;
-	hdr_init(e, qp, &p, OVR_OP_NAK, now);
+	hdr_init(qp, &p, OVR_OP_NAK, now);
 	qp->state = state;
 	p.ack_psn = qp->nak_psn;
 	/* the refused packet was not received: ts_recent may be the echo
@@ -2696,7 +2694,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		 * retransmission timeout as an RTT */
 		if ((int32_t)(p->tsval - qp->ts_recent) > 0) {
 			qp->ts_recent = p->tsval;
-			qp->ts_recent_ns = now;
+			qp->ts_fresh = true;
 		}
 		if (p->opcode == OVR_OP_READ_REQ ||
 		    p->opcode == OVR_OP_ATOMIC_CS ||
@@ -2866,7 +2864,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 
 	v = ovr_dp_rxwin_mark(&qp->rx, p->psn);
 	qp->ts_recent = p->tsval;
-	qp->ts_recent_ns = now;
+	qp->ts_fresh = true;
 	qp->st.rx_pkts++;
 	qp->st.rx_bytes += p->payload_len;
 	if (ce)

@@ -209,7 +209,7 @@ struct eng_qp {
 	struct ovr_dp_rxwin rx;
 	uint64_t *rxbits;
 	uint32_t ts_recent;
-	uint64_t ts_recent_ns; /* when ts_recent was taken (our clock) */
+	bool ts_fresh; /* ts_recent not yet echoed (engine.c, ts_echo) */
 	uint32_t ce_count;
 	uint32_t peer_ce; /* last ce_count heard from the peer */
 	uint32_t unacked; /* packets received since the last ACK sent */
