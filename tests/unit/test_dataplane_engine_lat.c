@@ -10,9 +10,10 @@
  * recovery costs depends on the RTT estimate and the backoff at the side
  * that sent it. Both must stay near the real RTT (30 us here): no
  * operation may wait for a backed-off RTO of hundreds of milliseconds,
- * which is what READs and atomics did while the responder's estimator
- * got no samples (only pure ACKs were sampled, and a requester that
- * posts its next READ at once never sends one).
+ * which is what READs and atomics did while their estimators got no
+ * samples: only pure ACKs were sampled, and in this exchange nearly every
+ * ACK is piggybacked (the response acknowledges the request, the next
+ * request the response).
  *
  * Every operation's time is taken on the simulated clock; the bounds are
  * in units of the clean RTT and of the minimum RTO (200 us), far below
