@@ -7,6 +7,7 @@
 #ifndef OVR_DP_ENGINE_IMPL_H
 #define OVR_DP_ENGINE_IMPL_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -98,6 +99,8 @@ struct eng_srq {
 /* Responder's READ / atomic queue entry (queue-1). */
 enum { RD_FREE, RD_PENDING, RD_READY, RD_SENT };
 
+/* 64 bytes, one cache line: PSNs are 24-bit, so the request's shares a
+ * word with its opcode and the latest response PSN with the state. */
 struct eng_rdq {
 	uint64_t va;
 	uint64_t swap_add;
@@ -106,14 +109,15 @@ struct eng_rdq {
 	uint8_t *host; /* READ source, resolved at execution */
 	uint32_t rkey;
 	uint32_t len;
-	uint32_t psn; /* PSN of the request */
 	uint32_t msn;
 	uint32_t sent; /* response bytes segmented */
-	uint32_t last_psn; /* of the latest response segment sent */
-	uint8_t opcode; /* wire opcode of the request */
-	uint8_t state;
-	uint8_t rsvd[2];
+	uint32_t psn : 24; /* PSN of the request */
+	uint32_t opcode : 8; /* wire opcode of the request */
+	uint32_t last_psn : 24; /* of the latest response segment sent */
+	uint32_t state : 8;
 };
+
+static_assert(sizeof(struct eng_rdq) == 64, "eng_rdq: one cache line");
 
 /* One in-flight packet of the send PSN space. */
 enum {
