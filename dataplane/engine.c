@@ -1018,6 +1018,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->psn_adopted = false;
 	qp->sqd_drained = false;
 	qp->ce_count = qp->peer_ce = 0;
+	qp->ts_recent = 0;
+	qp->ts_fresh = false; /* nothing of the next connection to echo */
 	qp->term_reason = 0;
 	qp->term_pending = false;
 	memset(&qp->st, 0, sizeof(qp->st));
