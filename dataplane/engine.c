@@ -2294,18 +2294,19 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 	/*
 	 * An RTT sample from every packet - pure ACK or piggybacked on a
 	 * request, a response or a SEND - that acknowledges something new
-	 * (cumulatively or selectively). Its echo is the send time of a
-	 * packet it acknowledges, held at most the peer's delayed-ACK time:
-	 * the peer sends a pure ACK by then if nothing else goes first.
-	 * Pure ACKs alone are not enough: a requester that posts its next
-	 * READ as soon as the last completes, or a responder (its READ
-	 * responses carry the ACK of the request), never sends one, and its
-	 * peer's estimator would stay empty or backed off (TRANSPORT.md
-	 * §4.1). An ACK that acknowledges nothing new (a credit update, a
-	 * duplicate) may echo a packet received long ago: no sample. NAKs
-	 * are sampled in on_nak. The congestion controller still hears
-	 * the samples of pure ACKs only, as it always has: a piggybacked
-	 * one includes the peer's turnaround (a READ's execution, the
+	 * (cumulatively or selectively). Its echo is the send time of the
+	 * newest packet the peer had received, echoed only by the first
+	 * packet with an ACK after it (ts_echo), so within the peer's
+	 * delayed-ACK time: it sends a pure ACK by then if nothing else
+	 * goes first. Pure ACKs alone are not enough: a requester that
+	 * posts its next READ as soon as the last completes, or a responder
+	 * (its READ responses carry the ACK of the request), never sends
+	 * one, and its peer's estimator would stay empty or backed off
+	 * (TRANSPORT.md §4.1). An ACK that acknowledges nothing new (a
+	 * credit update, an answer to a duplicate) gives no sample. NAKs
+	 * are sampled in on_nak. The congestion controller still hears the
+	 * samples of pure ACKs only, as it always has: a piggybacked one
+	 * includes the peer's turnaround (a READ's execution, the
 	 * application's reply), which a delay-based controller would read
 	 * as queueing.
 	 */
