@@ -1018,6 +1018,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->psn_adopted = false;
 	qp->sqd_drained = false;
 	qp->ce_count = qp->peer_ce = 0;
+	qp->ts_recent = 0;
+	qp->ts_fresh = false; /* nothing of the next connection to echo */
 	qp->term_reason = 0;
 	qp->term_pending = false;
 	memset(&qp->st, 0, sizeof(qp->st));
@@ -1416,6 +1418,21 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 
 /* ---- transmit ----------------------------------------------------------- */
 
+/*
+ * The timestamp echo: the tsval of the newest packet received (or of a
+ * duplicate newer than that), sent once, with the first ACK that covers
+ * it - within ack_delay_ns of its arrival, alone if nothing else goes
+ * first. A later packet that acknowledges the same thing again carries 0
+ * (no echo, no sample): it is sent because that first ACK was lost, or it
+ * is a packet the application sent after a pause (a requester's next READ
+ * long after the last response), and its age is ours, not the path's -
+ * the peer would take the pause for an RTT and inflate its timeouts.
+ */
+static uint32_t ts_echo(const struct eng_qp *qp)
+{
+	return qp->ts_fresh ? qp->ts_recent : 0;
+}
+
 static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
 		     uint64_t now)
 {
@@ -1430,7 +1447,7 @@ static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
 	if (qp->state >= OVR_QPS_RTR) {
 		p->flags = OVR_F_ACK;
 		p->ack_psn = qp->rx.ack_psn;
-		p->tsecr = qp->ts_recent;
+		p->tsecr = ts_echo(qp);
 		/* an SRQ's receives are not this QP's to promise (IB's SRQ
 		 * responders send no end-to-end credit either): the peer
 		 * sends and learns from an RNR NAK */
@@ -1477,6 +1494,9 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 		qp->ack_at = 0;
 		if (qp->rx.hi_psn == qp->rx.ack_psn)
 			qp->ack_now = false;
+		/* sent: a NAK's echo is that of the packet it refuses */
+		if (p->opcode != OVR_OP_NAK)
+			qp->ts_fresh = false;
 	}
 	return true;
 }
@@ -1640,6 +1660,9 @@ static void send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	hdr_init(qp, &p, OVR_OP_NAK, now);
 	qp->state = state;
 	p.ack_psn = qp->nak_psn;
+	/* the refused packet was not received: ts_recent may be the echo
+	 * of one long ago, which would give the peer a bogus RTT sample */
+	p.tsecr = qp->nak_ts;
 	p.u.nak.code = qp->nak_code;
 	p.u.nak.rnr_timer = qp->nak_code == OVR_NAK_RNR ? qp->nak_timer : 0;
 	if (tx_pdu(e, qp, &p, NULL, 0, 0)) {
@@ -1851,6 +1874,7 @@ static int tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		return -1;
 	qp->snd_nxt = PSN_ADD(psn, 1);
 	q->sent += len;
+	q->last_psn = psn;
 	sb_record(e, qp, psn, q->sent - len, len, slot,
 		  SB_RESP | (q->sent == q->len ? SB_LAST : 0), now);
 	pace(qp, len, now);
@@ -2267,12 +2291,32 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 			e->cc->on_ecn(&qp->cc, now, marks);
 		}
 	}
-	if ((p->opcode == OVR_OP_ACK || p->opcode == OVR_OP_NAK) && p->tsecr) {
+	/*
+	 * An RTT sample from every packet - pure ACK or piggybacked on a
+	 * request, a response or a SEND - that acknowledges something new
+	 * (cumulatively or selectively). Its echo is the send time of the
+	 * newest packet the peer had received, echoed only by the first
+	 * packet with an ACK after it (ts_echo), so within the peer's
+	 * delayed-ACK time: it sends a pure ACK by then if nothing else
+	 * goes first. Pure ACKs alone are not enough: a requester that
+	 * posts its next READ as soon as the last completes, or a responder
+	 * (its READ responses carry the ACK of the request), never sends
+	 * one, and its peer's estimator would stay empty or backed off
+	 * (TRANSPORT.md §4.1). An ACK that acknowledges nothing new (a
+	 * credit update, an answer to a duplicate) gives no sample. NAKs
+	 * are sampled in on_nak. The congestion controller still hears the
+	 * samples of pure ACKs only, as it always has: a piggybacked one
+	 * includes the peer's turnaround (a READ's execution, the
+	 * application's reply), which a delay-based controller would read
+	 * as queueing.
+	 */
+	if (delivered && p->tsecr && p->opcode != OVR_OP_NAK) {
 		uint32_t rtt = ts_of(now) - p->tsecr;
 
 		if (rtt < 1000000000u) {
 			ovr_dp_rtt_sample(&qp->rtt, rtt);
-			ca.rtt_ns = rtt;
+			if (p->opcode == OVR_OP_ACK)
+				ca.rtt_ns = rtt;
 		}
 	}
 	if (progress) {
@@ -2583,6 +2627,49 @@ static void schedule_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		qp->ack_at = now + e->cfg.ack_delay_ns;
 }
 
+/*
+ * A READ or atomic request we executed came again: the requester's timer
+ * ran out before it heard anything that acknowledges the request, which
+ * our response would have. If the response's latest packet is still
+ * unacknowledged and went out longer ago than the lowest RTT measured -
+ * so that it would have reached the requester before the repeat left,
+ * had it not been lost - resend it now: a tail-loss probe the requester
+ * triggered (its SACK or ACK lets RACK find anything else missing). The
+ * response is still ours to recover; this only lets whichever side's
+ * timer runs out first start the recovery (in IB the requester's timer
+ * is the only one), which matters when ours is the slower: no sample
+ * yet, or an estimate the requester's pauses have inflated. It stands in
+ * for our own probe: none is sent before the next progress. O(1): the
+ * rd slot names its latest packet.
+ */
+static void resp_probe(struct ovr_eng *e, struct eng_qp *qp,
+		       const struct ovr_wire_pkt *p, uint64_t now)
+{
+	uint32_t msn = p->opcode == OVR_OP_READ_REQ ? p->u.rreq.msn :
+						      p->u.areq.msn;
+	uint32_t slot = msn & (OVR_ENG_MAX_RD_ATOMIC - 1);
+	struct eng_rdq *q = &qp->rdq[slot];
+	struct eng_pkt *k;
+
+	if (!qp->sb || q->msn != msn || q->psn != p->psn ||
+	    !(q->state == RD_SENT || (q->state == RD_READY && q->sent)))
+		return;
+	if (PSN_LT(q->last_psn, qp->snd_una) ||
+	    !PSN_LT(q->last_psn, qp->snd_nxt))
+		return; /* acknowledged (or never sent: a bug) */
+	k = sb_pkt(e, qp, q->last_psn);
+	if ((k->flags & (SB_USED | SB_RESP)) != (SB_USED | SB_RESP) ||
+	    k->idx != slot || (k->flags & (SB_SACKED | SB_LOST)) ||
+	    now - k->xmit_ns < qp->rtt.min_rtt_ns)
+		return;
+	mark_lost(qp, k);
+	qp->tlp_out = true;
+	qp->pto_at = 0;
+	if (!qp->rto_at)
+		qp->rto_at = now + qp->rtt.rto_ns;
+	qp->st.resp_probes++;
+}
+
 /* A sequenced packet from the peer. */
 static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
@@ -2592,6 +2679,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	uint32_t ridx = 0;
 	uint8_t *host = NULL;
 
+	/* a NAK this packet provokes echoes its send time (send_nak) */
+	qp->nak_ts = p->tsval;
 	if (v == OVR_DP_RX_OUTSIDE) {
 		qp->st.rx_outside++;
 		if (!qp->nak_code) {
@@ -2602,6 +2691,18 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (v == OVR_DP_RX_DUP) {
 		qp->st.rx_dup++;
+		/* a retransmission of something we have: the immediate ACK
+		 * echoes its send time, not that of the last new packet
+		 * (RFC 7323 §4.3), or the peer would measure its own
+		 * retransmission timeout as an RTT */
+		if ((int32_t)(p->tsval - qp->ts_recent) > 0) {
+			qp->ts_recent = p->tsval;
+			qp->ts_fresh = true;
+		}
+		if (p->opcode == OVR_OP_READ_REQ ||
+		    p->opcode == OVR_OP_ATOMIC_CS ||
+		    p->opcode == OVR_OP_ATOMIC_FA)
+			resp_probe(e, qp, p, now);
 		schedule_ack(e, qp, now, true);
 		return;
 	}
@@ -2766,6 +2867,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 
 	v = ovr_dp_rxwin_mark(&qp->rx, p->psn);
 	qp->ts_recent = p->tsval;
+	qp->ts_fresh = true;
 	qp->st.rx_pkts++;
 	qp->st.rx_bytes += p->payload_len;
 	if (ce)
@@ -2964,6 +3066,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		    !PSN_LT(p.psn, qp->fatal_psn) && !qp->nak_code) {
 			qp->nak_code = qp->fatal_code;
 			qp->nak_psn = qp->fatal_psn;
+			qp->nak_ts = p.tsval;
 			qp_activate(e, qp);
 		}
 		/* ... or the TERMINATE that told it this QP failed */

@@ -7,6 +7,7 @@
 #ifndef OVR_DP_ENGINE_IMPL_H
 #define OVR_DP_ENGINE_IMPL_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -98,6 +99,8 @@ struct eng_srq {
 /* Responder's READ / atomic queue entry (queue-1). */
 enum { RD_FREE, RD_PENDING, RD_READY, RD_SENT };
 
+/* 64 bytes, one cache line: PSNs are 24-bit, so the request's shares a
+ * word with its opcode and the latest response PSN with the state. */
 struct eng_rdq {
 	uint64_t va;
 	uint64_t swap_add;
@@ -106,13 +109,15 @@ struct eng_rdq {
 	uint8_t *host; /* READ source, resolved at execution */
 	uint32_t rkey;
 	uint32_t len;
-	uint32_t psn; /* PSN of the request */
 	uint32_t msn;
 	uint32_t sent; /* response bytes segmented */
-	uint8_t opcode; /* wire opcode of the request */
-	uint8_t state;
-	uint8_t rsvd[2];
+	uint32_t psn : 24; /* PSN of the request */
+	uint32_t opcode : 8; /* wire opcode of the request */
+	uint32_t last_psn : 24; /* of the latest response segment sent */
+	uint32_t state : 8;
 };
+
+static_assert(sizeof(struct eng_rdq) == 64, "eng_rdq: one cache line");
 
 /* One in-flight packet of the send PSN space. */
 enum {
@@ -208,6 +213,7 @@ struct eng_qp {
 	struct ovr_dp_rxwin rx;
 	uint64_t *rxbits;
 	uint32_t ts_recent;
+	bool ts_fresh; /* ts_recent not yet echoed (engine.c, ts_echo) */
 	uint32_t ce_count;
 	uint32_t peer_ce; /* last ce_count heard from the peer */
 	uint32_t unacked; /* packets received since the last ACK sent */
@@ -216,6 +222,7 @@ struct eng_qp {
 	uint8_t nak_code; /* NAK to send; 0: none */
 	uint8_t nak_timer;
 	uint32_t nak_psn;
+	uint32_t nak_ts; /* tsval of the packet that provoked it: its echo */
 	uint8_t fatal_code; /* responder error that put the QP in ERR */
 	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */

@@ -2,7 +2,7 @@
 /*
  * Round-trip time estimator and retransmission timeouts of one QP.
  *
- * Samples come from tsecr echoes (docs/WIRE.md §2.1), so a sample of a
+ * Samples come from tsecr echoes (docs/WIRE.md §4.4), so a sample of a
  * retransmitted packet is as good as any: Karn's rule is not needed.
  * Smoothing is RFC 6298's (alpha 1/8, beta 1/4) in nanoseconds:
  *   first sample R:  srtt = R, rttvar = R / 2

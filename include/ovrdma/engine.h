@@ -270,6 +270,9 @@ struct ovr_eng_qp_stats {
 	uint64_t rx_dup, rx_ooo, rx_outside;
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t acks_sent, acks_rcvd;
+	/* responses resent because their request came again (not counted
+	 * in tlp_count) */
+	uint64_t resp_probes;
 };
 
 /* ---- engine ------------------------------------------------------------ */

@@ -110,9 +110,15 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 bool ovr_pair_step(struct ovr_pair *p);
 
 /* Step until @done(ctx) is true (returns true), nothing remains to
- * happen, or simulated time passes @deadline_ns (returns false). */
+ * happen, or simulated time passes @deadline_ns (returns false). @done is
+ * also asked after each round of deliveries and polls, before the clock
+ * moves on: on true, p->now is the time the condition came true. */
 bool ovr_pair_run(struct ovr_pair *p, bool (*done)(struct ovr_pair *, void *),
 		  void *ctx, uint64_t deadline_ns);
+
+/* Let simulated time pass up to @t_ns, everything due before it
+ * happening (an application that thinks, or sleeps, for a while). */
+void ovr_pair_run_to(struct ovr_pair *p, uint64_t t_ns);
 
 /* Take the oldest completion of @cq on node @n; false when empty. */
 bool ovr_pair_poll(struct ovr_pair *p, int n, uint32_t cq,
