@@ -354,7 +354,7 @@ void svc_qp_unindex(struct svc *s, struct svc_qp *qp);
 struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn);
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
 void svc_srq_kick(struct svc *s, struct svc_srq *srq);
-void svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type);
+bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type);
 
 /* svc_ctl.c */
 int svc_ctl_listen(struct svc *s);

@@ -119,14 +119,28 @@ struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
 
 /* ---- events to applications -------------------------------------------- */
 
-void svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
+/* Writes an event to the owner's async pipe; false when it could not
+ * (counted). The callers count written events in the object's ring: the
+ * application acknowledges each one it reads, and the client keeps the
+ * object's memory until it has (ovr_cl_destroy_qp). */
+bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
 {
 	struct ovr_ctl_async_event ev = { .element = element,
 					  .event_type = type };
 
 	if (ctx->async_fd < 0 ||
-	    write(ctx->async_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+	    write(ctx->async_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev)) {
 		ctx->async_dropped++;
+		return false;
+	}
+	return true;
+}
+
+static void ring_event(OVR_ATOMIC(uint32_t) * events)
+{
+	atomic_store_explicit(
+		events, atomic_load_explicit(events, memory_order_relaxed) + 1,
+		memory_order_release);
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -147,7 +161,9 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 			cq->overflowed = true;
 			atomic_store_explicit(&cq->ring->overflow, 1,
 					      memory_order_release);
-			svc_async(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR);
+			if (svc_async(cq->ctx, cq->user_handle,
+				      IBV_EVENT_CQ_ERR))
+				ring_event(&cq->ring->events);
 		}
 		return;
 	}
@@ -209,7 +225,8 @@ static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 	    ev == OVR_EV_QP_ACCESS_ERR)
 		atomic_store_explicit(&qp->ring->state, OVR_ENG_QPS_ERR,
 				      memory_order_release);
-	svc_async(qp->ctx, qp->user_handle, ev);
+	if (svc_async(qp->ctx, qp->user_handle, ev))
+		ring_event(&qp->ring->events);
 }
 
 static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
@@ -219,8 +236,8 @@ static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
 
 	(void)ctx;
 	(void)srqn;
-	if (srq)
-		svc_async(srq->ctx, srq->user_handle, ev);
+	if (srq && svc_async(srq->ctx, srq->user_handle, ev))
+		ring_event(&srq->ring->events);
 }
 
 /*

@@ -785,12 +785,15 @@ static void cq_free(struct ovr_cl *cl, struct ovr_cl_cq *cq)
 	free(cq);
 }
 
-int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq)
+int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq, uint32_t *events)
 {
 	int rc = handle_op(cl, OVR_CTL_DESTROY_CQ, cq->handle);
 
 	if (rc && !atomic_load(&cl->dead))
 		return rc;
+	if (events)
+		*events = atomic_load_explicit(&cq->ring->events,
+					       memory_order_acquire);
 	cq_free(cl, cq);
 	return 0;
 }
@@ -1142,12 +1145,15 @@ static void qp_free(struct ovr_cl *cl, struct ovr_cl_qp *qp)
 	free(qp);
 }
 
-int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp)
+int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp, uint32_t *events)
 {
 	int rc = handle_op(cl, OVR_CTL_DESTROY_QP, qp->handle);
 
 	if (rc && !atomic_load(&cl->dead))
 		return rc;
+	if (events)
+		*events = atomic_load_explicit(&qp->ring->events,
+					       memory_order_acquire);
 	qp_free(cl, qp);
 	return 0;
 }
@@ -1391,12 +1397,16 @@ int ovr_cl_query_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 	return rc;
 }
 
-int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq)
+int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		       uint32_t *events)
 {
 	int rc = handle_op(cl, OVR_CTL_DESTROY_SRQ, srq->handle);
 
 	if (rc && !atomic_load(&cl->dead))
 		return rc;
+	if (events)
+		*events = atomic_load_explicit(&srq->ring->events,
+					       memory_order_acquire);
 	munmap(srq->ring, srq->map_len);
 	pthread_spin_destroy(&srq->lock);
 	free(srq->wrid);

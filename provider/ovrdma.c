@@ -101,6 +101,7 @@ ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	}
 	close(null_fd);
 	null_fd = -1;
+	pthread_mutex_init(&ctx->zlock, NULL);
 	if (!sock || !sock[0])
 		sock = od->socket[0] ? od->socket : NULL;
 	ctx->cl = ovr_cl_connect(sock, program_invocation_short_name);
@@ -141,6 +142,8 @@ void ovrdma_free_context(struct ibv_context *ibctx)
 
 	/* closing the connection makes the service destroy what is left */
 	ovr_cl_close(ctx->cl);
+	ovrdma_reap(ctx, true);
+	pthread_mutex_destroy(&ctx->zlock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 }

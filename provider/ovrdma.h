@@ -45,10 +45,24 @@ struct ovrdma_device {
 	char socket[PATH_MAX]; /* the service's control socket */
 };
 
+/* A destroyed QP, CQ or SRQ whose asynchronous events the application
+ * has not all acknowledged yet: ibv_ack_async_event will lock its mutex
+ * and count in it, so its memory waits (ovrdma_verbs.c, release()). */
+struct ovrdma_zombie {
+	struct ovrdma_zombie *next;
+	void *obj; /* freed */
+	pthread_mutex_t *mutex; /* the ibv_* object's */
+	pthread_cond_t *cond;
+	const uint32_t *acked; /* its events_completed */
+	uint32_t events; /* written by the service */
+};
+
 struct ovrdma_context {
 	struct verbs_context vctx; /* ends with the ibv_context */
 	struct ovr_cl *cl;
 	struct ovr_ctl_dev dev; /* limits, GID, MTU from OPEN */
+	pthread_mutex_t zlock;
+	struct ovrdma_zombie *zombies;
 };
 
 struct ovrdma_pd {
@@ -155,6 +169,9 @@ void ovrdma_free_context(struct ibv_context *ibctx);
 
 /* ovrdma_verbs.c */
 extern const struct verbs_context_ops ovrdma_ctx_ops;
+/* Frees the destroyed objects whose events are all acknowledged (all of
+ * them with @all, when the context closes). */
+void ovrdma_reap(struct ovrdma_context *ctx, bool all);
 struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ctx);
 int ovrdma_destroy_channel(struct ibv_comp_channel *channel);
 

@@ -289,6 +289,78 @@ static int ovrdma_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/* ---- the end of objects that have asynchronous events ---------------------
+ *
+ * libibverbs' ibv_ack_async_event locks the event's QP, CQ or SRQ and
+ * counts the acknowledgement in it; the kernel makes ibv_destroy_* wait
+ * for the events the application read. Here the service writes events
+ * straight into the pipe the application reads, and reports how many it
+ * wrote for each object (ovr_cl_destroy_*): the object's memory is freed
+ * once that many are acknowledged, at a later destroy or at
+ * ibv_close_device, so that reading and acknowledging an event of an
+ * object destroyed meanwhile touches valid memory.
+ */
+
+static bool acked_all(pthread_mutex_t *m, const uint32_t *acked,
+		      uint32_t events)
+{
+	bool done;
+
+	pthread_mutex_lock(m);
+	done = (int32_t)(*acked - events) >= 0;
+	pthread_mutex_unlock(m);
+	return done;
+}
+
+static void obj_free(void *obj, pthread_mutex_t *m, pthread_cond_t *c)
+{
+	pthread_cond_destroy(c);
+	pthread_mutex_destroy(m);
+	free(obj);
+}
+
+void ovrdma_reap(struct ovrdma_context *ctx, bool all)
+{
+	struct ovrdma_zombie **pz, *z;
+
+	pthread_mutex_lock(&ctx->zlock);
+	pz = &ctx->zombies;
+	while ((z = *pz)) {
+		if (all || acked_all(z->mutex, z->acked, z->events)) {
+			*pz = z->next;
+			obj_free(z->obj, z->mutex, z->cond);
+			free(z);
+		} else {
+			pz = &z->next;
+		}
+	}
+	pthread_mutex_unlock(&ctx->zlock);
+}
+
+static void release(struct ovrdma_context *ctx, void *obj, pthread_mutex_t *m,
+		    pthread_cond_t *c, const uint32_t *acked, uint32_t events)
+{
+	struct ovrdma_zombie *z;
+
+	ovrdma_reap(ctx, false);
+	if (acked_all(m, acked, events)) {
+		obj_free(obj, m, c);
+		return;
+	}
+	z = malloc(sizeof(*z));
+	if (!z)
+		return; /* kept for good: valid memory matters more */
+	*z = (struct ovrdma_zombie){ .obj = obj,
+				     .mutex = m,
+				     .cond = c,
+				     .acked = acked,
+				     .events = events };
+	pthread_mutex_lock(&ctx->zlock);
+	z->next = ctx->zombies;
+	ctx->zombies = z;
+	pthread_mutex_unlock(&ctx->zlock);
+}
+
 /* ---- completion channels (through the interposer) ----------------------- */
 
 struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ibctx)
@@ -558,11 +630,13 @@ static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ovrdma_cq *cq = to_ocq(ibcq);
-	int rc = ovr_cl_destroy_cq(to_octx(ibcq->context)->cl, cq->cq);
+	uint32_t events = 0;
+	int rc = ovr_cl_destroy_cq(to_octx(ibcq->context)->cl, cq->cq, &events);
 
 	if (rc)
 		return -rc;
-	free(cq);
+	release(to_octx(ibcq->context), cq, &ibcq->mutex, &ibcq->cond,
+		&ibcq->async_events_completed, events);
 	return 0;
 }
 
@@ -789,13 +863,13 @@ static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
-	int rc = ovr_cl_destroy_qp(to_octx(ibqp->context)->cl, qp->qp);
+	uint32_t events = 0;
+	int rc = ovr_cl_destroy_qp(to_octx(ibqp->context)->cl, qp->qp, &events);
 
 	if (rc)
 		return -rc;
-	pthread_cond_destroy(&ibqp->cond);
-	pthread_mutex_destroy(&ibqp->mutex);
-	free(qp);
+	release(to_octx(ibqp->context), qp, &ibqp->mutex, &ibqp->cond,
+		&ibqp->events_completed, events);
 	return 0;
 }
 
@@ -991,13 +1065,14 @@ static int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct ovrdma_srq *srq = to_osrq(ibsrq);
-	int rc = ovr_cl_destroy_srq(to_octx(ibsrq->context)->cl, srq->srq);
+	uint32_t events = 0;
+	int rc = ovr_cl_destroy_srq(to_octx(ibsrq->context)->cl, srq->srq,
+				    &events);
 
 	if (rc)
 		return -rc;
-	pthread_cond_destroy(&ibsrq->cond);
-	pthread_mutex_destroy(&ibsrq->mutex);
-	free(srq);
+	release(to_octx(ibsrq->context), srq, &ibsrq->mutex, &ibsrq->cond,
+		&ibsrq->events_completed, events);
 	return 0;
 }
 

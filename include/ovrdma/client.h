@@ -92,7 +92,12 @@ int ovr_cl_destroy_channel(struct ovr_cl *cl, uint32_t channel);
 
 struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 				   uint32_t channel, uint64_t user_handle);
-int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq);
+/* @events (or NULL): the asynchronous events the service wrote for the
+ * object (QP, CQ, SRQ) to the async pipe over its life, final once the
+ * service destroyed it: libibverbs' ibv_ack_async_event touches the
+ * ibv_* object of each, so the provider keeps it until all are acked. */
+int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq,
+		      uint32_t *events);
 int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc);
 int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only);
 
@@ -131,7 +136,8 @@ int ovr_cl_query_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		    struct ovr_ctl_qp_attr *attr);
 int ovr_cl_qp_stats(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		    struct ovr_ctl_qp_stats_rep *st);
-int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp);
+int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
+		      uint32_t *events);
 
 /*
  * On a UD QP, wr->ud_peer is the AH handle (ovr_cl_create_ah),
@@ -161,7 +167,8 @@ int ovr_cl_modify_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 int ovr_cl_query_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 		     struct ovr_ctl_srq_attr *attr);
 /* -EBUSY while a QP uses it. */
-int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq);
+int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
+		       uint32_t *events);
 int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
 			 const struct ovr_eng_recv_wr *wr);
 

@@ -175,7 +175,10 @@ struct ovr_ring_qp {
 	/* service: current QP state (enum ibv_qp_state), for the client's
 	 * post checks after the service moved the QP to ERROR */
 	OVR_ATOMIC(uint32_t) state;
-	uint8_t pad4[OVR_RING_CACHELINE - 4];
+	/* service: asynchronous events of this QP written to the owner's
+	 * async pipe (the client keeps the ibv_qp until they are acked) */
+	OVR_ATOMIC(uint32_t) events;
+	uint8_t pad4[OVR_RING_CACHELINE - 8];
 };
 
 /*
@@ -202,7 +205,8 @@ struct ovr_ring_srq {
 	OVR_ATOMIC(uint32_t) prod; /* client */
 	uint8_t pad0[OVR_RING_CACHELINE - 4];
 	OVR_ATOMIC(uint32_t) cons; /* service: WQEs taken */
-	uint8_t pad1[OVR_RING_CACHELINE - 4];
+	OVR_ATOMIC(uint32_t) events; /* service: async events written */
+	uint8_t pad1[OVR_RING_CACHELINE - 8];
 };
 
 /* ---- completion queue entries ------------------------------------------ */
@@ -231,7 +235,8 @@ struct ovr_ring_cq {
 	uint8_t pad0[OVR_RING_CACHELINE - 8];
 	OVR_ATOMIC(uint32_t) prod; /* service: entries written (statistic) */
 	OVR_ATOMIC(uint32_t) overflow; /* service: 1 once overflowed */
-	uint8_t pad1[OVR_RING_CACHELINE - 8];
+	OVR_ATOMIC(uint32_t) events; /* service: async events written */
+	uint8_t pad1[OVR_RING_CACHELINE - 12];
 	/* entries follow at OVR_RING_CACHELINE * 2 */
 };
 #define OVR_RING_CQ_ENTRIES_OFF (2u * OVR_RING_CACHELINE)

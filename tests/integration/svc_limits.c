@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	rc = errno;
 	CHECK(n == lim_qp && rc == ENOSPC,
 	      "%u QPs before refusal (%s), limit %u", n, strerror(rc), lim_qp);
-	rc = ovr_cl_destroy_qp(cl, qps[--n]);
+	rc = ovr_cl_destroy_qp(cl, qps[--n], NULL);
 	CHECK(rc == 0, "destroy_qp: %s", strerror(-rc));
 	qps[n] = ovr_cl_create_qp(cl, pds[0], cqs[0], cqs[0], &cap, false, n);
 	CHECK(qps[n] != NULL, "a QP after destroying one: %s", strerror(errno));

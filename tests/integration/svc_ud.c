@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 	rc = ovr_cl_query_srq(a.cl, a.srq, &sa);
 	CHECK(!rc && sa.srq_limit == LIMIT && sa.max_sge == 1,
 	      "query_srq after arming");
-	CHECK(ovr_cl_destroy_srq(a.cl, a.srq) == -EBUSY,
+	CHECK(ovr_cl_destroy_srq(a.cl, a.srq, NULL) == -EBUSY,
 	      "destroy_srq refused while a QP uses it");
 
 	/* 1. datagrams B -> A */
@@ -364,8 +364,8 @@ int main(int argc, char **argv)
 
 	/* teardown in order; closing reclaims the rest */
 	CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0, "destroy_ah");
-	CHECK(ovr_cl_destroy_qp(a.cl, a.qp) == 0, "destroy_qp");
-	CHECK(ovr_cl_destroy_srq(a.cl, a.srq) == 0, "destroy_srq");
+	CHECK(ovr_cl_destroy_qp(a.cl, a.qp, NULL) == 0, "destroy_qp");
+	CHECK(ovr_cl_destroy_srq(a.cl, a.srq, NULL) == 0, "destroy_srq");
 	ovr_cl_close(a.cl);
 	ovr_cl_close(b.cl);
 	ovr_cl_close(c.cl);
