@@ -1725,6 +1725,8 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_rx_ud_qkey", es.rx_ud_qkey);
 		C("engine_rx_ud_norecv", es.rx_ud_norecv);
 		C("engine_tx_ud_too_long", es.tx_ud_too_long);
+		C("engine_mr_revoked", es.mr_revoked);
+		C("engine_rsp_probes", es.rsp_probes);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 #include <errno.h>
 
+#include <ovrdma/wire_codec.h>
+
 #include "eng_util.h"
 
 struct fix {
@@ -943,6 +945,199 @@ static void test_rtr_responder(void **state)
 	assert_memory_equal(p->n[0].mem + (16u << 20), p->n[1].mem, 100000);
 }
 
+/* ---- a region deregistered while the peer uses it ------------------------ */
+
+struct pdu_gate {
+	int drop_naks; /* NAKs still to drop */
+	bool silent; /* drop everything */
+	bool hold_retx; /* drop retransmissions */
+	int drop_first_write; /* first WRITE segments still to drop */
+};
+
+static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
+		 void *ctx)
+{
+	struct pdu_gate *g = ctx;
+	struct ovr_wire_pkt p;
+
+	(void)n;
+	if (g->silent)
+		return true;
+	if (ovr_wire_parse(pdu, len, &p, NULL))
+		return false;
+	if (p.opcode == OVR_OP_NAK && g->drop_naks > 0) {
+		g->drop_naks--;
+		return true;
+	}
+	if (g->hold_retx && (p.flags & OVR_F_RETX))
+		return true;
+	if (p.opcode == OVR_OP_WRITE && g->drop_first_write > 0) {
+		g->drop_first_write--;
+		return true;
+	}
+	return false;
+}
+
+static bool sent_at_least(struct ovr_pair *p, void *ctx)
+{
+	return p->n[1].tx_pkts >= *(uint64_t *)ctx;
+}
+
+static bool never(struct ovr_pair *p, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return false;
+}
+
+/*
+ * A 2 MB READ is being answered when the responder deregisters the
+ * region: the responder must not read it any more (the service unmaps it
+ * at once), the READ fails with REM_ACCESS_ERR and the WR behind it
+ * flushes - even when that NAK is lost (the requester, left with nothing
+ * in flight, asks again).
+ */
+static void read_dereg(struct fix *f, int drop_naks)
+{
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 4u << 20, 2u << 20,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_READ);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 2u << 20,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 4u << 20),
+	};
+	struct pdu_gate g = { .drop_naks = drop_naks };
+	struct ovr_eng_stats st0, st1;
+	uint64_t want = p->n[1].tx_pkts + 40;
+
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	/* a WR behind it would carry a PSN the responder answers with its
+	 * NAK again: without one, only the requester's probe does */
+	if (!drop_naks)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 2, 0, 8,
+					  0, OVR_SEND_SIGNALED),
+				 0);
+	/* 40 response segments out of 512 */
+	assert_true(
+		ovr_pair_run(p, sent_at_least, &want, p->now + 1000000000ull));
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, drop_naks ? 0 : 1);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
+	ovr_eng_get_stats(p->n[0].eng, &st0);
+	ovr_eng_get_stats(p->n[1].eng, &st1);
+	assert_int_equal(st1.mr_revoked, 1);
+	if (drop_naks)
+		assert_true(st0.rsp_probes >= 1);
+	assert_int_equal(g.drop_naks, 0);
+}
+
+static void test_read_dereg(void **state)
+{
+	read_dereg(*state, 0);
+}
+
+static void test_read_dereg_nak_lost(void **state)
+{
+	read_dereg(*state, 2);
+}
+
+/* The responder of a READ falls silent (its node died) while the
+ * requester has nothing in flight: the READ fails with RETRY_EXC_ERR
+ * after the retry budget, it does not wait forever. */
+static void test_read_responder_silent(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct pdu_gate g = { 0 };
+	struct ovr_eng_wc wc;
+	uint64_t want = p->n[1].tx_pkts + 20, t0;
+
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g;
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ, 1,
+				  8u << 20, 2u << 20, 4u << 20,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_true(
+		ovr_pair_run(p, sent_at_least, &want, p->now + 1000000000ull));
+	g.silent = true;
+	t0 = p->now;
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, OVR_WC_RETRY_EXC_ERR);
+	/* (retry_cnt + 1) local ACK timeouts of 67 ms, then a probe's RTO */
+	assert_true(p->now - t0 >= 8 * 67108864ull);
+	assert_true(p->now - t0 < 2000000000ull);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+/*
+ * A WRITE's last segment arrives ahead of a hole and its tail is held
+ * back (last byte last); the region is deregistered before the hole
+ * fills. The tail must not be written (the service unmapped the region),
+ * the WRITE fails with REM_ACCESS_ERR, the one before it succeeds.
+ */
+static void test_write_tail_dereg(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 6u << 20, 65536,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_WRITE);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 5 * 4096,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 2,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 6u << 20),
+	};
+	struct pdu_gate g = { .hold_retx = true, .drop_first_write = 1 };
+	struct ovr_eng_stats st;
+	uint8_t zero[16] = { 0 };
+
+	fill_pattern(p->n[0].mem, 5 * 4096, 3);
+	memset(p->n[1].mem + (6u << 20), 0, 65536);
+	p->n[0].tx_filter = gate;
+	p->n[0].tx_filter_ctx = &g;
+	/* WR 1 (a small WRITE elsewhere) goes first and is lost */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, 100,
+				  1u << 20, OVR_SEND_SIGNALED),
+			 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	ovr_pair_run(p, never, NULL, p->now + 200000);
+	assert_int_equal(g.drop_first_write, 0);
+	/* WR 2 arrived whole but its tail waits for WR 1 */
+	assert_memory_equal(p->n[1].mem + (6u << 20), p->n[0].mem,
+			    5 * 4096 - 16);
+	assert_memory_equal(p->n[1].mem + (6u << 20) + 5 * 4096 - 16, zero, 16);
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	g.hold_retx = false;
+	assert_true(wait_cq(p, 0, 0, 2));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	expect_wc(f, 0, 0, 2, OVR_WC_REM_ACCESS_ERR, 0);
+	assert_memory_equal(p->n[1].mem + (6u << 20) + 5 * 4096 - 16, zero, 16);
+	assert_memory_equal(p->n[1].mem + (1u << 20), p->n[0].mem, 100);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	ovr_eng_get_stats(p->n[1].eng, &st);
+	assert_int_equal(st.mr_revoked, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -996,6 +1191,14 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sqd, setup_lossy,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_nak_lost,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_responder_silent,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_write_tail_dereg,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_rtr_responder,
 						setup_rtr_responder, teardown),
 	};
