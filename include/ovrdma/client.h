@@ -93,6 +93,8 @@ int ovr_cl_destroy_channel(struct ovr_cl *cl, uint32_t channel);
 struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 				   uint32_t channel, uint64_t user_handle);
 int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq);
+/* Completions the CQ holds before it overflows (at least what was asked). */
+uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq);
 int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc);
 int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only);
 
