@@ -522,6 +522,14 @@ static void qp_event(struct ovr_eng *e, struct eng_qp *qp,
 		e->ops.event(e->ctx, qp->user, qp->qpn, ev);
 }
 
+/* vendor_err of a WR that failed at posting: a local key, or a remote
+ * range no region can hold (what the responder's NAK would have said) */
+static uint32_t locerr_verr(const struct eng_swqe *w)
+{
+	return w->status == OVR_WC_REM_ACCESS_ERR ? OVR_NAK_REM_ACCESS :
+						    OVR_VERR_LKEY;
+}
+
 /*
  * Move @qp to ERROR: the send WR at SQ index @fail completes with @status
  * (unless that is FLUSH), every other outstanding send WR and every
@@ -545,7 +553,7 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 			ve = verr;
 		} else if (w->state == W_LOCERR) {
 			st = w->status;
-			ve = OVR_VERR_LKEY;
+			ve = locerr_verr(w);
 		}
 		complete_send(e, qp, i, st, ve, true);
 	}
@@ -1355,6 +1363,23 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		if (w->state != W_LOCERR)
 			w->nsge = (uint8_t)wr->num_sge;
 	}
+	/*
+	 * A remote range that wraps the address space lies in no region of
+	 * the peer's (and no PDU may carry it, docs/WIRE.md ERANGE): what the
+	 * responder would answer is known here, REM_ACCESS_ERR when the WR
+	 * reaches the head (the PDU builder would refuse it forever).
+	 */
+	if (w->state != W_LOCERR && qp->type == OVR_ENG_QPT_RC &&
+	    (wr->opcode == OVR_WR_RDMA_WRITE ||
+	     wr->opcode == OVR_WR_RDMA_WRITE_WITH_IMM ||
+	     wr->opcode == OVR_WR_RDMA_READ || atomic)) {
+		uint64_t rlen = atomic ? 8 : total;
+
+		if (rlen && wr->remote_addr + (rlen - 1) < wr->remote_addr) {
+			w->state = W_LOCERR;
+			w->status = OVR_WC_REM_ACCESS_ERR;
+		}
+	}
 	if (w->state != W_LOCERR) {
 		if (is_q0(w->opcode))
 			w->msn = qp->q0_msn++;
@@ -1370,6 +1395,10 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	}
 	(void)now_ns;
 	qp_activate(e, qp);
+	/* a WR that failed its checks completes when it is the oldest: now,
+	 * if it is (an idle QP may hear nothing that would run sq_complete) */
+	if (w->state == W_LOCERR && idx == qp->sq_cons)
+		sq_complete(e, qp);
 	return 0;
 }
 
@@ -2426,7 +2455,7 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 			return;
 		sq_complete(e, qp); /* what completed before it */
 		if (qp->state != OVR_QPS_ERR)
-			qp_error(e, qp, idx, st, p->u.nak.code);
+			qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
 		return;
 	}
 	/* everything before the refused request was received */
@@ -2439,9 +2468,15 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (qp->state == OVR_QPS_ERR)
 		return;
-	/* WRs before it that still wait (for READ responses the responder
-	 * will not send now) flush */
-	qp_error(e, qp, idx, st, p->u.nak.code);
+	/*
+	 * WRs before it that still wait (for READ / atomic responses the
+	 * responder, now in ERROR, will not send) fail with it: the oldest
+	 * outstanding WR takes the error, everything after it flushes, so
+	 * the application sees verbs' order (no flushed WR before the
+	 * error); vendor_err names the NAK.
+	 */
+	(void)idx;
+	qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
 }
 
 /* ---- completions of the send queue --------------------------------- */
@@ -2455,7 +2490,7 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			qp_error_local(e, qp, idx, w->status, OVR_VERR_LKEY);
+			qp_error_local(e, qp, idx, w->status, locerr_verr(w));
 			return;
 		}
 		if (qp->fail_pending && idx == qp->fail_idx) {

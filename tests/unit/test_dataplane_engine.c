@@ -90,6 +90,13 @@ static void expect_wc(struct fix *f, int n, uint32_t cq, uint64_t wr_id,
 		assert_int_equal(wc.opcode, opcode);
 }
 
+static bool never(struct ovr_pair *p, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return false;
+}
+
 /* ---- operations ---------------------------------------------------------- */
 
 static void do_send(struct fix *f, uint32_t len)
@@ -443,6 +450,64 @@ static void test_bad_lkey(void **state)
 	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_SEND);
 	expect_wc(f, 0, 0, 2, OVR_WC_LOC_PROT_ERR, 0);
 	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+/*
+ * WRs that fail their checks at posting on a QP that hears nothing (no
+ * traffic would run its completion): a bad lkey completes LOC_PROT_ERR
+ * at once; a remote range that wraps the address space (no region holds
+ * it, no PDU may carry it) REM_ACCESS_ERR, for WRITE, READ and atomics;
+ * nothing is sent for them.
+ */
+static void test_fail_at_post_idle(void **state)
+{
+	static const uint32_t ops[] = { OVR_WR_RDMA_WRITE, OVR_WR_RDMA_READ,
+					OVR_WR_ATOMIC_FETCH_AND_ADD };
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key ^ 8 };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 0),
+	};
+	uint64_t sent = p->n[0].tx_pkts;
+	struct ovr_eng_wc wc;
+	uint32_t qpn[2];
+
+	/* let the connection settle: nothing more will arrive */
+	ovr_pair_run(p, never, NULL, p->now + 1000000);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 1);
+	expect_wc(f, 0, 0, 1, OVR_WC_LOC_PROT_ERR, 0);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+
+	for (unsigned int i = 0; i < 3; i++) {
+		struct ovr_pair_qp_params qp;
+
+		ovr_pair_qp_params_default(&qp);
+		assert_int_equal(ovr_pair_connect(p, &qp, 2 + 2 * i, qpn), 0);
+		ovr_pair_run(p, never, NULL, p->now + 1000000);
+		sent = p->n[0].tx_pkts;
+		sge.lkey = p->n[0].key;
+		sge.length = ops[i] == OVR_WR_RDMA_WRITE ? 64 : 8;
+		wr.opcode = ops[i];
+		wr.wr_id = 10 + i;
+		wr.remote_addr = UINT64_MAX - 3;
+		assert_int_equal(
+			ovr_eng_post_send(p->n[0].eng, qpn[0], &wr, p->now), 0);
+		assert_true(ovr_pair_poll(p, 0, 2 + 2 * i, &wc));
+		assert_int_equal(wc.wr_id, 10 + i);
+		assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
+		ovr_pair_run(p, never, NULL, p->now + 1000000);
+		/* only the TERMINATE of the QP that failed went out */
+		assert_true(p->n[0].tx_pkts - sent <= 1);
+	}
 }
 
 static void test_send_too_long(void **state)
@@ -945,6 +1010,58 @@ static void test_rtr_responder(void **state)
 	assert_memory_equal(p->n[0].mem + (16u << 20), p->n[1].mem, 100000);
 }
 
+/*
+ * READs in flight when a later WR of the same QP is refused (NAK
+ * REM_ACCESS): the responder, now in ERROR, will not finish their
+ * responses. The completions must read as verbs order them - successes,
+ * one error, then flushes - never a flush ahead of the error.
+ */
+static void test_error_order(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 9,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key ^ 0x10000u,
+		.remote_addr = ovr_pair_va(p, 1, 0),
+	};
+	struct ovr_eng_wc wc;
+	int ok = 0, err = 0, fl = 0;
+
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ,
+					  1 + (uint64_t)i,
+					  (8u << 20) + ((size_t)i << 18),
+					  1u << 18, (size_t)i << 18,
+					  OVR_SEND_SIGNALED),
+				 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	assert_true(wait_cq(p, 0, 0, 9));
+	for (uint64_t i = 1; i <= 9; i++) {
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.wr_id, i);
+		if (wc.status == OVR_WC_SUCCESS) {
+			assert_int_equal(err + fl, 0);
+			ok++;
+		} else if (wc.status == OVR_WC_REM_ACCESS_ERR) {
+			assert_int_equal(err + fl, 0);
+			assert_int_equal(wc.vendor_err, OVR_NAK_REM_ACCESS);
+			err++;
+		} else {
+			assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
+			assert_int_equal(err, 1);
+			fl++;
+		}
+	}
+	assert_int_equal(err, 1);
+	assert_int_equal(ok + err + fl, 9);
+}
+
 /* ---- a region deregistered while the peer uses it ------------------------ */
 
 struct pdu_gate {
@@ -981,13 +1098,6 @@ static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
 static bool sent_at_least(struct ovr_pair *p, void *ctx)
 {
 	return p->n[1].tx_pkts >= *(uint64_t *)ctx;
-}
-
-static bool never(struct ovr_pair *p, void *ctx)
-{
-	(void)p;
-	(void)ctx;
-	return false;
 }
 
 /*
@@ -1169,6 +1279,8 @@ int main(void)
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_lkey, setup_clean,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_fail_at_post_idle,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_send_too_long, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted,
@@ -1190,6 +1302,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unsignaled, setup_lossy,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sqd, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_error_order, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_error_order, setup_lossy,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_read_dereg, setup_clean,
 						teardown),
