@@ -2448,13 +2448,22 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 		break;
 	}
 	if (!req_of_psn(e, qp, psn, &idx)) {
-		/* a READ / atomic the responder accepted (and acknowledged),
-		 * then could not answer: its region was deregistered before
-		 * the response went out (tx_resp_seg) */
-		if (qp->state == OVR_QPS_ERR || !q1_of_psn(qp, psn, &idx))
+		int32_t back = ovr_wire_psn_diff(qp->snd_una, psn);
+
+		/*
+		 * A request it had accepted (and we saw acknowledged): the
+		 * responder could not answer it after all - its region was
+		 * deregistered before the response (or a spurious resend of
+		 * one we already have) went out (tx_resp_seg). It is in
+		 * ERROR: the READs and atomics we still wait for will get no
+		 * response. Only a recently acknowledged PSN counts (a
+		 * stale or blind NAK does not end the QP).
+		 */
+		if (qp->state == OVR_QPS_ERR || !qp->rd_out || back <= 0 ||
+		    back > (int32_t)e->cfg.window_pkts)
 			return;
 		sq_complete(e, qp); /* what completed before it */
-		if (qp->state != OVR_QPS_ERR)
+		if (qp->state != OVR_QPS_ERR && qp->sq_cons != qp->sq_prod)
 			qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
 		return;
 	}
@@ -3056,9 +3065,11 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		return;
 	}
 	if (qp->state == OVR_QPS_ERR) {
-		/* repeat the NAK that ended the QP to a peer still sending */
+		/* repeat the NAK that ended the QP to a peer still sending
+		 * (a retransmission, or a READ request asked again by a
+		 * requester that lost the NAK: rsp_watch) */
 		if (qp->fatal_code && ovr_wire_opcode_is_sequenced(p.opcode) &&
-		    !PSN_LT(p.psn, qp->fatal_psn) && !qp->nak_code) {
+		    !qp->nak_code) {
 			qp->nak_code = qp->fatal_code;
 			qp->nak_psn = qp->fatal_psn;
 			qp_activate(e, qp);

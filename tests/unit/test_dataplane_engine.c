@@ -1069,6 +1069,8 @@ struct pdu_gate {
 	bool silent; /* drop everything */
 	bool hold_retx; /* drop retransmissions */
 	int drop_first_write; /* first WRITE segments still to drop */
+	bool drop_acks; /* pure ACKs */
+	uint32_t drop_resp_msn; /* READ responses of this MSN; 0: none */
 };
 
 static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
@@ -1092,6 +1094,14 @@ static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
 		g->drop_first_write--;
 		return true;
 	}
+	if (p.opcode == OVR_OP_ACK && g->drop_acks)
+		return true;
+	if (p.opcode == OVR_OP_READ_RESP && g->drop_resp_msn &&
+	    p.u.rresp.msn == g->drop_resp_msn)
+		return true;
+	if (p.opcode == OVR_OP_ATOMIC_RESP && g->drop_resp_msn &&
+	    p.u.aresp.msn == g->drop_resp_msn)
+		return true;
 	return false;
 }
 
@@ -1160,6 +1170,64 @@ static void test_read_dereg(void **state)
 static void test_read_dereg_nak_lost(void **state)
 {
 	read_dereg(*state, 2);
+}
+
+/*
+ * The revoked response is a spurious resend of one the requester already
+ * completed (its ACKs were lost), while a later atomic still waits: the
+ * NAK names a request the requester no longer has, yet the responder is
+ * in ERROR and the waiting atomic must fail REM_ACCESS_ERR, not wait for
+ * its retry budget.
+ */
+static void test_read_dereg_spurious_resend(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 4u << 20, 1u << 20,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_READ);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 65536,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 4u << 20),
+	};
+	struct pdu_gate g0 = { .drop_acks = true };
+	struct pdu_gate g1 = { .drop_resp_msn = 2 };
+	struct ovr_eng_wc wc;
+	uint64_t t0;
+
+	p->n[0].tx_filter = gate;
+	p->n[0].tx_filter_ctx = &g0;
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	/* an atomic on another region: its response, the responder's
+	 * last packet, is what a tail-loss probe resends (no memory) */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD,
+				  2, 9u << 20, 8, 64, OVR_SEND_SIGNALED),
+			 0);
+	/* READ 1 complete at the requester; its ACKs and the atomic's
+	 * response never reach the other side */
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	/* nothing of the requester's (its probes carry ACKs) gets through:
+	 * the responder resends READ 1's response, which it believes lost */
+	g0.silent = true;
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	t0 = p->now;
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
+	/* well before the retry budget (8 x 67 ms) */
+	assert_true(p->now - t0 < 100000000ull);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
 }
 
 /* The responder of a READ falls silent (its node died) while the
@@ -1310,6 +1378,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_dereg, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_read_dereg_nak_lost,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_spurious_resend,
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_read_responder_silent,
 						setup_clean, teardown),
