@@ -1427,6 +1427,33 @@ static int case_destroy_busy(void)
 		free_qp(&c);
 	}
 
+	case_name = "dereg_mr of a region a posted receive uses";
+	{
+		struct ibv_mr *mr3 = ibv_reg_mr(pd, lbuf + 8192, 4096,
+						IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_sge sg;
+		struct ibv_recv_wr rw = { .wr_id = 950, .num_sge = 1 }, *rbad;
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+		CHECK(mr3, "reg_mr");
+		sg = (struct ibv_sge){ (uintptr_t)(lbuf + 8192), 4096,
+				       mr3->lkey };
+		rw.sg_list = &sg;
+		CHECK(!pair(&c, &o), "setup");
+		CHECK(!ibv_post_recv(c.qp, &rw, &rbad), "post_recv");
+		rc = ibv_dereg_mr(mr3);
+		CHECK(rc == EBUSY, "dereg_mr with a receive posted: %s",
+		      strerror(rc));
+		CHECK(!ibv_modify_qp(c.qp, &a, IBV_QP_STATE), "to ERROR");
+		n = poll_n(c.rcq, wc, 1, 5);
+		CHECK(n == 1 && wc[0].status == IBV_WC_WR_FLUSH_ERR,
+		      "the receive did not flush");
+		rc = ibv_dereg_mr(mr3);
+		CHECK(!rc, "dereg_mr once the receive completed: %s",
+		      strerror(rc));
+		free_qp(&c);
+	}
+
 	case_name = "destroy_qp with outstanding WRs";
 	CHECK(!pair(&c, &o), "setup");
 	for (int i = 0; i < 24; i++) {
