@@ -522,6 +522,14 @@ static void qp_event(struct ovr_eng *e, struct eng_qp *qp,
 		e->ops.event(e->ctx, qp->user, qp->qpn, ev);
 }
 
+/* vendor_err of a WR that failed at posting: a local key, or a remote
+ * range no region can hold (what the responder's NAK would have said) */
+static uint32_t locerr_verr(const struct eng_swqe *w)
+{
+	return w->status == OVR_WC_REM_ACCESS_ERR ? OVR_NAK_REM_ACCESS :
+						    OVR_VERR_LKEY;
+}
+
 /*
  * Move @qp to ERROR: the send WR at SQ index @fail completes with @status
  * (unless that is FLUSH), every other outstanding send WR and every
@@ -545,7 +553,7 @@ static void qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 			ve = verr;
 		} else if (w->state == W_LOCERR) {
 			st = w->status;
-			ve = OVR_VERR_LKEY;
+			ve = locerr_verr(w);
 		}
 		complete_send(e, qp, i, st, ve, true);
 	}
@@ -1014,6 +1022,8 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->unacked = 0;
 	qp->rnr_wait = false;
 	qp->retries = qp->rnr_tries = 0;
+	qp->rsp_at = 0;
+	qp->rsp_probes = 0;
 	qp->comm_est = false;
 	qp->psn_adopted = false;
 	qp->sqd_drained = false;
@@ -1355,6 +1365,23 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		if (w->state != W_LOCERR)
 			w->nsge = (uint8_t)wr->num_sge;
 	}
+	/*
+	 * A remote range that wraps the address space lies in no region of
+	 * the peer's (and no PDU may carry it, docs/WIRE.md ERANGE): what the
+	 * responder would answer is known here, REM_ACCESS_ERR when the WR
+	 * reaches the head (the PDU builder would refuse it forever).
+	 */
+	if (w->state != W_LOCERR && qp->type == OVR_ENG_QPT_RC &&
+	    (wr->opcode == OVR_WR_RDMA_WRITE ||
+	     wr->opcode == OVR_WR_RDMA_WRITE_WITH_IMM ||
+	     wr->opcode == OVR_WR_RDMA_READ || atomic)) {
+		uint64_t rlen = atomic ? 8 : total;
+
+		if (rlen && wr->remote_addr + (rlen - 1) < wr->remote_addr) {
+			w->state = W_LOCERR;
+			w->status = OVR_WC_REM_ACCESS_ERR;
+		}
+	}
 	if (w->state != W_LOCERR) {
 		if (is_q0(w->opcode))
 			w->msn = qp->q0_msn++;
@@ -1370,6 +1397,10 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	}
 	(void)now_ns;
 	qp_activate(e, qp);
+	/* a WR that failed its checks completes when it is the oldest: now,
+	 * if it is (an idle QP may hear nothing that would run sq_complete) */
+	if (w->state == W_LOCERR && idx == qp->sq_cons)
+		sq_complete(e, qp);
 	return 0;
 }
 
@@ -1604,7 +1635,24 @@ static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 {
 	struct eng_rdq *q = &qp->rdq[slot];
 	struct ovr_wire_pkt p;
+	uint8_t *host;
 
+	/*
+	 * READ data is read as it is sent (and again when resent), from the
+	 * pointer resolved at execution: valid only while the region is. A
+	 * region deregistered meanwhile (the service unmaps it at once) ends
+	 * the READ as one deregistered before it arrived would have: NAK
+	 * REM_ACCESS naming the request, ERROR. The requester finds the
+	 * request by its PSN although it was acknowledged (on_nak), and asks
+	 * again if this NAK is lost (rsp_probe).
+	 */
+	if (q->opcode == OVR_OP_READ_REQ && len &&
+	    ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va + off, len,
+			 OVR_ENG_ACCESS_REMOTE_READ, &host)) {
+		e->st.mr_revoked++;
+		qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+		return false;
+	}
 	hdr_init(qp, &p,
 		 q->opcode == OVR_OP_READ_REQ ? OVR_OP_READ_RESP :
 						OVR_OP_ATOMIC_RESP,
@@ -2356,6 +2404,22 @@ static bool req_of_psn(struct ovr_eng *e, struct eng_qp *qp, uint32_t psn,
 	return true;
 }
 
+/* The READ / atomic WR, sent and acknowledged but not complete, whose
+ * request had PSN @psn. O(WRs outstanding): error paths only. */
+static bool q1_of_psn(const struct eng_qp *qp, uint32_t psn, uint32_t *idx)
+{
+	for (uint32_t i = qp->sq_cons; i != qp->sq_next; i++) {
+		const struct eng_swqe *w = &qp->sq[i & qp->sq_mask];
+
+		if (is_q1(w->opcode) && w->state == W_SENT &&
+		    w->last_psn == psn) {
+			*idx = i;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 		   const struct ovr_wire_pkt *p, uint64_t now)
 {
@@ -2427,8 +2491,26 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 		st = OVR_WC_REM_INV_REQ_ERR;
 		break;
 	}
-	if (!req_of_psn(e, qp, psn, &idx))
+	if (!req_of_psn(e, qp, psn, &idx)) {
+		int32_t back = ovr_wire_psn_diff(qp->snd_una, psn);
+
+		/*
+		 * A request it had accepted (and we saw acknowledged): the
+		 * responder could not answer it after all - its region was
+		 * deregistered before the response (or a spurious resend of
+		 * one we already have) went out (tx_resp_seg). It is in
+		 * ERROR: the READs and atomics we still wait for will get no
+		 * response. Only a recently acknowledged PSN counts (a
+		 * stale or blind NAK does not end the QP).
+		 */
+		if (qp->state == OVR_QPS_ERR || !qp->rd_out || back <= 0 ||
+		    back > (int32_t)e->cfg.window_pkts)
+			return;
+		sq_complete(e, qp); /* what completed before it */
+		if (qp->state != OVR_QPS_ERR && qp->sq_cons != qp->sq_prod)
+			qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
 		return;
+	}
 	/* everything before the refused request was received */
 	if (qp->sb) {
 		struct ovr_wire_pkt ack = *p;
@@ -2439,9 +2521,15 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (qp->state == OVR_QPS_ERR)
 		return;
-	/* WRs before it that still wait (for READ responses the responder
-	 * will not send now) flush */
-	qp_error(e, qp, idx, st, p->u.nak.code);
+	/*
+	 * WRs before it that still wait (for READ / atomic responses the
+	 * responder, now in ERROR, will not send) fail with it: the oldest
+	 * outstanding WR takes the error, everything after it flushes, so
+	 * the application sees verbs' order (no flushed WR before the
+	 * error); vendor_err names the NAK.
+	 */
+	(void)idx;
+	qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
 }
 
 /* ---- completions of the send queue --------------------------------- */
@@ -2455,7 +2543,7 @@ static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			qp_error_local(e, qp, idx, w->status, OVR_VERR_LKEY);
+			qp_error_local(e, qp, idx, w->status, locerr_verr(w));
 			return;
 		}
 		if (qp->fail_pending && idx == qp->fail_idx) {
@@ -2506,6 +2594,7 @@ static struct eng_rwqe *rq_slot(struct ovr_eng *e, struct eng_qp *qp,
 static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 {
 	uint32_t ack = qp->rx.ack_psn;
+	uint8_t *host = NULL;
 
 	if (qp->pend_code && qp->pend_psn == ack) {
 		qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
@@ -2525,18 +2614,27 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		}
 		if (!best)
 			break;
-		memcpy(best->dst, best->data, best->len);
+		/* the region may have gone since the segment arrived */
+		if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
+		    ovr_mr_check(e->mrs, best->rkey, qp->pd, best->va,
+				 best->len, OVR_ENG_ACCESS_REMOTE_WRITE,
+				 &host)) {
+			e->st.mr_revoked++;
+			qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
+			return;
+		}
+		memcpy(host, best->data, best->len);
 		best->len = 0;
 	}
 	/* 2. READ and atomic requests, in order, exactly once */
 	while (qp->rd_exec_msn != qp->rd_next_msn && qp->state != OVR_QPS_ERR) {
 		struct eng_rdq *q =
 			&qp->rdq[qp->rd_exec_msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
-		uint8_t *host = NULL;
 
 		if (q->state != RD_PENDING || q->msn != qp->rd_exec_msn ||
 		    !PSN_LT(q->psn, ack))
 			break;
+		host = NULL;
 		if (q->opcode == OVR_OP_READ_REQ) {
 			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_READ) ||
 			    (q->len &&
@@ -2610,7 +2708,8 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 		return false;
 	tail = min32(len, OVR_ENG_TAIL);
 	memcpy(dst, p->payload, len - tail);
-	s->dst = dst + len - tail;
+	s->va = p->u.write.va + p->u.write.mo + len - tail;
+	s->rkey = p->u.write.rkey;
 	s->psn = p->psn;
 	memcpy(s->data, p->payload + len - tail, tail);
 	s->len = (uint8_t)tail;
@@ -2842,6 +2941,9 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			e->st.rx_bad++;
 			return;
 		}
+		qp->rsp_since = now; /* the responder is alive */
+		qp->rsp_probes = 0;
+		qp->rsp_at = 0;
 		if (read) {
 			if (w->inl)
 				return;
@@ -2889,7 +2991,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 static bool term_psn_ok(const struct ovr_eng *e, const struct eng_qp *qp,
 			const struct ovr_wire_pkt *p)
 {
-	uint32_t psn = p->u.term.psn, w = e->cfg.window_pkts;
+	uint32_t psn = p->u.term.psn, w = e->cfg.window_pkts, fail;
 
 	switch (p->u.term.reason) {
 	case OVR_TERM_DESTROYED:
@@ -2899,8 +3001,12 @@ static bool term_psn_ok(const struct ovr_eng *e, const struct eng_qp *qp,
 		return ovr_wire_psn_diff(psn, qp->rx.hi_psn) >= 0 &&
 		       ovr_wire_psn_diff(psn, qp->rx.ack_psn) <= (int32_t)w;
 	case OVR_TERM_NO_QP_SEQ:
-		/* a packet of ours, sent and not yet acknowledged */
-		return !PSN_LT(psn, qp->snd_una) && PSN_LT(psn, qp->snd_nxt);
+		/* a packet of ours, sent and not yet acknowledged; or the
+		 * request of a READ / atomic whose response we still await
+		 * (rsp_watch resends it: its responder may be gone) */
+		return (!PSN_LT(psn, qp->snd_una) &&
+			PSN_LT(psn, qp->snd_nxt)) ||
+		       q1_of_psn(qp, psn, &fail);
 	case OVR_TERM_NO_QP_ACK: {
 		/* an ACK of ours: at most a window old */
 		int32_t d = ovr_wire_psn_diff(qp->rx.ack_psn, psn);
@@ -3061,9 +3167,11 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		return;
 	}
 	if (qp->state == OVR_QPS_ERR) {
-		/* repeat the NAK that ended the QP to a peer still sending */
+		/* repeat the NAK that ended the QP to a peer still sending
+		 * (a retransmission, or a READ request asked again by a
+		 * requester that lost the NAK: rsp_watch) */
 		if (qp->fatal_code && ovr_wire_opcode_is_sequenced(p.opcode) &&
-		    !PSN_LT(p.psn, qp->fatal_psn) && !qp->nak_code) {
+		    !qp->nak_code) {
 			qp->nak_code = qp->fatal_code;
 			qp->nak_psn = qp->fatal_psn;
 			qp->nak_ts = p.tsval;
@@ -3166,9 +3274,82 @@ static void on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		qp->rto_at = now + qp->rtt.rto_ns;
 }
 
+/*
+ * A requester waits for READ / atomic responses with none of its own
+ * packets in flight: the peer acknowledged the requests, so no RTO runs,
+ * and the responses are the responder's to make reliable. Its silence
+ * must still end: IB's transport timer covers READ responses and resends
+ * the request. Here the oldest waiting request is resent (a duplicate a
+ * live responder answers with an ACK; one in ERROR repeats the NAK that
+ * failed it, whose first copy may have been lost) every RTO, doubling,
+ * and after retry_cnt + 1 local ACK timeouts without a response packet
+ * the WR fails with RETRY_EXC_ERR, as an unacknowledged request would.
+ */
+static bool rsp_waiting(const struct eng_qp *qp)
+{
+	return qp->type == OVR_ENG_QPT_RC &&
+	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD) &&
+	       qp->rd_out && qp->snd_una == qp->snd_nxt && !qp->fail_pending;
+}
+
+static void rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
+{
+	uint64_t to = ack_timeout_ns(qp->timeout), wait;
+	uint32_t i, idx = 0;
+	bool found = false;
+
+	if (!rsp_waiting(qp)) {
+		qp->rsp_at = 0;
+		qp->rsp_probes = 0;
+		return;
+	}
+	if (!qp->rsp_at) {
+		if (!qp->rsp_probes)
+			qp->rsp_since = now;
+		qp->rsp_at = now + qp->rtt.rto_ns;
+		return;
+	}
+	if (now < qp->rsp_at)
+		return;
+	for (i = qp->sq_cons; i != qp->sq_next && !found; i++) {
+		const struct eng_swqe *w = &qp->sq[i & qp->sq_mask];
+
+		if (is_q1(w->opcode) && w->state == W_SENT && !w->resp_done) {
+			idx = i;
+			found = true;
+		}
+	}
+	if (!found) {
+		/* every response is in; completion waits on ordering */
+		qp->rsp_at = now + qp->rtt.rto_ns;
+		return;
+	}
+	if (to && qp->rsp_probes > qp->retry_cnt &&
+	    now - qp->rsp_since >= (uint64_t)(qp->retry_cnt + 1) * to) {
+		qp_error_local(e, qp, idx, OVR_WC_RETRY_EXC_ERR,
+			       OVR_VERR_RETRY);
+		return;
+	}
+	if (!tx_req_seg(e, qp, idx, 0, 0, qp->sq[idx & qp->sq_mask].last_psn,
+			true, now)) {
+		qp->rsp_at = now + qp->rtt.rto_ns; /* no buffer: later */
+		return;
+	}
+	qp->rsp_probes++;
+	qp->st.retx_pkts++;
+	e->st.rsp_probes++;
+	wait = qp->rtt.rto_ns << (qp->rsp_probes < 8 ? qp->rsp_probes : 8);
+	if (wait > e->cfg.max_rto_ns)
+		wait = e->cfg.max_rto_ns;
+	qp->rsp_at = now + wait;
+}
+
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
 {
 	uint64_t t = UINT64_MAX;
+
+	if (qp->rsp_at)
+		t = min64(t, qp->rsp_at);
 
 	if (qp->rto_at)
 		t = min64(t, qp->rto_at);
@@ -3203,6 +3384,8 @@ static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		on_pto(e, qp, now);
 	if (qp->rto_at && now >= qp->rto_at)
 		on_rto(e, qp, now);
+	if (qp->type == OVR_ENG_QPT_RC)
+		rsp_watch(e, qp, now);
 }
 
 /* Could this QP send something right now if the window allowed? */

@@ -145,8 +145,12 @@ struct eng_sb {
 };
 
 /* A WRITE tail held back until everything before it has landed. */
+/* A WRITE tail held back (last byte last). It names its target by rkey
+ * and address, not by pointer: the region may be deregistered (and the
+ * service unmap it) before the tail is written; it is checked again then. */
 struct eng_stash {
-	uint8_t *dst;
+	uint64_t va;
+	uint32_t rkey;
 	uint32_t psn;
 	uint8_t len; /* 0: free */
 	uint8_t data[OVR_ENG_TAIL];
@@ -208,6 +212,12 @@ struct eng_qp {
 	uint32_t rnr_psn;
 	bool tlp_out; /* a probe is outstanding */
 	bool rnr_wait;
+	/* READ / atomic responses awaited with nothing of ours in flight
+	 * (no RTO runs): rsp_watch() asks again at rsp_at, gives up after
+	 * the retry budget without a response packet since rsp_since */
+	uint64_t rsp_at; /* 0: not waiting */
+	uint64_t rsp_since;
+	uint32_t rsp_probes;
 
 	/* receive PSN space */
 	struct ovr_dp_rxwin rx;

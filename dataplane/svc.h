@@ -161,7 +161,7 @@ struct svc_cq {
 	int chan_fd;
 	uint64_t user_handle;
 	uint32_t users; /* QPs */
-	bool overflowed;
+	bool overflowed; /* since the last CQE that fit: CQ_ERR sent */
 };
 
 struct svc_srq {
@@ -207,6 +207,10 @@ struct svc_qp {
 	bool connected; /* flow valid (RTR or later) */
 	bool stalled; /* the engine refused a WQE for lack of room */
 	struct svc_qp *stall_next;
+	/* a completion of this QP found its CQ full: the loop moves the QP
+	 * to ERROR (svc_dp.c, cq_write) */
+	bool cq_lost;
+	struct svc_qp *lost_next;
 };
 
 struct svc_obj {
@@ -316,6 +320,7 @@ struct svc {
 	struct svc_qp **qp_by_slot; /* by qpn & qp_mask */
 	uint32_t qp_mask;
 	struct svc_qp *stalled;
+	struct svc_qp *lost; /* QPs whose completions were lost (cq_lost) */
 	uint64_t last_heartbeat;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;

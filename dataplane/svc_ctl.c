@@ -771,6 +771,19 @@ static int do_dereg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	if (!obj_get(c, q->handle, SVC_OBJ_MR))
 		return status(c, r->h, -ENOENT);
+	/*
+	 * WRs the application posted before this request may still sit in
+	 * its rings: hand them to the engine first, so that the answer does
+	 * not depend on how far the loop got. A region that work still uses
+	 * is then EBUSY (the engine holds its SGEs' pages), whenever the WRs
+	 * were posted. O(QP slots of the context), on a control path.
+	 */
+	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++) {
+		if (c->db_qp[i])
+			svc_qp_kick(s, c->db_qp[i]);
+		else if (c->db_srq[i])
+			svc_srq_kick(s, c->db_srq[i]);
+	}
 	return status(c, r->h, mr_destroy(s, c, q->handle));
 }
 
@@ -1727,6 +1740,8 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_rx_ud_qkey", es.rx_ud_qkey);
 		C("engine_rx_ud_norecv", es.rx_ud_norecv);
 		C("engine_tx_ud_too_long", es.tx_ud_too_long);
+		C("engine_mr_revoked", es.mr_revoked);
+		C("engine_rsp_probes", es.rsp_probes);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {

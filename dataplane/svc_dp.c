@@ -108,6 +108,11 @@ void svc_qp_unindex(struct svc *s, struct svc_qp *qp)
 			*p = qp->stall_next;
 			break;
 		}
+	for (p = &s->lost; *p; p = &(*p)->lost_next)
+		if (*p == qp) {
+			*p = qp->lost_next;
+			break;
+		}
 }
 
 struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
@@ -146,6 +151,66 @@ static void ring_event(OVR_ATOMIC(uint32_t) * events)
 /* ---- completions --------------------------------------------------------- */
 
 #define IBV_EVENT_CQ_ERR 0u
+#define IBV_EVENT_QP_FATAL 1u
+
+/*
+ * A completion that finds its CQ full cannot be delivered, and a QP whose
+ * completions are lost has work in an unknown state: the application
+ * must hear of both, and the QP must stop (docs/PROVIDER.md, "CQ
+ * overflow"). The CQE is dropped and counted; the CQ gets
+ * IBV_EVENT_CQ_ERR, once per episode (until a CQE fits again); the QP is
+ * queued for lost_fail(), which moves it to ERROR with IBV_EVENT_QP_FATAL
+ * outside the engine call that produced the completion (the engine is
+ * not reentrant). Entries already in the ring stay intact.
+ */
+static void cq_lost(struct svc *s, struct svc_cq *cq,
+		    const struct ovr_eng_wc *wc)
+{
+	struct svc_qp *qp = svc_qp_find(s, wc->qp_num);
+
+	s->cnt.cq_overflows++;
+	if (!cq->overflowed) {
+		cq->overflowed = true;
+		atomic_store_explicit(&cq->ring->overflow, 1,
+				      memory_order_release);
+		if (svc_async(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR))
+			ring_event(&cq->ring->events);
+	}
+	if (qp && !qp->cq_lost) {
+		qp->cq_lost = true;
+		qp->lost_next = s->lost;
+		s->lost = qp;
+	}
+}
+
+/* The QPs cq_lost() queued go to ERROR (those already there stay). */
+static bool lost_fail(struct svc *s)
+{
+	struct svc_qp *list = s->lost;
+
+	if (!list)
+		return false;
+	s->lost = NULL;
+	while (list) {
+		struct svc_qp *qp = list;
+		struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_ERR };
+		struct ovr_eng_qp_attr cur;
+
+		list = qp->lost_next;
+		qp->cq_lost = false;
+		if (ovr_eng_qp_query(s->eng, qp->qpn, &cur) ||
+		    cur.qp_state == OVR_ENG_QPS_ERR ||
+		    cur.qp_state == OVR_ENG_QPS_RESET)
+			continue;
+		if (ovr_eng_qp_modify(s->eng, qp->qpn, &a, OVR_ENG_ATTR_STATE,
+				      svc_now()))
+			continue;
+		atomic_store_explicit(&qp->ring->state, OVR_ENG_QPS_ERR,
+				      memory_order_release);
+		svc_async(qp->ctx, qp->user_handle, IBV_EVENT_QP_FATAL);
+	}
+	return true;
+}
 
 static void cq_write(struct svc *s, struct svc_cq *cq,
 		     const struct ovr_eng_wc *wc)
@@ -156,17 +221,10 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	uint32_t arm;
 
 	if (cq->prod - cons >= cq->depth) {
-		s->cnt.cq_overflows++;
-		if (!cq->overflowed) {
-			cq->overflowed = true;
-			atomic_store_explicit(&cq->ring->overflow, 1,
-					      memory_order_release);
-			if (svc_async(cq->ctx, cq->user_handle,
-				      IBV_EVENT_CQ_ERR))
-				ring_event(&cq->ring->events);
-		}
+		cq_lost(s, cq, wc);
 		return;
 	}
+	cq->overflowed = false;
 	e = &cq->cqe[cq->prod & (cq->depth - 1)];
 	e->wqe_idx = (uint32_t)wc->wr_id;
 	e->qp_num = wc->qp_num;
@@ -1116,6 +1174,8 @@ int svc_run(struct svc *s)
 		work |= db_scan(s, now);
 		work |= stalled_retry(s, now);
 		next = ovr_eng_poll(s->eng, now, 0);
+		if (lost_fail(s))
+			next = now; /* what the flushes and TERMINATE need */
 		s->port_ops->flush(s->port);
 		heartbeat(s, now);
 		ovr_vpc_quiescent();

@@ -770,6 +770,11 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 	return cq;
 }
 
+uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq)
+{
+	return cq->depth;
+}
+
 /* Forgets @cq on this side only. */
 static void cq_free(struct ovr_cl *cl, struct ovr_cl_cq *cq)
 {

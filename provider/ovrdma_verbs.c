@@ -451,7 +451,9 @@ static struct ovrdma_cq *cq_create(struct ibv_context *ibctx, int cqe,
 		errno = e;
 		return NULL;
 	}
-	cq->vcq.cq.cqe = cqe;
+	/* ibv_create_cq(3): cqe is what the CQ holds, at least what was
+	 * asked; one more overflows it (docs/PROVIDER.md, CQ overflow) */
+	cq->vcq.cq.cqe = (int)ovr_cl_cq_depth(cq->cq);
 	return cq;
 }
 

@@ -98,6 +98,8 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
  * ibv_* object of each, so the provider keeps it until all are acked. */
 int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq,
 		      uint32_t *events);
+/* Completions the CQ holds before it overflows (at least what was asked). */
+uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq);
 int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc);
 int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only);
 

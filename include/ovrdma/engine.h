@@ -501,6 +501,11 @@ struct ovr_eng_stats {
 	uint64_t rx_ud_qkey; /* datagrams dropped: wrong qkey */
 	uint64_t rx_ud_norecv; /* datagrams dropped: no receive posted */
 	uint64_t tx_ud_too_long; /* UD sends over the MTU: not sent (C10-93.1.1) */
+	uint64_t mr_revoked; /* READ responses and held-back WRITE tails whose
+			      * region was deregistered after the request
+			      * was accepted: NAK REM_ACCESS */
+	uint64_t rsp_probes; /* READ / atomic requests asked again: their
+			      * response stalled (lost NAK, silent peer) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

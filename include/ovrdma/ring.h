@@ -42,8 +42,9 @@
  * cons is valid when gen == cons / depth + 1 (32-bit wrap); after
  * consuming, the client store-releases cq.cons so the service knows the
  * free space. A CQE that finds the ring full is not written: the CQ is
- * marked overflowed, its QPs' errors follow and an IBV_EVENT_CQ_ERR
- * async event is sent.
+ * marked overflowed (IBV_EVENT_CQ_ERR, once per episode) and the QP whose
+ * completion was lost goes to ERROR with IBV_EVENT_QP_FATAL; what the
+ * ring holds stays intact.
  *
  * Notification: req_notify_cq stores cq.arm = (sn + 1) << 1 | solicited.
  * When the service adds a CQE and cq.arm differs from the last arm word

@@ -16,6 +16,8 @@
 #include <cmocka.h>
 #include <errno.h>
 
+#include <ovrdma/wire_codec.h>
+
 #include "eng_util.h"
 
 struct fix {
@@ -86,6 +88,13 @@ static void expect_wc(struct fix *f, int n, uint32_t cq, uint64_t wr_id,
 	assert_int_equal(wc.status, status);
 	if (status == OVR_WC_SUCCESS)
 		assert_int_equal(wc.opcode, opcode);
+}
+
+static bool never(struct ovr_pair *p, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return false;
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -441,6 +450,64 @@ static void test_bad_lkey(void **state)
 	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_SEND);
 	expect_wc(f, 0, 0, 2, OVR_WC_LOC_PROT_ERR, 0);
 	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+/*
+ * WRs that fail their checks at posting on a QP that hears nothing (no
+ * traffic would run its completion): a bad lkey completes LOC_PROT_ERR
+ * at once; a remote range that wraps the address space (no region holds
+ * it, no PDU may carry it) REM_ACCESS_ERR, for WRITE, READ and atomics;
+ * nothing is sent for them.
+ */
+static void test_fail_at_post_idle(void **state)
+{
+	static const uint32_t ops[] = { OVR_WR_RDMA_WRITE, OVR_WR_RDMA_READ,
+					OVR_WR_ATOMIC_FETCH_AND_ADD };
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key ^ 8 };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 0),
+	};
+	uint64_t sent = p->n[0].tx_pkts;
+	struct ovr_eng_wc wc;
+	uint32_t qpn[2];
+
+	/* let the connection settle: nothing more will arrive */
+	ovr_pair_run(p, never, NULL, p->now + 1000000);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 1);
+	expect_wc(f, 0, 0, 1, OVR_WC_LOC_PROT_ERR, 0);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+
+	for (unsigned int i = 0; i < 3; i++) {
+		struct ovr_pair_qp_params qp;
+
+		ovr_pair_qp_params_default(&qp);
+		assert_int_equal(ovr_pair_connect(p, &qp, 2 + 2 * i, qpn), 0);
+		ovr_pair_run(p, never, NULL, p->now + 1000000);
+		sent = p->n[0].tx_pkts;
+		sge.lkey = p->n[0].key;
+		sge.length = ops[i] == OVR_WR_RDMA_WRITE ? 64 : 8;
+		wr.opcode = ops[i];
+		wr.wr_id = 10 + i;
+		wr.remote_addr = UINT64_MAX - 3;
+		assert_int_equal(
+			ovr_eng_post_send(p->n[0].eng, qpn[0], &wr, p->now), 0);
+		assert_true(ovr_pair_poll(p, 0, 2 + 2 * i, &wc));
+		assert_int_equal(wc.wr_id, 10 + i);
+		assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
+		ovr_pair_run(p, never, NULL, p->now + 1000000);
+		/* only the TERMINATE of the QP that failed went out */
+		assert_true(p->n[0].tx_pkts - sent <= 1);
+	}
 }
 
 static void test_send_too_long(void **state)
@@ -943,6 +1010,312 @@ static void test_rtr_responder(void **state)
 	assert_memory_equal(p->n[0].mem + (16u << 20), p->n[1].mem, 100000);
 }
 
+/*
+ * READs in flight when a later WR of the same QP is refused (NAK
+ * REM_ACCESS): the responder, now in ERROR, will not finish their
+ * responses. The completions must read as verbs order them - successes,
+ * one error, then flushes - never a flush ahead of the error.
+ */
+static void test_error_order(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 9,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key ^ 0x10000u,
+		.remote_addr = ovr_pair_va(p, 1, 0),
+	};
+	struct ovr_eng_wc wc;
+	int ok = 0, err = 0, fl = 0;
+
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ,
+					  1 + (uint64_t)i,
+					  (8u << 20) + ((size_t)i << 18),
+					  1u << 18, (size_t)i << 18,
+					  OVR_SEND_SIGNALED),
+				 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	assert_true(wait_cq(p, 0, 0, 9));
+	for (uint64_t i = 1; i <= 9; i++) {
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.wr_id, i);
+		if (wc.status == OVR_WC_SUCCESS) {
+			assert_int_equal(err + fl, 0);
+			ok++;
+		} else if (wc.status == OVR_WC_REM_ACCESS_ERR) {
+			assert_int_equal(err + fl, 0);
+			assert_int_equal(wc.vendor_err, OVR_NAK_REM_ACCESS);
+			err++;
+		} else {
+			assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
+			assert_int_equal(err, 1);
+			fl++;
+		}
+	}
+	assert_int_equal(err, 1);
+	assert_int_equal(ok + err + fl, 9);
+}
+
+/* ---- a region deregistered while the peer uses it ------------------------ */
+
+struct pdu_gate {
+	int drop_naks; /* NAKs still to drop */
+	bool silent; /* drop everything */
+	bool hold_retx; /* drop retransmissions */
+	int drop_first_write; /* first WRITE segments still to drop */
+	bool drop_acks; /* pure ACKs */
+	uint32_t drop_resp_msn; /* READ responses of this MSN; 0: none */
+};
+
+static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
+		 void *ctx)
+{
+	struct pdu_gate *g = ctx;
+	struct ovr_wire_pkt p;
+
+	(void)n;
+	if (g->silent)
+		return true;
+	if (ovr_wire_parse(pdu, len, &p, NULL))
+		return false;
+	if (p.opcode == OVR_OP_NAK && g->drop_naks > 0) {
+		g->drop_naks--;
+		return true;
+	}
+	if (g->hold_retx && (p.flags & OVR_F_RETX))
+		return true;
+	if (p.opcode == OVR_OP_WRITE && g->drop_first_write > 0) {
+		g->drop_first_write--;
+		return true;
+	}
+	if (p.opcode == OVR_OP_ACK && g->drop_acks)
+		return true;
+	if (p.opcode == OVR_OP_READ_RESP && g->drop_resp_msn &&
+	    p.u.rresp.msn == g->drop_resp_msn)
+		return true;
+	if (p.opcode == OVR_OP_ATOMIC_RESP && g->drop_resp_msn &&
+	    p.u.aresp.msn == g->drop_resp_msn)
+		return true;
+	return false;
+}
+
+static bool sent_at_least(struct ovr_pair *p, void *ctx)
+{
+	return p->n[1].tx_pkts >= *(uint64_t *)ctx;
+}
+
+/*
+ * A 2 MB READ is being answered when the responder deregisters the
+ * region: the responder must not read it any more (the service unmaps it
+ * at once), the READ fails with REM_ACCESS_ERR and the WR behind it
+ * flushes - even when that NAK is lost (the requester, left with nothing
+ * in flight, asks again).
+ */
+static void read_dereg(struct fix *f, int drop_naks)
+{
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 4u << 20, 2u << 20,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_READ);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 2u << 20,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 4u << 20),
+	};
+	struct pdu_gate g = { .drop_naks = drop_naks };
+	struct ovr_eng_stats st0, st1;
+	uint64_t want = p->n[1].tx_pkts + 40;
+
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	/* a WR behind it would carry a PSN the responder answers with its
+	 * NAK again: without one, only the requester's probe does */
+	if (!drop_naks)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 2, 0, 8,
+					  0, OVR_SEND_SIGNALED),
+				 0);
+	/* 40 response segments out of 512 */
+	assert_true(
+		ovr_pair_run(p, sent_at_least, &want, p->now + 1000000000ull));
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, drop_naks ? 0 : 1);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
+	ovr_eng_get_stats(p->n[0].eng, &st0);
+	ovr_eng_get_stats(p->n[1].eng, &st1);
+	assert_int_equal(st1.mr_revoked, 1);
+	if (drop_naks)
+		assert_true(st0.rsp_probes >= 1);
+	assert_int_equal(g.drop_naks, 0);
+}
+
+static void test_read_dereg(void **state)
+{
+	read_dereg(*state, 0);
+}
+
+static void test_read_dereg_nak_lost(void **state)
+{
+	read_dereg(*state, 2);
+}
+
+/*
+ * The revoked response is a spurious resend of one the requester already
+ * completed (its ACKs were lost), while a later atomic still waits: the
+ * NAK names a request the requester no longer has, yet the responder is
+ * in ERROR and the waiting atomic must fail REM_ACCESS_ERR, not wait for
+ * its retry budget.
+ */
+static void test_read_dereg_spurious_resend(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 4u << 20, 1u << 20,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_READ);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 65536,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 4u << 20),
+	};
+	struct pdu_gate g0 = { .drop_acks = true };
+	struct pdu_gate g1 = { .drop_resp_msn = 2 };
+	struct ovr_eng_wc wc;
+	uint64_t t0;
+
+	p->n[0].tx_filter = gate;
+	p->n[0].tx_filter_ctx = &g0;
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	/* an atomic on another region: its response, the responder's
+	 * last packet, is what a tail-loss probe resends (no memory) */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD,
+				  2, 9u << 20, 8, 64, OVR_SEND_SIGNALED),
+			 0);
+	/* READ 1 complete at the requester; its ACKs and the atomic's
+	 * response never reach the other side */
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	/* nothing of the requester's (its probes carry ACKs) gets through:
+	 * the responder resends READ 1's response, which it believes lost */
+	g0.silent = true;
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	t0 = p->now;
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
+	/* well before the retry budget (8 x 67 ms) */
+	assert_true(p->now - t0 < 100000000ull);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+}
+
+/* The responder of a READ falls silent (its node died) while the
+ * requester has nothing in flight: the READ fails with RETRY_EXC_ERR
+ * after the retry budget, it does not wait forever. */
+static void test_read_responder_silent(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct pdu_gate g = { 0 };
+	struct ovr_eng_wc wc;
+	uint64_t want = p->n[1].tx_pkts + 20, t0;
+
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g;
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_READ, 1,
+				  8u << 20, 2u << 20, 4u << 20,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_true(
+		ovr_pair_run(p, sent_at_least, &want, p->now + 1000000000ull));
+	g.silent = true;
+	t0 = p->now;
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, OVR_WC_RETRY_EXC_ERR);
+	/* (retry_cnt + 1) local ACK timeouts of 67 ms, then a probe's RTO */
+	assert_true(p->now - t0 >= 8 * 67108864ull);
+	assert_true(p->now - t0 < 2000000000ull);
+	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+}
+
+/*
+ * A WRITE's last segment arrives ahead of a hole and its tail is held
+ * back (last byte last); the region is deregistered before the hole
+ * fills. The tail must not be written (the service unmapped the region),
+ * the WRITE fails with REM_ACCESS_ERR, the one before it succeeds.
+ */
+static void test_write_tail_dereg(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key = small_mr(f, 6u << 20, 65536,
+				OVR_ENG_ACCESS_LOCAL_WRITE |
+					OVR_ENG_ACCESS_REMOTE_WRITE);
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 5 * 4096,
+				   p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 2,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = key,
+		.remote_addr = ovr_pair_va(p, 1, 6u << 20),
+	};
+	struct pdu_gate g = { .hold_retx = true, .drop_first_write = 1 };
+	struct ovr_eng_stats st;
+	uint8_t zero[16] = { 0 };
+
+	fill_pattern(p->n[0].mem, 5 * 4096, 3);
+	memset(p->n[1].mem + (6u << 20), 0, 65536);
+	p->n[0].tx_filter = gate;
+	p->n[0].tx_filter_ctx = &g;
+	/* WR 1 (a small WRITE elsewhere) goes first and is lost */
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, 100,
+				  1u << 20, OVR_SEND_SIGNALED),
+			 0);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	ovr_pair_run(p, never, NULL, p->now + 200000);
+	assert_int_equal(g.drop_first_write, 0);
+	/* WR 2 arrived whole but its tail waits for WR 1 */
+	assert_memory_equal(p->n[1].mem + (6u << 20), p->n[0].mem,
+			    5 * 4096 - 16);
+	assert_memory_equal(p->n[1].mem + (6u << 20) + 5 * 4096 - 16, zero, 16);
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	g.hold_retx = false;
+	assert_true(wait_cq(p, 0, 0, 2));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	expect_wc(f, 0, 0, 2, OVR_WC_REM_ACCESS_ERR, 0);
+	assert_memory_equal(p->n[1].mem + (6u << 20) + 5 * 4096 - 16, zero, 16);
+	assert_memory_equal(p->n[1].mem + (1u << 20), p->n[0].mem, 100);
+	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	ovr_eng_get_stats(p->n[1].eng, &st);
+	assert_int_equal(st.mr_revoked, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -974,6 +1347,8 @@ int main(void)
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_lkey, setup_clean,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_fail_at_post_idle,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_send_too_long, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted,
@@ -996,6 +1371,20 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sqd, setup_lossy,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_error_order, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_error_order, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_nak_lost,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_spurious_resend,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_responder_silent,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_write_tail_dereg,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_rtr_responder,
 						setup_rtr_responder, teardown),
 	};

@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Our own plain-libibverbs programs between two testbed nodes
+# (docs/TESTBED.md), through ovrdma-run, exchanging their QP numbers over
+# TCP on the nodes' kernel vIP network as ibv_rc_pingpong does
+# (docs/PROVIDER.md section 6):
+#   integrity: verbs_integrity at 0 %, 1 % and 5 % loss (1 % reordering
+#              by 50 us with loss): every operation byte-exact, guards
+#              untouched, completions in order;
+#   abuse:     verbs_abuse: each misuse of the verbs gives the documented
+#              error, never a crash or a hang, and a good transfer follows.
+# Server on node 1, client on node 2, each under a timeout. Both must exit
+# 0 and print PASS; afterwards no QP is left on either node.
+# usage: verbs-apps.sh TESTBED integrity|abuse PROGRAM
+#   VERBS_SEED=N repeats an integrity run; OVRDMA_TESTBED_DIR /
+#   OVRDMA_TESTBED_PREFIX name the testbed (default: one of this run's own).
+set -u
+tb=$1 mode=$2 prog=$3
+name=$(basename "$prog")
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "$name: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+case $mode in integrity | abuse) ;; *)
+	echo "usage: verbs-apps.sh TESTBED integrity|abuse PROGRAM"
+	exit 2
+	;;
+esac
+export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-va-test.$$}
+export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrva$$}
+trap '"$tb" down >/dev/null 2>&1' EXIT
+out=$OVRDMA_TESTBED_DIR.logs
+rm -rf "$out"
+mkdir -p "$out"
+t_start=$SECONDS
+nfail=0
+summary=()
+port=18700
+
+# what the fabric counted so far: "lost N reordered M" (all ports)
+fabric_counts() {
+	"$tb" fabric stats 2>/dev/null |
+		awk '$1 == "loss" { l += $2 } $1 == "reordered" { r += $2 }
+		     END { printf "%d %d", l, r }'
+}
+
+counter() { # node name
+	"$tb" ctl "$1" show counters | awk -v k="$2" '$1 == k {print $2}'
+}
+
+# pair LABEL LIMIT [ARGS...]: server on node 1, client on node 2
+pair() {
+	local label=$1 limit=$2
+	shift 2
+	local slog=$out/$label.srv clog=$out/$label.cli t0=$SECONDS src crc verdict=ok
+	local spid line f0 f1
+	port=$((port + 1))
+	f0=$(fabric_counts)
+	timeout -k 5 "$limit" "$tb" run 1 "$prog" server -p $port >"$slog" 2>&1 &
+	spid=$!
+	timeout -k 5 "$limit" "$tb" run 2 "$prog" client "$("$tb" addr 1)" \
+		-p $port "$@" >"$clog" 2>&1
+	crc=$?
+	wait $spid
+	src=$?
+	if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
+		verdict="FAIL (exit: server $src, client $crc)"
+	elif ! grep -q ': PASS' "$slog" || ! grep -q ': PASS' "$clog"; then
+		verdict="FAIL (no PASS line)"
+	fi
+	line=$(grep -m1 ': PASS' "$clog" | sed 's/^[^:]*: PASS: //')
+	f1=$(fabric_counts)
+	if [ $mode = integrity ]; then
+		set -- $f0 $f1
+		line="$line; fabric dropped $(($3 - $1)), reordered $(($4 - $2))"
+	fi
+	summary+=("$(printf '%-22s %-5s %4ds  %s' "$label" "${verdict%% *}" \
+		$((SECONDS - t0)) "${line:-$verdict}")")
+	echo "--- $label: $verdict ($((SECONDS - t0)) s)"
+	if [ "$verdict" != ok ]; then
+		nfail=$((nfail + 1))
+		echo "--- server log"
+		cat "$slog"
+		echo "--- client log"
+		cat "$clog"
+		for n in 1 2; do
+			echo "--- ovrdmad $n (last lines)"
+			tail -n 15 "$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" 2>/dev/null
+		done
+	else
+		cat "$clog"
+		grep ': PASS' "$slog"
+	fi
+}
+
+"$tb" up 2 >"$out/up.log" 2>&1 || {
+	cat "$out/up.log"
+	echo "$name: FAIL: testbed did not come up"
+	exit 1
+}
+
+seed=()
+[ -n "${VERBS_SEED:-}" ] && seed=(--seed "$VERBS_SEED")
+if [ $mode = integrity ]; then
+	# modest amounts: the 2-core machine runs two ovrdmad, the fabric and
+	# both programs; 5 % loss costs many retransmissions
+	pair loss-0 150 "${seed[@]}" --qps 4 --window 6 --rounds 200
+	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
+	pair loss-1-reorder-1 150 "${seed[@]}" --qps 4 --window 6 --rounds 150
+	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null
+	pair loss-5-reorder-1 150 "${seed[@]}" --qps 4 --window 6 --rounds 100 \
+		--max-size $((2 << 20))
+else
+	pair abuse 240
+fi
+
+# nothing left behind on either node
+for n in 1 2; do
+	for _ in $(seq 50); do
+		[ "$(counter $n engine_qps)" = 0 ] && break
+		sleep 0.1
+	done
+	if [ "$(counter $n engine_qps)" != 0 ]; then
+		echo "$name: FAIL: node $n still holds QPs after the programs exited"
+		"$tb" ctl $n show qps
+		nfail=$((nfail + 1))
+	fi
+done
+
+echo
+echo "$name: through the testbed (memif fabric), server node 1, client node 2"
+printf '%s\n' "${summary[@]}"
+echo "$name: ${#summary[@]} runs, $nfail failed, $((SECONDS - t_start)) s"
+[ $nfail -eq 0 ] || exit 1
