@@ -1258,7 +1258,7 @@ static int case_cq_overflow(void)
 	struct ibv_wc wc[32];
 	struct ibv_async_event e;
 	bool cq_err = false, qp_fatal = false;
-	int n, total = 0, cqe;
+	int n, cqe;
 	double end;
 
 	o.scqe = 1;
@@ -1297,7 +1297,6 @@ static int case_cq_overflow(void)
 			      wc[i].status == IBV_WC_SUCCESS,
 		      "entry %d: wr_id %" PRIu64 " %s", i, wc[i].wr_id,
 		      vc_st(wc[i].status));
-	total += n;
 	CHECK(vc_qp_state(c.qp) == IBV_QPS_ERR, "QP state %d, not ERROR",
 	      vc_qp_state(c.qp));
 	/* the QP works again after RESET */
