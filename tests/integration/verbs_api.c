@@ -26,24 +26,11 @@
  *        verbs_api [-d DEV] [-p PORT] [-n COUNT] client SERVER_IP
  * Exit 0 when every check held; each failure is printed.
  */
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <infiniband/verbs.h>
+#include "verbs_common.h"
 
 #define SLOT 4096u
 #define NSLOT 64u
@@ -70,92 +57,26 @@ static int failures;
 
 static void die(const char *what)
 {
-	fprintf(stderr, "verbs_api: %s: %s\n", what, strerror(errno));
-	exit(1);
+	vc_die("%s: %s", what, strerror(errno));
 }
 
-/* ---- out of band: one TCP connection ------------------------------------- */
+/* ---- out of band: one TCP connection (verbs_common.h) -------------------- */
 
+/* What a side tells the other: its QP and the region WRITEs go to. */
 struct peer_info {
-	uint32_t qpn, psn, rkey, pad;
+	struct vc_qpinfo qp;
+	uint32_t rkey, pad;
 	uint64_t addr;
-	uint8_t gid[16];
 };
-
-static void xfer(int fd, void *buf, size_t len, bool out)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
-
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			fprintf(stderr, "verbs_api: peer connection %s\n",
-				n ? strerror(errno) : "closed");
-			exit(1);
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-}
 
 static void sync_byte(int fd, char c)
 {
 	char got;
 
-	xfer(fd, &c, 1, true);
-	xfer(fd, &got, 1, false);
-	if (got != c) {
-		fprintf(stderr,
-			"verbs_api: out of step with the peer (%c/%c)\n", c,
-			got);
-		exit(1);
-	}
-}
-
-static int oob_connect(const char *server, const char *port)
-{
-	struct addrinfo hints = { .ai_family = AF_INET,
-				  .ai_socktype = SOCK_STREAM },
-			*res;
-	int fd = -1, one = 1;
-
-	if (server) {
-		if (getaddrinfo(server, port, &hints, &res))
-			die("getaddrinfo");
-		for (int i = 0; i < 100; i++) {
-			fd = socket(AF_INET, SOCK_STREAM, 0);
-			if (fd < 0)
-				die("socket");
-			if (!connect(fd, res->ai_addr, res->ai_addrlen))
-				break;
-			close(fd);
-			fd = -1;
-			usleep(100000);
-		}
-		freeaddrinfo(res);
-		if (fd < 0)
-			die("connect");
-	} else {
-		struct sockaddr_in a = { .sin_family = AF_INET,
-					 .sin_port =
-						 htons((uint16_t)atoi(port)) };
-		int l = socket(AF_INET, SOCK_STREAM, 0);
-
-		if (l < 0)
-			die("socket");
-		setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1))
-			die("listen");
-		fd = accept(l, NULL, NULL);
-		if (fd < 0)
-			die("accept");
-		close(l);
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
+	vc_send_all(fd, &c, 1);
+	vc_recv_must(fd, &got, 1);
+	if (got != c)
+		vc_die("out of step with the peer (%c/%c)", c, got);
 }
 
 /* ---- 1. local checks ----------------------------------------------------- */
@@ -234,7 +155,7 @@ static void check_local(struct ibv_context *ctx, struct ibv_pd *pd)
 /* ---- 2. the QP ----------------------------------------------------------- */
 
 struct side {
-	struct ibv_context *ctx;
+	struct vc_dev dev;
 	struct ibv_pd *pd;
 	struct ibv_cq_ex *cqx;
 	struct ibv_cq *cq; /* the same CQ */
@@ -243,7 +164,6 @@ struct side {
 	uint8_t *buf; /* NSLOT slots, then RQ_DEPTH receive buffers */
 	size_t len;
 	struct peer_info me, peer;
-	struct ibv_port_attr port;
 };
 
 static uint8_t pattern(uint64_t i, size_t k)
@@ -253,7 +173,6 @@ static uint8_t pattern(uint64_t i, size_t k)
 
 static void setup(struct side *s, const char *dev)
 {
-	struct ibv_device **l = ibv_get_device_list(NULL);
 	struct ibv_cq_init_attr_ex ca = {
 		.cqe = 2 * (SQ_DEPTH + RQ_DEPTH),
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
@@ -267,32 +186,13 @@ static void setup(struct side *s, const char *dev)
 			 .max_recv_sge = 1,
 			 .max_inline_data = 64 },
 	};
-	union ibv_gid gid;
-	int i;
-
-	if (!l)
-		die("ibv_get_device_list");
-	for (i = 0; l[i]; i++)
-		if (!dev || !strcmp(ibv_get_device_name(l[i]), dev))
-			break;
-	if (!l[i]) {
-		fprintf(stderr, "verbs_api: no device %s\n", dev ? dev : "");
-		exit(1);
-	}
-	s->ctx = ibv_open_device(l[i]);
-	if (!s->ctx)
-		die("ibv_open_device");
-	ibv_free_device_list(l);
-	if (ibv_query_port(s->ctx, 1, &s->port))
-		die("ibv_query_port");
-	if (ibv_query_gid(s->ctx, 1, 0, &gid))
-		die("ibv_query_gid");
-	s->pd = ibv_alloc_pd(s->ctx);
+	vc_open(&s->dev, dev);
+	s->pd = ibv_alloc_pd(s->dev.ctx);
 	if (!s->pd)
 		die("ibv_alloc_pd");
-	check_local(s->ctx, s->pd);
+	check_local(s->dev.ctx, s->pd);
 
-	s->cqx = ibv_create_cq_ex(s->ctx, &ca);
+	s->cqx = ibv_create_cq_ex(s->dev.ctx, &ca);
 	if (!s->cqx)
 		die("ibv_create_cq_ex");
 	s->cq = ibv_cq_ex_to_cq(s->cqx);
@@ -309,53 +209,23 @@ static void setup(struct side *s, const char *dev)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->mr)
 		die("ibv_reg_mr");
-	s->me = (struct peer_info){ .qpn = s->qp->qp_num,
-				    .psn = (uint32_t)getpid() & 0xffffff,
-				    .rkey = s->mr->rkey,
-				    .addr = (uintptr_t)s->buf };
-	memcpy(s->me.gid, gid.raw, 16);
+	vc_qpinfo_of(&s->dev, s->qp, (uint32_t)getpid() & 0xffffff, &s->me.qp);
+	s->me.rkey = s->mr->rkey;
+	s->me.addr = (uintptr_t)s->buf;
 }
 
+/* RC towards the peer: WRITEs and SENDs only, fast RNR retries (the SEND
+ * stream's receiver reposts as it goes) */
 static void connect_qp(struct side *s)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
-	};
+	struct vc_path p = vc_path_default();
 
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
-		die("modify_qp INIT");
-	a = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = s->port.active_mtu,
-		.dest_qp_num = s->peer.qpn,
-		.rq_psn = s->peer.psn,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1 },
-	};
-	memcpy(a.ah_attr.grh.dgid.raw, s->peer.gid, 16);
-	a.ah_attr.grh.hop_limit = 64;
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-		die("modify_qp RTR");
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS,
-				  .timeout = 14,
-				  .retry_cnt = 7,
-				  .rnr_retry = 7,
-				  .sq_psn = s->me.psn,
-				  .max_rd_atomic = 1 };
-	if (ibv_modify_qp(s->qp, &a,
-			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				  IBV_QP_MAX_QP_RD_ATOMIC))
-		die("modify_qp RTS");
+	p.min_rnr_timer = 1;
+	p.rd_atomic = 1;
+	p.access = IBV_ACCESS_REMOTE_WRITE;
+	errno = vc_connect(&s->dev, s->qp, s->me.qp.psn, &s->peer.qp, &p, true);
+	if (errno)
+		die("connect the QP");
 }
 
 static uint8_t *rbuf(struct side *s, unsigned int i)
@@ -668,7 +538,8 @@ static void phase_data_path(struct side *s, int fd, bool server,
 
 int main(int argc, char **argv)
 {
-	const char *dev = NULL, *port = "18516";
+	const char *dev = NULL;
+	int port = 18516;
 	unsigned int count = 2000;
 	struct side s = { 0 };
 	bool server;
@@ -680,7 +551,7 @@ int main(int argc, char **argv)
 			dev = optarg;
 			break;
 		case 'p':
-			port = optarg;
+			port = atoi(optarg);
 			break;
 		case 'n':
 			count = (unsigned int)strtoul(optarg, NULL, 0);
@@ -692,14 +563,16 @@ int main(int argc, char **argv)
 	if (optind >= argc || count == 0)
 		goto usage;
 	server = !strcmp(argv[optind], "server");
+	vc_prog = "verbs_api";
 	if (!server && (strcmp(argv[optind], "client") || optind + 1 >= argc))
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	setup(&s, dev);
-	fd = oob_connect(server ? NULL : argv[optind + 1], port);
-	xfer(fd, &s.me, sizeof(s.me), true);
-	xfer(fd, &s.peer, sizeof(s.peer), false);
+	fd = server ? vc_tcp_server(port) :
+		      vc_tcp_client(argv[optind + 1], port);
+	vc_send_all(fd, &s.me, sizeof(s.me));
+	vc_recv_must(fd, &s.peer, sizeof(s.peer));
 	connect_qp(&s);
 	sync_byte(fd, 'r');
 	phase_cq_ex(&s, fd, server);
@@ -710,7 +583,7 @@ int main(int argc, char **argv)
 	CHECK(ibv_destroy_cq(s.cq) == 0, "destroy_cq");
 	CHECK(ibv_dereg_mr(s.mr) == 0, "dereg_mr");
 	CHECK(ibv_dealloc_pd(s.pd) == 0, "dealloc_pd");
-	CHECK(ibv_close_device(s.ctx) == 0, "close_device");
+	CHECK(ibv_close_device(s.dev.ctx) == 0, "close_device");
 	free(s.buf);
 	printf("verbs_api: %s: %s (%u WRITEs, %u SENDs)\n",
 	       server ? "server" : "client", failures ? "FAILED" : "ok", count,
