@@ -2143,6 +2143,8 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 		r->imm = p->u.ud.imm;
 		r->wc_flags |= OVR_WC_WITH_IMM;
 	}
+	if (p->flags & OVR_F_SE)
+		r->wc_flags |= OVR_WC_SOLICITED;
 	complete_recv(e, qp, idx, OVR_WC_SUCCESS, 0);
 }
 
@@ -2858,6 +2860,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 				r->imm = p->u.send.inv_rkey;
 				r->wc_flags = OVR_WC_WITH_INV;
 			}
+			if (p->flags & OVR_F_SE)
+				r->wc_flags |= OVR_WC_SOLICITED;
 		}
 		break;
 	case OVR_OP_WRITE:
@@ -2882,6 +2886,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			r->imm = p->u.write.imm;
 			r->wc_opcode = OVR_WC_RECV_RDMA_WITH_IMM;
 			r->wc_flags = OVR_WC_WITH_IMM;
+			if (p->flags & OVR_F_SE)
+				r->wc_flags |= OVR_WC_SOLICITED;
 		}
 		break;
 	case OVR_OP_READ_REQ:

@@ -233,7 +233,7 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	e->byte_len = wc->byte_len;
 	e->imm_data = wc->imm_data;
 	e->src_qp = wc->src_qp;
-	e->wc_flags = wc->wc_flags;
+	e->wc_flags = wc->wc_flags & ~(uint32_t)OVR_WC_SOLICITED;
 	e->vendor_err = wc->vendor_err;
 	e->flags = ((wc->wr_id >> 63) ? OVR_CQE_RECV : 0) |
 		   ((wc->wr_id >> 62) & 1 ? OVR_CQE_SRQ : 0);
@@ -244,16 +244,18 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	atomic_store_explicit(&cq->ring->prod, cq->prod, memory_order_relaxed);
 
 	/*
-	 * One event per arm. The engine does not tell solicited receives
-	 * apart, so a solicited-only arm fires on every receive and error
-	 * completion (more events than asked for, never fewer).
+	 * One event per arm. A solicited-only arm (arm & 1) fires on a
+	 * receive of a message sent solicited and on any error completion
+	 * (ibv_req_notify_cq(3)); other completions wait in the ring for
+	 * the application's next poll.
 	 */
 	/* Dekker with ovr_cl_req_notify_cq(), which stores the arm word
 	 * then polls: either it sees this CQE or we see its arm */
 	atomic_thread_fence(memory_order_seq_cst);
 	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
 	if (arm && arm != cq->last_arm && cq->chan_fd >= 0 &&
-	    (!(arm & 1) || (wc->wr_id >> 63) || wc->status != OVR_WC_SUCCESS)) {
+	    (!(arm & 1) || (wc->wc_flags & OVR_WC_SOLICITED) ||
+	     wc->status != OVR_WC_SUCCESS)) {
 		struct ovr_ctl_comp_event ev = { .cq_handle = cq->user_handle };
 
 		cq->last_arm = arm;

@@ -84,6 +84,10 @@ enum ovr_wc_flags {
 	OVR_WC_GRH = 1, /* UD: the first 40 bytes received are a GRH */
 	OVR_WC_WITH_IMM = 2,
 	OVR_WC_WITH_INV = 8,
+	/* A receive of a message the sender marked solicited
+	 * (OVR_SEND_SOLICITED, OVR_F_SE on the wire): what a solicited-only
+	 * CQ arm waits for. Not an ibv_wc flag: the service strips it. */
+	OVR_WC_SOLICITED = 1u << 7,
 };
 
 /* IBV_MTU_256 .. IBV_MTU_4096 */

@@ -11,7 +11,9 @@
 #      nodes' ovrdmad busy-poll for a second before sleeping (--spin-us),
 #      so that the stream is the steady state: with a sleeping ovrdmad a
 #      post costs one write(2) to wake it (docs/PROVIDER.md section 4,
-#      "The data path").
+#      "The data path"). Then completion events: a solicited-only arm
+#      fires for a solicited SEND / WRITE_WITH_IMM and not for the others,
+#      a plain arm for any receive, one event per arm.
 #   2. verbs_api again with both ends on node 1 (ovrdmad's loopback for
 #      its own vIPs, counted in tx_loopback);
 #   3. the load-time check: ibv_devices run against a copy of libibverbs

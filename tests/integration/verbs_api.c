@@ -20,7 +20,12 @@
  *      with ibv_poll_cq), each between two getppid(2) calls that
  *      verbs-api.sh finds in strace's log: the application thread makes
  *      no system call between them. The WRITE stream ends with every
- *      slot of the target checked.
+ *      slot of the target checked;
+ *   4. completion events on the receiver's CQ (it has a completion
+ *      channel): a solicited-only arm ignores receives the sender did
+ *      not mark IBV_SEND_SOLICITED and fires for one it did (SEND and
+ *      RDMA_WRITE_WITH_IMM); a plain arm fires for any receive; one
+ *      event per arm.
  *
  * usage: verbs_api [-d DEV] [-p PORT] [-n COUNT] server
  *        verbs_api [-d DEV] [-p PORT] [-n COUNT] client SERVER_IP
@@ -28,6 +33,7 @@
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <sys/syscall.h>
 
 #include "verbs_common.h"
@@ -159,6 +165,7 @@ struct side {
 	struct ibv_pd *pd;
 	struct ibv_cq_ex *cqx;
 	struct ibv_cq *cq; /* the same CQ */
+	struct ibv_comp_channel *ch; /* the CQ's */
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t *buf; /* NSLOT slots, then RQ_DEPTH receive buffers */
@@ -192,6 +199,10 @@ static void setup(struct side *s, const char *dev)
 		die("ibv_alloc_pd");
 	check_local(s->dev.ctx, s->pd);
 
+	s->ch = ibv_create_comp_channel(s->dev.ctx);
+	if (!s->ch)
+		die("ibv_create_comp_channel");
+	ca.channel = s->ch;
 	s->cqx = ibv_create_cq_ex(s->dev.ctx, &ca);
 	if (!s->cqx)
 		die("ibv_create_cq_ex");
@@ -536,6 +547,118 @@ static void phase_data_path(struct side *s, int fd, bool server,
 	sync_byte(fd, 'f');
 }
 
+/* ---- 4. completion events ----------------------------------------------- */
+
+/* One step: the receiver arms (solicited-only or not) unless it is still
+ * armed from the step before, the sender posts one message, the receiver
+ * polls its receive completion and then looks for an event. */
+struct ev_step {
+	enum ibv_wr_opcode op; /* SEND or RDMA_WRITE_WITH_IMM */
+	bool solicited; /* IBV_SEND_SOLICITED */
+	int arm; /* -1: still armed; else solicited_only */
+	bool event; /* the channel must (not) have an event */
+};
+
+static const struct ev_step ev_steps[] = {
+	{ IBV_WR_SEND, false, 1, false },
+	{ IBV_WR_SEND, true, -1, true },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, false, 1, false },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, true, -1, true },
+	{ IBV_WR_SEND, false, 0, true },
+	{ IBV_WR_SEND, true, 0, true },
+};
+
+/* Waits up to @ms for an event on the CQ's channel; takes and acks it. */
+static bool take_event(struct side *s, int ms)
+{
+	struct pollfd pfd = { .fd = s->ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *cq_ctx;
+
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	if (ibv_get_cq_event(s->ch, &cq, &cq_ctx))
+		die("ibv_get_cq_event");
+	CHECK(cq == s->cq, "the event names another CQ");
+	ibv_ack_cq_events(cq, 1);
+	return true;
+}
+
+static void phase_events(struct side *s, int fd, bool server,
+			 unsigned int count)
+{
+	/* the receiver still has RQ_DEPTH receives posted by recv_stream,
+	 * wr_id 1000000 + count onwards */
+	unsigned int next = count;
+	bool sol_only = false;
+
+	for (size_t i = 0; i < sizeof(ev_steps) / sizeof(ev_steps[0]); i++) {
+		const struct ev_step *st = &ev_steps[i];
+		struct ibv_wc wc;
+		time_t t0;
+		int n;
+
+		if (!server) {
+			sync_byte(fd, 'g');
+			if (post_send(s, st->op, 5000 + i, s->buf + SLOT, 64,
+				      s->peer.addr, (uint32_t)i,
+				      IBV_SEND_SIGNALED |
+					      (st->solicited ?
+						       IBV_SEND_SOLICITED :
+						       0)))
+				die("ibv_post_send");
+			t0 = time(NULL);
+			while ((n = ibv_poll_cq(s->cq, 1, &wc)) == 0 &&
+			       time(NULL) - t0 < 30)
+				;
+			CHECK(n == 1 && wc.status == IBV_WC_SUCCESS &&
+				      wc.wr_id == 5000 + i,
+			      "event step %zu: send completion %d status %d", i,
+			      n, n == 1 ? (int)wc.status : -1);
+			sync_byte(fd, 'h');
+			continue;
+		}
+		if (st->arm >= 0) {
+			if (ibv_req_notify_cq(s->cq, st->arm))
+				die("ibv_req_notify_cq");
+			sol_only = st->arm;
+		}
+		sync_byte(fd, 'g');
+		t0 = time(NULL);
+		while ((n = ibv_poll_cq(s->cq, 1, &wc)) == 0 &&
+		       time(NULL) - t0 < 30)
+			;
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS &&
+			      wc.wr_id == 1000000u + next &&
+			      (st->op == IBV_WR_SEND ?
+				       wc.opcode == IBV_WC_RECV :
+				       wc.opcode ==
+					       IBV_WC_RECV_RDMA_WITH_IMM) &&
+			      wc.wc_flags ==
+				      (st->op == IBV_WR_SEND ?
+					       0u :
+					       (unsigned)IBV_WC_WITH_IMM),
+		      "event step %zu: receive %d status %d wr_id %llu "
+		      "opcode %d flags 0x%x",
+		      i, n, n == 1 ? (int)wc.status : -1,
+		      n == 1 ? (unsigned long long)wc.wr_id : 0ull,
+		      n == 1 ? (int)wc.opcode : -1, n == 1 ? wc.wc_flags : 0u);
+		next++;
+		/* an event comes with the CQE it is for: a missing one is
+		 * given 10 s, an unwanted one half a second */
+		bool got = take_event(s, st->event ? 10000 : 500);
+
+		CHECK(got == st->event, "event step %zu (%s%s, %s arm): %s", i,
+		      st->op == IBV_WR_SEND ? "SEND" : "WRITE_WITH_IMM",
+		      st->solicited ? " solicited" : "",
+		      sol_only ? "solicited-only" : "plain",
+		      got ? "an event it should not have" : "no event");
+		/* one event per arm: nothing more */
+		CHECK(!take_event(s, 0), "event step %zu: a second event", i);
+		sync_byte(fd, 'h');
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
@@ -577,17 +700,19 @@ int main(int argc, char **argv)
 	sync_byte(fd, 'r');
 	phase_cq_ex(&s, fd, server);
 	phase_data_path(&s, fd, server, count);
+	phase_events(&s, fd, server, count);
 
 	close(fd);
 	CHECK(ibv_destroy_qp(s.qp) == 0, "destroy_qp");
 	CHECK(ibv_destroy_cq(s.cq) == 0, "destroy_cq");
+	CHECK(ibv_destroy_comp_channel(s.ch) == 0, "destroy_comp_channel");
 	CHECK(ibv_dereg_mr(s.mr) == 0, "dereg_mr");
 	CHECK(ibv_dealloc_pd(s.pd) == 0, "dealloc_pd");
 	CHECK(ibv_close_device(s.dev.ctx) == 0, "close_device");
 	free(s.buf);
-	printf("verbs_api: %s: %s (%u WRITEs, %u SENDs)\n",
+	printf("verbs_api: %s: %s (%u WRITEs, %u SENDs, %zu event steps)\n",
 	       server ? "server" : "client", failures ? "FAILED" : "ok", count,
-	       count);
+	       count, sizeof(ev_steps) / sizeof(ev_steps[0]));
 	return failures ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: verbs_api [-d DEV] [-p PORT] [-n COUNT] "

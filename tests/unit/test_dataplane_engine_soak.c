@@ -844,6 +844,9 @@ static int post_op(struct soak *s, struct side *sd, uint32_t mtu)
 			rv->flags = OVR_WC_WITH_INV;
 			rv->imm = wr.invalidate_rkey;
 		}
+		/* the receive says the sender asked for a solicited event */
+		if (wr.send_flags & OVR_SEND_SOLICITED)
+			rv->flags |= OVR_WC_SOLICITED;
 		break;
 	case K_WRITE:
 	case K_WRITE_IMM:
@@ -853,6 +856,8 @@ static int post_op(struct soak *s, struct side *sd, uint32_t mtu)
 			rv->opcode = OVR_WC_RECV_RDMA_WITH_IMM;
 			rv->byte_len = len;
 			rv->flags = OVR_WC_WITH_IMM;
+			if (wr.send_flags & OVR_SEND_SOLICITED)
+				rv->flags |= OVR_WC_SOLICITED;
 			rv->imm = wr.imm_data;
 			rv->has_tgt = true;
 			rv->tgt = rb;
@@ -1080,7 +1085,8 @@ static bool on_recv_wc(struct soak *s, struct side *rs,
 	CHECK(s,
 	      wc->opcode == rv->opcode && wc->byte_len == rv->byte_len &&
 		      wc->wc_flags == rv->flags &&
-		      (!rv->flags || wc->imm_data == rv->imm) &&
+		      (!(rv->flags & (OVR_WC_WITH_IMM | OVR_WC_WITH_INV)) ||
+		       wc->imm_data == rv->imm) &&
 		      wc->qp_num == rs->qpn && wc->src_qp == rs->peer_qpn,
 	      "node %d qp %d recv wr_id %#" PRIx64
 	      ": opcode %u len %u flags %#x imm %#x qp %#x src %#x, expected "

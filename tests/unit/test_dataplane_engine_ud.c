@@ -153,7 +153,9 @@ static int ud_send(struct fix *f, int n, uint64_t wr_id, size_t off,
 	struct ovr_eng_send_wr wr = {
 		.wr_id = wr_id,
 		.opcode = imm ? OVR_WR_SEND_WITH_IMM : OVR_WR_SEND,
-		.send_flags = OVR_SEND_SIGNALED,
+		/* every third datagram solicited */
+		.send_flags = OVR_SEND_SIGNALED |
+			      (wr_id % 3 == 1 ? OVR_SEND_SOLICITED : 0),
 		.sg_list = &sge,
 		.num_sge = len ? 1 : 0,
 		.imm_data = (uint32_t)wr_id * 3,
@@ -213,6 +215,8 @@ static void test_ud_ping_pong(void **state)
 		assert_int_equal(wc.wr_id, 1000 + i);
 		check_dgram(f, 1, &wc, dst, src, len);
 		assert_int_equal(!!(wc.wc_flags & OVR_WC_WITH_IMM), imm);
+		assert_int_equal(!!(wc.wc_flags & OVR_WC_SOLICITED),
+				 i % 3 == 1);
 		if (imm)
 			assert_int_equal(wc.imm_data, (uint32_t)i * 3);
 		assert_true(ovr_pair_poll(p, 0, 0, &wc));
