@@ -267,6 +267,8 @@ grep -q 'Operation not permitted' <<<"$out" || fail "tenant add as a member: $ou
 out=$(as_other ovrdmactl show devices 2>&1) && fail "a non-member reached the socket"
 grep -q 'Permission denied' <<<"$out" || fail "non-member: $out"
 out=$(as_other ovrdma-run ibv_devinfo -d ovrdma0 2>&1) && fail "ibv_devinfo as a non-member succeeded"
+grep -q "cannot reach ovrdmad at /run/ovrdma/ovrdmad.sock: Permission denied" <<<"$out" ||
+	fail "ibv_devinfo as a non-member does not say why: $out"
 echo "socket 0660 root:ovrdma: members use the devices, ovrdmactl needs root; others refused"
 
 step "5. ibv_devinfo and ibv_rc_pingpong with the installed files only"
