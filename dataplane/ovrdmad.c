@@ -10,11 +10,13 @@
  * net_af_xdp on a cloud vNIC, net_memif or net_af_packet in the testbed.
  * One thread runs everything (svc_dp.c's loop). SIGTERM and SIGINT stop
  * it cleanly; counters are also exported through DPDK telemetry
- * (/ovrdma/counters).
+ * (/ovrdma/counters). Under systemd (Type=notify, ovrdmad.service) it
+ * reports readiness, status and stopping through sd_notify.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,10 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_telemetry.h>
+
+#ifdef OVRDMA_HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include <ovrdma/wire.h>
 
@@ -40,6 +46,65 @@ static int svc_logtype;
 
 #define LOG(level, ...) \
 	rte_log(RTE_LOG_##level, svc_logtype, "ovrdmad: " __VA_ARGS__)
+
+/* ---- systemd ------------------------------------------------------------- */
+
+/*
+ * sd_notify(3) for ovrdmad.service (Type=notify): READY=1 once the control
+ * socket listens and the devices are published, STATUS= lines, STOPPING=1
+ * when a signal ends the loop. A no-op outside systemd ($NOTIFY_SOCKET
+ * unset) and in builds without libsystemd (-Dsystemd=disabled).
+ */
+#define STATUS_EVERY_NS 5000000000ull /* STATUS= at most this often */
+
+static void notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void notify(const char *fmt, ...)
+{
+#ifdef OVRDMA_HAVE_LIBSYSTEMD
+	char msg[256];
+	va_list ap;
+	int saved = errno;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sd_notify(0, msg);
+	errno = saved;
+#else
+	(void)fmt;
+#endif
+}
+
+/*
+ * STATUS= for `systemctl status`: devices, contexts, QPs and the link.
+ * Called from the dataplane thread's heartbeat tick (every few ms); sends
+ * at most every STATUS_EVERY_NS and only what changed: one sendmsg(2)
+ * then, never per packet.
+ */
+static void status_tick(uint64_t now, bool link_up)
+{
+	static uint64_t last;
+	static char prev[160];
+	struct ovr_eng_stats es;
+	char cur[160];
+	unsigned int ndev = 0;
+
+	if (last && now - last < STATUS_EVERY_NS)
+		return;
+	last = now;
+	for (int i = 0; i < SVC_MAX_DEVS; i++)
+		ndev += svc.devs[i].used;
+	ovr_eng_get_stats(svc.eng, &es);
+	snprintf(cur, sizeof(cur),
+		 "STATUS=serving %u devices, %u contexts, %llu QPs; port %s",
+		 ndev, svc.nctx, (unsigned long long)es.qps,
+		 link_up ? "up" : "DOWN");
+	if (strcmp(cur, prev)) {
+		memcpy(prev, cur, sizeof(prev));
+		notify("%s", cur);
+	}
+}
 
 /* ---- the DPDK port ------------------------------------------------------- */
 
@@ -177,8 +242,11 @@ static bool p_link_up(void *port)
 static void p_tick(void *port, uint64_t now)
 {
 	struct dport *p = port;
+	bool up = p_link_up(p);
 
-	if (!p->memif || p_link_up(p)) {
+	/* the loop's one periodic hook in ovrdmad: also systemd's status */
+	status_tick(now, up);
+	if (!p->memif || up) {
 		p->down_since = 0;
 		return;
 	}
@@ -548,7 +616,9 @@ int main(int argc, char **argv)
 	    svc.conf.socket, svc.conf.host >> 24, (svc.conf.host >> 16) & 255,
 	    (svc.conf.host >> 8) & 255, svc.conf.host & 255,
 	    svc.conf.underlay_mtu, svc.conf.cc);
+	notify("READY=1\nSTATUS=serving %s", svc.conf.socket);
 	svc_run(&svc);
+	notify("STOPPING=1\nSTATUS=stopping: closing %u contexts", svc.nctx);
 	LOG(INFO, "stopping: %u contexts closed\n", svc.nctx);
 	svc_fini(&svc);
 	if (port.started)

@@ -107,6 +107,18 @@ ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	ctx->cl = ovr_cl_connect(sock, program_invocation_short_name);
 	if (!ctx->cl) {
 		err = errno;
+		/* what the application will only report as "failed to open
+		 * the device", and what the operator fixes: which socket, why
+		 * (docs/OPERATIONS.md, troubleshooting) */
+		fprintf(stderr,
+			"ovrdma: %s: cannot reach ovrdmad at %s: %s%s\n",
+			ibdev->name, sock ? sock : OVR_CTL_SOCK_DEFAULT,
+			strerror(err),
+			err == EACCES ?
+				" (not a member of the socket's group?)" :
+			err == EPROTO ? " (ovrdmad and this provider are of "
+					"different versions: upgrade both)" :
+					"");
 		goto err_uninit;
 	}
 	rc = ovr_cl_open(ctx->cl, ibdev->name, &ctx->dev);
