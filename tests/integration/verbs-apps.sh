@@ -133,3 +133,4 @@ echo "$name: through the testbed (memif fabric), server node 1, client node 2"
 printf '%s\n' "${summary[@]}"
 echo "$name: ${#summary[@]} runs, $nfail failed, $((SECONDS - t_start)) s"
 [ $nfail -eq 0 ] || exit 1
+rm -rf "$out" # on a failure the logs stay (and were printed)
