@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,11 @@ struct ovr_cl {
 	uint64_t incarnation;
 	struct ovr_cl_qp *qps[QP_BUCKETS]; /* by qpn, chained */
 	struct ovr_cl_cq *cqs; /* for failing everything when dead */
+	/* the watcher: DEVICE_FATAL as soon as the service's end of the
+	 * socket closes, for applications that only wait for events */
+	pthread_t watcher;
+	pid_t watcher_pid; /* 0: none; a forked child has none */
+	int watch_stop[2];
 };
 
 struct ovr_cl_cq {
@@ -96,6 +102,8 @@ struct ovr_cl_qp {
 };
 
 /* ---- the socket ---------------------------------------------------------- */
+
+static void watch_start(struct ovr_cl *cl);
 
 static int xfer(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 		const int *fds, int nfds, void *rep, size_t cap, int *rfds,
@@ -336,6 +344,8 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 	cl->async_rd = pfd[0];
 	cl->async_wr = pfd[1];
 	fcntl(cl->async_wr, F_SETFL, O_NONBLOCK);
+	if (!cl->watcher_pid)
+		watch_start(cl);
 	if (dev)
 		*dev = r.dev;
 	return 0;
@@ -367,6 +377,73 @@ static void declare_dead(struct ovr_cl *cl)
 	}
 }
 
+/*
+ * The watcher thread of a context: sleeps in poll(2) on the control
+ * socket for the hang-up that ovrdmad's exit (or crash) causes, and then
+ * declares the context dead, which queues IBV_EVENT_DEVICE_FATAL on the
+ * async fd. Without it an application blocked in ibv_get_async_event (or
+ * one that stopped polling) would learn of the death only at its next
+ * post or poll. It asks for POLLRDHUP only: replies (POLLIN) stay for
+ * the thread that made the request.
+ */
+static void *watch(void *arg)
+{
+	struct ovr_cl *cl = arg;
+	struct pollfd p[2] = {
+		{ .fd = cl->fd, .events = POLLRDHUP },
+		{ .fd = cl->watch_stop[0], .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (p[1].revents)
+			return NULL;
+		if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+			declare_dead(cl);
+			return NULL;
+		}
+	}
+}
+
+/* Starts the watcher with every signal blocked (the application's
+ * handlers run on its own threads). Without it only the watching is
+ * lost: posts and polls still find a dead service. */
+static void watch_start(struct ovr_cl *cl)
+{
+	sigset_t all, old;
+
+	if (pipe2(cl->watch_stop, O_CLOEXEC))
+		return;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&cl->watcher, NULL, watch, cl) == 0) {
+		cl->watcher_pid = getpid();
+		pthread_setname_np(cl->watcher, "ovrdma-watch");
+	} else {
+		close(cl->watch_stop[0]);
+		close(cl->watch_stop[1]);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void watch_stop(struct ovr_cl *cl)
+{
+	if (!cl->watcher_pid)
+		return;
+	/* in a forked child the thread does not exist: only the fds do */
+	if (cl->watcher_pid == getpid()) {
+		if (write(cl->watch_stop[1], "", 1) == 1)
+			pthread_join(cl->watcher, NULL);
+	}
+	close(cl->watch_stop[0]);
+	close(cl->watch_stop[1]);
+	cl->watcher_pid = 0;
+}
+
 bool ovr_cl_alive(struct ovr_cl *cl)
 {
 	struct pollfd p = { .fd = cl->fd, .events = POLLIN };
@@ -393,6 +470,7 @@ void ovr_cl_close(struct ovr_cl *cl)
 {
 	if (!cl)
 		return;
+	watch_stop(cl); /* before the socket it polls goes */
 	/* closing the socket makes the service destroy everything the
 	 * context owns: only this side's mappings are left to undo */
 	close(cl->fd);
@@ -428,11 +506,15 @@ int ovr_cl_alloc_pd(struct ovr_cl *cl, uint32_t *pd)
 	return rc;
 }
 
+/* Releases one object (every caller destroys, deregisters or frees):
+ * with the service gone there is nothing left to release, and the
+ * release succeeds, as the kernel's do after a device fatal error. */
 static int handle_op(struct ovr_cl *cl, uint16_t op, uint32_t handle)
 {
 	struct ovr_ctl_handle_req q = { .handle = handle };
+	int rc = req_exact(cl, op, &q, sizeof(q), NULL, 0, NULL, 0, NULL, 0);
 
-	return req_exact(cl, op, &q, sizeof(q), NULL, 0, NULL, 0, NULL, 0);
+	return rc && atomic_load(&cl->dead) ? 0 : rc;
 }
 
 int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd)

@@ -153,7 +153,7 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr);
  * Shared receive queues. @attr->max_wr / max_sge as ibv_create_srq
  * (srq_limit ignored); ovr_cl_srq_attr gives what was granted. Their
  * receives complete on the recv CQ of the QP that took them, with its
- * qp_num and qp_user. SRQ_LIMIT_REACHED (17) arrives on the async fd
+ * qp_num and qp_user. SRQ_LIMIT_REACHED (15) arrives on the async fd
  * with @user_handle as the element. modify: @mask = OVR_ENG_SRQ_LIMIT
  * arms the limit, OVR_ENG_SRQ_MAX_WR grows max_wr (up to 4x what create
  * granted, at most 16384).

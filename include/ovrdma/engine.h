@@ -213,7 +213,7 @@ enum ovr_eng_event {
 	 * receive it had taken has completed (flushed) */
 	OVR_EV_QP_LAST_WQE_REACHED = 16, /* IBV_EVENT_QP_LAST_WQE_REACHED */
 	/* through ops->srq_event: fewer receives than the armed limit */
-	OVR_EV_SRQ_LIMIT_REACHED = 17, /* IBV_EVENT_SRQ_LIMIT_REACHED */
+	OVR_EV_SRQ_LIMIT_REACHED = 15, /* IBV_EVENT_SRQ_LIMIT_REACHED */
 };
 
 /* ---- queue pairs ------------------------------------------------------- */

@@ -38,7 +38,7 @@
 #define NSEND 6u
 #define LIMIT 4u
 #define SRQ_USER 0x5151abcdull
-#define IBV_EVENT_SRQ_LIMIT_REACHED 17u
+#define IBV_EVENT_SRQ_LIMIT_REACHED 15u
 
 struct node {
 	struct ovr_cl *cl;

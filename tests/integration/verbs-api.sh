@@ -19,6 +19,10 @@
 #   3. the load-time check: ibv_devices run against a copy of libibverbs
 #      named as rdma-core 99 gets the provider's refusal message and no
 #      ovrdma device, while the real one lists ovrdma0.
+#   4. verbs_api alone on node 2: IBV_EVENT_SRQ_LIMIT_REACHED through
+#      ibv_get_async_event, then node 2's ovrdmad killed with -9 while
+#      the program waits for events: IBV_EVENT_DEVICE_FATAL, posts EIO,
+#      everything destroyed without error.
 # usage: verbs-api.sh TESTBED VERBS_API [COUNT]
 set -u
 tb=$1 prog=$2 count=${3:-2000}
@@ -156,6 +160,29 @@ if grep -qw ovrdma0 "$work/refused.log" ||
 	cat "$work/refused.log"
 else
 	echo "verbs-api: rdma-core 99 refused: $(grep -m1 'ovrdma:' "$work/refused.log")"
+fi
+
+# ---- 4. the SRQ limit, then ovrdmad killed under an application ---------
+
+# verbs_api alone on node 2: SRQ_LIMIT_REACHED through loopback datagrams,
+# then it waits in ibv_get_async_event; node 2's ovrdmad is killed with
+# -9 (a crash: no goodbye on the socket) and DEVICE_FATAL must come.
+timeout -k 5 90 "$tb" run 2 "$prog" alone >"$work/alone.log" 2>&1 &
+apid=$!
+for _ in $(seq 300); do
+	grep -q "waiting for DEVICE_FATAL" "$work/alone.log" && break
+	kill -0 $apid 2>/dev/null || break
+	sleep 0.1
+done
+if grep -q "waiting for DEVICE_FATAL" "$work/alone.log"; then
+	kill -9 "$(cat "$OVRDMA_TESTBED_DIR/n2/ovrdmad.pid")"
+fi
+wait $apid
+arc=$?
+echo "verbs-api: alone: exit $arc; $(grep -E 'SRQ_LIMIT|DEVICE_FATAL$' "$work/alone.log" | sed 's/^verbs_api: alone: //' | paste -sd ';' -)"
+if [ $arc -ne 0 ]; then
+	fail "verbs_api alone (SRQ limit, DEVICE_FATAL)"
+	cat "$work/alone.log"
 fi
 
 [ $nfail -eq 0 ] && echo "verbs-api: ok" && exit 0

@@ -25,10 +25,19 @@
  *      channel): a solicited-only arm ignores receives the sender did
  *      not mark IBV_SEND_SOLICITED and fires for one it did (SEND and
  *      RDMA_WRITE_WITH_IMM); a plain arm fires for any receive; one
- *      event per arm.
+ *      event per arm;
+ *   5. (`alone`, one process, both QPs on one node) the SRQ limit: a UD
+ *      QP on an SRQ with 8 receives and limit 4 takes 5 datagrams from a
+ *      second UD QP (ovrdmad's loopback); ibv_get_async_event reports
+ *      IBV_EVENT_SRQ_LIMIT_REACHED once, for that SRQ, and the limit
+ *      reads 0 again; then it waits in ibv_get_async_event until
+ *      verbs-api.sh kills that node's ovrdmad with -9: DEVICE_FATAL
+ *      must arrive, posts fail with EIO, polls return, and destroying
+ *      everything and closing the device succeed.
  *
  * usage: verbs_api [-d DEV] [-p PORT] [-n COUNT] server
  *        verbs_api [-d DEV] [-p PORT] [-n COUNT] client SERVER_IP
+ *        verbs_api [-d DEV] alone
  * Exit 0 when every check held; each failure is printed.
  */
 #include <fcntl.h>
@@ -659,6 +668,231 @@ static void phase_events(struct side *s, int fd, bool server,
 	}
 }
 
+/* ---- 5. alone: the SRQ limit and the service's death ------------------- */
+
+#define UD_QKEY 0x11111111u
+#define UD_MSG 64u
+#define SRQ_POSTED 8u
+#define SRQ_LIMIT 4u
+#define UD_SENDS 5u
+
+/* Waits up to @ms for one asynchronous event; false if none came. */
+static bool async_event(struct ibv_context *ctx, int ms,
+			struct ibv_async_event *e)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	if (ibv_get_async_event(ctx, e))
+		die("ibv_get_async_event");
+	return true;
+}
+
+static struct ibv_qp *ud_qp(struct ibv_pd *pd, struct ibv_cq *cq,
+			    struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_UD,
+		.send_cq = cq,
+		.recv_cq = cq,
+		.srq = srq,
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = srq ? 0 : 16,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+				 .port_num = 1,
+				 .qkey = UD_QKEY };
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+
+	if (!qp)
+		die("ibv_create_qp UD");
+	if (ibv_modify_qp(qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_QKEY))
+		die("UD to INIT");
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		die("UD to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		die("UD to RTS");
+	return qp;
+}
+
+static int alone(const char *devname)
+{
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 16,
+						   .max_sge = 1 } };
+	struct ibv_srq_attr sa = { .srq_limit = SRQ_LIMIT };
+	struct ibv_async_event ev;
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_wc wc[16];
+	struct vc_dev d;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *rq, *sq;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	uint8_t *buf;
+	unsigned int recvs = 0, sends = 0;
+	time_t t0;
+	int rc;
+
+	vc_open(&d, devname);
+	pd = ibv_alloc_pd(d.ctx);
+	cq = ibv_create_cq(d.ctx, 64, NULL, NULL, 0);
+	srq = ibv_create_srq(pd, &sia);
+	buf = calloc(SRQ_POSTED + 1, 40 + UD_MSG);
+	if (!pd || !cq || !srq || !buf)
+		die("PD, CQ, SRQ");
+	mr = ibv_reg_mr(pd, buf, (SRQ_POSTED + 1) * (40 + UD_MSG),
+			IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		die("ibv_reg_mr");
+	rq = ud_qp(pd, cq, srq);
+	sq = ud_qp(pd, cq, NULL);
+	for (unsigned int i = 0; i < SRQ_POSTED; i++) {
+		struct ibv_sge sge = { (uintptr_t)(buf + i * (40 + UD_MSG)),
+				       40 + UD_MSG, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + i,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *bad;
+
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			die("ibv_post_srq_recv");
+	}
+	if (ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT))
+		die("ibv_modify_srq limit");
+	CHECK(!async_event(d.ctx, 200, &ev), "an event before the limit");
+
+	memcpy(aa.grh.dgid.raw, d.gid.raw, 16);
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(pd, &aa);
+	if (!ah)
+		die("ibv_create_ah to our own GID");
+	for (unsigned int i = 0; i < UD_SENDS; i++) {
+		uint8_t *m = buf + SRQ_POSTED * (40 + UD_MSG);
+		struct ibv_sge sge = { (uintptr_t)m, UD_MSG, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i,
+					  .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		memset(m, 0xa0 + i, UD_MSG);
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = rq->qp_num;
+		wr.wr.ud.remote_qkey = UD_QKEY;
+		if (ibv_post_send(sq, &wr, &bad))
+			die("ibv_post_send UD");
+		/* one at a time: the five land in five receives, in order */
+		for (t0 = time(NULL); time(NULL) - t0 < 30;) {
+			rc = ibv_poll_cq(cq, 16, wc);
+			for (int k = 0; k < rc; k++) {
+				CHECK(wc[k].status == IBV_WC_SUCCESS,
+				      "UD completion %s", vc_st(wc[k].status));
+				if (wc[k].opcode == IBV_WC_RECV) {
+					const uint8_t *r =
+						buf + (wc[k].wr_id - 100) *
+							      (40 + UD_MSG);
+
+					CHECK(wc[k].wr_id == 100 + recvs &&
+						      wc[k].byte_len ==
+							      40 + UD_MSG &&
+						      wc[k].qp_num ==
+							      rq->qp_num &&
+						      wc[k].src_qp ==
+							      sq->qp_num &&
+						      r[40] == 0xa0 + recvs &&
+						      r[40 + UD_MSG - 1] ==
+							      0xa0 + recvs,
+					      "UD receive %u: wr_id %llu len %u",
+					      recvs,
+					      (unsigned long long)wc[k].wr_id,
+					      wc[k].byte_len);
+					recvs++;
+				} else {
+					sends++;
+				}
+			}
+			if (recvs == i + 1 && sends == i + 1)
+				break;
+		}
+		CHECK(recvs == i + 1 && sends == i + 1,
+		      "datagram %u: %u receives, %u sends completed", i, recvs,
+		      sends);
+	}
+	/* 8 posted, 5 taken: 3 < the limit of 4 */
+	if (async_event(d.ctx, 10000, &ev)) {
+		CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+			      ev.element.srq == srq,
+		      "event %s for %p, not SRQ_LIMIT_REACHED for the SRQ",
+		      ibv_event_type_str(ev.event_type),
+		      (void *)ev.element.srq);
+		ibv_ack_async_event(&ev);
+	} else {
+		CHECK(0, "no SRQ_LIMIT_REACHED in 10 s");
+	}
+	CHECK(!async_event(d.ctx, 200, &ev), "a second event after the limit");
+	memset(&sa, 0xff, sizeof(sa));
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0,
+	      "the limit reads %u after it fired, not 0", sa.srq_limit);
+	printf("verbs_api: alone: SRQ_LIMIT_REACHED once after %u of %u "
+	       "receives\n",
+	       recvs, SRQ_POSTED);
+
+	/* the service dies under us */
+	printf("verbs_api: alone: waiting for DEVICE_FATAL\n");
+	fflush(stdout);
+	if (async_event(d.ctx, 30000, &ev)) {
+		CHECK(ev.event_type == IBV_EVENT_DEVICE_FATAL,
+		      "event %s, not DEVICE_FATAL",
+		      ibv_event_type_str(ev.event_type));
+		ibv_ack_async_event(&ev);
+		printf("verbs_api: alone: %s\n",
+		       ibv_event_type_str(ev.event_type));
+	} else {
+		CHECK(0, "no DEVICE_FATAL within 30 s");
+	}
+	{
+		struct ibv_sge sge = { (uintptr_t)buf, UD_MSG, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 99,
+					  .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND },
+				   *bad = NULL;
+
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = rq->qp_num;
+		wr.wr.ud.remote_qkey = UD_QKEY;
+		rc = ibv_post_send(sq, &wr, &bad);
+		CHECK(rc == EIO && bad == &wr,
+		      "post_send after the service died: %d (%s)", rc,
+		      strerror(rc));
+	}
+	rc = ibv_poll_cq(cq, 16, wc);
+	CHECK(rc >= 0, "poll_cq after the service died: %d", rc);
+	CHECK(ibv_destroy_qp(sq) == 0 && ibv_destroy_qp(rq) == 0,
+	      "destroy_qp after the service died");
+	CHECK(ibv_destroy_ah(ah) == 0, "destroy_ah after the service died");
+	CHECK(ibv_destroy_srq(srq) == 0, "destroy_srq after the service died");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq after the service died");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg_mr after the service died");
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc_pd after the service died");
+	CHECK(ibv_close_device(d.ctx) == 0,
+	      "close_device after the service died");
+	free(buf);
+	printf("verbs_api: alone: %s\n", failures ? "FAILED" : "ok");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = NULL;
@@ -685,8 +919,11 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc || count == 0)
 		goto usage;
-	server = !strcmp(argv[optind], "server");
 	vc_prog = "verbs_api";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[optind], "alone"))
+		return alone(dev);
+	server = !strcmp(argv[optind], "server");
 	if (!server && (strcmp(argv[optind], "client") || optind + 1 >= argc))
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
