@@ -14,7 +14,8 @@
 #      open the device, not administer (ovrdmactl: EPERM); others get
 #      EACCES;
 #   5. with nothing but the installed files (no build tree in sight):
-#      ovrdma-run ibv_devices / ibv_devinfo see ovrdma0, and an
+#      ovrdma-run ibv_devices / ibv_devinfo see ovrdma0, so does a login
+#      shell without ovrdma-run (/etc/profile.d/ovrdma.sh), and an
 #      ibv_rc_pingpong pair (busy polling and -e) runs between A and B;
 #   6. with an application connected, upgrading (dpkg -i again) and
 #      removing the node service are refused and change nothing; the
@@ -285,6 +286,13 @@ for want in 'hca_id:\s+ovrdma0' 'state:\s+PORT_ACTIVE' 'link_layer:\s+Ethernet' 
 	grep -Eq "$want" <<<"$out" || fail "ibv_devinfo: no line like '$want': $out"
 done
 echo "ibv_devinfo: ovrdma0, PORT_ACTIVE, Ethernet, MTU 4096"
+# a login shell of a member, without ovrdma-run: /etc/profile.d/ovrdma.sh
+login() { as_member env -i HOME=/ PATH=/usr/bin:/bin "$@"; }
+out=$(login bash -l -c 'ibv_devinfo -d ovrdma0' 2>&1) || fail "ibv_devinfo in a login shell: $out"
+grep -q PORT_ACTIVE <<<"$out" || fail "ibv_devinfo in a login shell: $out"
+out=$(login OVRDMA_PROFILE=0 bash -l -c 'echo "${SYSFS_PATH:-unset}"' 2>&1)
+[ "$out" = unset ] || fail "OVRDMA_PROFILE=0: the profile still set SYSFS_PATH=$out"
+echo "login shell (profile.d/ovrdma.sh): ibv_devinfo sees ovrdma0; OVRDMA_PROFILE=0 turns it off"
 port=18700
 pingpong() { # args...
 	port=$((port + 1))
@@ -372,7 +380,7 @@ for p in ovrdma ovrdma-provider ovrdma-tools; do
 	dpkg -L $p >/dev/null 2>&1 && fail "dpkg -L $p still lists files"
 done
 left=$(ls -d /etc/ovrdma /run/ovrdma /usr/lib/$multiarch/libibverbs/libovrdma* \
-	/usr/lib/$multiarch/ovrdma /etc/libibverbs.d/ovrdma.driver /usr/libexec/ovrdma \
+	/usr/lib/$multiarch/ovrdma /etc/libibverbs.d/ovrdma.driver /etc/profile.d/ovrdma.sh /usr/libexec/ovrdma \
 	/usr/sbin/ovrdmad /usr/bin/ovrdmactl /usr/bin/ovrdma-* /lib/systemd/system/ovrdmad.service \
 	/etc/systemd/system/multi-user.target.wants/ovrdmad.service /usr/share/doc/ovrdma* \
 	"/dev/infiniband/$stale" 2>/dev/null)
