@@ -40,12 +40,17 @@
  * base-RTT hint (a flow that starts behind a queue would otherwise take
  * the queue for the path: Vegas' latecomer problem).
  *
- * The window is a safety cap, not the control: cwnd = R * (b + T + q +
- * 2 * spread) + 2 segments, where spread is the largest minus the
- * smallest sample in the filter, so that jitter on the path never
- * starves the pacer (a window of R * b would cap a 10 us path with 20 us
- * of jitter at half its rate). The transport's suggested initial window
- * (init_cwnd_bytes) is not used.
+ * The window caps what is in flight at the rate over the path's RTT and
+ * its jitter, never over a queue: cwnd = R * (b + T + J) + 2 segments.
+ * J is the jitter allowance (learn_jitter: how far a round's samples
+ * spread above its smallest one, growing by at most x1.5 + T per round,
+ * decaying by 1/8), so that jitter never starves the pacer (a window of
+ * R * b would cap a 10 us path with 20 us of jitter at half its rate),
+ * while flows that overload a bottleneck are held by their ACK clock:
+ * a queue lengthens their RTT, not their window, so their sending rate
+ * falls before the next decision (the pacer alone keeps sending at R,
+ * which filled 4 MB buffers in 64:1 incasts). The transport's suggested
+ * initial window (init_cwnd_bytes) is not used.
  *
  * Start: R = line rate / 4 (v = BDP / 4 from the base-RTT hint), doubling
  * per round while q < T (slow start); the first round with a standing
@@ -80,6 +85,11 @@
  *                        (12 us, 150 KB at 100G) or more
  *   LOSS_MD     0.7      congestion loss, once per round
  *   RTO_RESET   3        consecutive timeouts before the minimum rate
+ *   J_GROW      1.5      J's growth per round (plus T): 20 us of jitter
+ *                        learnt in 5-6 rounds; an incast's first rounds
+ *                        (queue growing within the round) buy little
+ *   J_GAIN      8        J's decay per round towards a smaller spread
+ *   J_MIN_SAMPLES 4      samples in a round before it teaches J
  *   min rate    line rate / 4096 (24 Mbit/s at 100G)
  * Reference: Wei, Jin, Low, Hegde, "FAST TCP: Motivation, Architecture,
  * Algorithms, Performance", IEEE/ACM ToN 14(6), 2006 (the update form);
@@ -102,6 +112,9 @@
 #define OVR_LOSS_Q 8.0
 #define OVR_LOSS_MD 0.7
 #define OVR_RTO_RESET 3
+#define OVR_J_GROW 1.5
+#define OVR_J_GAIN 8.0
+#define OVR_J_MIN_SAMPLES 4
 #define OVR_MIN_RATE_DIV 4096.0
 #define OVR_SAMPLE_UNIT_NS 32 /* filter samples: 32 ns units, up to 2 ms */
 #define OVR_DEFAULT_RATE_BPS 100000000000ull /* NIC rate unknown */
@@ -115,12 +128,13 @@ struct ovr_state {
 	uint64_t last_cut; /* last loss/timeout decrease */
 	uint64_t fresh_after; /* samples of packets sent before: stale */
 	uint32_t round_min; /* smallest sample this round, ns; 0: none */
+	uint32_t round_max; /* largest sample this round, ns */
 	uint32_t q_ns; /* filtered queueing delay at the last round */
-	uint32_t spread_ns; /* largest - smallest sample in the filter */
+	uint32_t jit_ns; /* J: jitter allowance, ns (learn_jitter) */
 	uint32_t wmax; /* the transport's limit, bytes */
 	uint32_t round_pkts, round_marks, rtos, mss;
 	uint16_t ring[OVR_K]; /* last K RTT samples, OVR_SAMPLE_UNIT_NS */
-	uint8_t ring_n, ring_i, slow_start, sampled, hinted;
+	uint8_t ring_n, ring_i, round_n, slow_start, sampled, hinted;
 };
 OVR_CC_PRIV_CHECK(struct ovr_state);
 
@@ -157,29 +171,54 @@ static void publish(struct ovr_cc_flow *f, struct ovr_state *s)
 	f->rate_bps = (uint64_t)(rate * 8e9);
 	if (!f->rate_bps)
 		f->rate_bps = 1;
-	/* enough window for the rate over the RTTs actually seen */
-	win = rate * (bt + (double)s->q_ns + 2.0 * s->spread_ns) + 2.0 * s->mss;
+	/* enough window for the rate over the path's RTT and its jitter,
+	 * but not over a queue: a queue does not widen the window, so
+	 * flows that overload a bottleneck are held by their ACK clock */
+	win = rate * (bt + (double)s->jit_ns) + 2.0 * s->mss;
 	if (win > s->wmax)
 		win = s->wmax;
 	f->cwnd_bytes = (uint32_t)win;
 }
 
-static uint32_t filter_min(const struct ovr_state *s, uint32_t *spread)
+static uint32_t filter_min(const struct ovr_state *s)
 {
-	uint32_t lo = UINT32_MAX, hi = 0;
+	uint32_t lo = UINT32_MAX;
 
-	for (int i = 0; i < s->ring_n; i++) {
-		uint32_t x = s->ring[i];
+	for (int i = 0; i < s->ring_n; i++)
+		if (s->ring[i] < lo)
+			lo = s->ring[i];
+	return s->ring_n ? lo * OVR_SAMPLE_UNIT_NS : 0;
+}
 
-		if (x < lo)
-			lo = x;
-		if (x > hi)
-			hi = x;
+/*
+ * The jitter allowance J: how far above the round's smallest sample the
+ * others spread. Per-packet jitter spreads them; so does a queue that
+ * grows within the round, which J must not follow (a window that grows
+ * with the queue is no ACK clock): J grows by at most a factor J_GROW
+ * plus T per round, so an incast's first rounds cannot buy its flows a
+ * window for the queue they build, while a path's steady jitter is
+ * learnt in a few rounds (0 -> 20 us in 6 rounds at T = 1.6 us). A
+ * smaller spread pulls J down by 1/J_GAIN per round: jitter comes and
+ * goes, one quiet round is no proof that it is gone. Rounds with a
+ * standing queue count too: a flow that joins behind other flows' queue
+ * may never see a queue-free round, and without J its window would hold
+ * it below the rate its update asks for.
+ */
+static void learn_jitter(struct ovr_state *s, double t)
+{
+	double spread = (double)s->round_max - (double)s->round_min;
+	double j = s->jit_ns;
+
+	if (s->round_n < OVR_J_MIN_SAMPLES)
+		return;
+	if (spread > j) {
+		double cap = j * OVR_J_GROW + t;
+
+		j = spread < cap ? spread : cap;
+	} else {
+		j -= (j - spread) / OVR_J_GAIN;
 	}
-	if (!s->ring_n)
-		lo = hi = 0;
-	*spread = (hi - lo) * OVR_SAMPLE_UNIT_NS;
-	return lo * OVR_SAMPLE_UNIT_NS;
+	s->jit_ns = (uint32_t)j;
 }
 
 /* After a decrease, the queue it will drain still shows in the samples of
@@ -195,13 +234,14 @@ static void forget(struct ovr_state *s, uint64_t now)
 static void close_round(struct ovr_state *s, uint64_t now)
 {
 	double b = (double)s->base_ns, t = target_ns(s), v = s->v, nv, qr, qf;
-	uint32_t fmin = filter_min(s, &s->spread_ns);
+	uint32_t fmin = filter_min(s);
 
 	qr = (double)s->round_min - b;
 	qf = fmin > b ? (double)fmin - b : 0;
 	if (qr < 0)
 		qr = 0;
 	s->q_ns = (uint32_t)qf;
+	learn_jitter(s, t);
 	if (qr <= t) {
 		/* a sample near b this round: no standing queue */
 		if (s->slow_start)
@@ -233,6 +273,8 @@ static void close_round(struct ovr_state *s, uint64_t now)
 		forget(s, now);
 	s->v = nv;
 	s->round_min = 0;
+	s->round_max = 0;
+	s->round_n = 0;
 	s->round_pkts = 0;
 	s->round_marks = 0;
 	/* the next round lasts about one RTT at the current queue */
@@ -245,6 +287,8 @@ static void ovr_on_ack(struct ovr_cc_flow *f, const struct ovr_cc_ack *a)
 
 	if (a->rtt_ns) {
 		uint64_t u = a->rtt_ns / OVR_SAMPLE_UNIT_NS;
+		uint32_t r = a->rtt_ns > UINT32_MAX ? UINT32_MAX :
+						      (uint32_t)a->rtt_ns;
 
 		/* a configured hint is a floor (a flow that starts behind a
 		 * queue would take the queue for the path); without one the
@@ -254,10 +298,12 @@ static void ovr_on_ack(struct ovr_cc_flow *f, const struct ovr_cc_ack *a)
 		s->sampled = 1;
 		if (a->now_ns - a->rtt_ns < s->fresh_after)
 			goto stale;
-		if (!s->round_min || a->rtt_ns < s->round_min)
-			s->round_min = a->rtt_ns > UINT32_MAX ?
-					       UINT32_MAX :
-					       (uint32_t)a->rtt_ns;
+		if (!s->round_min || r < s->round_min)
+			s->round_min = r;
+		if (r > s->round_max)
+			s->round_max = r;
+		if (s->round_n < UINT8_MAX)
+			s->round_n++;
 		s->ring[s->ring_i] =
 			(uint16_t)(u > UINT16_MAX ? UINT16_MAX : u);
 		s->ring_i = (uint8_t)((s->ring_i + 1) % OVR_K);

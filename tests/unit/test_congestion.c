@@ -3,7 +3,7 @@
  * Tests of the congestion-control baselines (DCQCN, TIMELY, Swift) against
  * their papers' arithmetic, and of the registry. Expected values are worked
  * out here from the papers' formulas, not read back from the code. "ovr"
- * is tested by its own author; here it only appears in the registry.
+ * is tested in test_congestion_ovr.c; here it only appears in the registry.
  */
 #include <errno.h>
 #include <math.h>
