@@ -97,6 +97,7 @@ crc=$?
 wait "$spid"
 src=$?
 echo "verbs-api: verbs_api server exit $src, client exit $crc ($((SECONDS - t0)) s)"
+grep -h "create_qp limits" "$work/srv.log" | sed 's/^verbs_api: /verbs-api: /'
 if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
 	fail "verbs_api"
 	echo "--- server"

@@ -9,7 +9,10 @@
  *      cqe 0 (EINVAL); a CQ made with a completion channel holds the
  *      channel (destroy_comp_channel EBUSY until the CQ is gone);
  *      ibv_reg_dmabuf_mr with fd -1 is EBADF, with a file that is no
- *      dma-buf EOPNOTSUPP;
+ *      dma-buf EOPNOTSUPP; create_qp accepts max_qp_wr and max_sge as
+ *      the device reports them and refuses one more (EINVAL), its
+ *      max_inline_data bound is found by bisection as libfabric does and
+ *      one more is refused; create_cq above max_cqe is EINVAL;
  *   2. one RC QP whose CQ is an ibv_cq_ex: a WRITE_WITH_IMM and a
  *      SEND_WITH_IMM, their completions read through start_poll /
  *      read_opcode / read_byte_len / read_imm_data / read_qp_num /
@@ -95,6 +98,87 @@ static void sync_byte(int fd, char c)
 }
 
 /* ---- 1. local checks ----------------------------------------------------- */
+
+/* Creates an RC QP with @cap on a throwaway CQ; 0 or the errno. When it
+ * succeeds, what it granted is in *@cap. */
+static int try_qp(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_qp_cap *cap)
+{
+	struct ibv_qp_init_attr a = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .cap = *cap
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp(pd, &a);
+	if (!qp)
+		return errno ? errno : -1;
+	*cap = a.cap;
+	ibv_destroy_qp(qp);
+	return 0;
+}
+
+/* The limits the device reports are the limits create_qp enforces, and
+ * max_inline_data can be found the way libfabric's verbs provider finds
+ * it: by bisecting what create_qp accepts. */
+static void check_limits(const struct vc_dev *d, struct ibv_pd *pd)
+{
+	struct ibv_cq *cq = ibv_create_cq(d->ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_cap base = { 4, 4, 1, 1, 0 }, c;
+	uint32_t lo = 0, hi = 1u << 20;
+	int rc;
+
+	if (!cq)
+		die("ibv_create_cq");
+	c = base;
+	c.max_send_wr = (uint32_t)d->attr.max_qp_wr;
+	rc = try_qp(pd, cq, &c);
+	CHECK(rc == 0 && c.max_send_wr >= (uint32_t)d->attr.max_qp_wr,
+	      "create_qp at max_send_wr = max_qp_wr %d: %s", d->attr.max_qp_wr,
+	      strerror(rc));
+	c = base;
+	c.max_send_wr = (uint32_t)d->attr.max_qp_wr + 1;
+	rc = try_qp(pd, cq, &c);
+	CHECK(rc == EINVAL, "create_qp above max_qp_wr: %s", strerror(rc));
+	c = base;
+	c.max_recv_sge = c.max_send_sge = (uint32_t)d->attr.max_sge;
+	rc = try_qp(pd, cq, &c);
+	CHECK(rc == 0, "create_qp at max_sge %d: %s", d->attr.max_sge,
+	      strerror(rc));
+	c = base;
+	c.max_send_sge = (uint32_t)d->attr.max_sge + 1;
+	rc = try_qp(pd, cq, &c);
+	CHECK(rc == EINVAL, "create_qp above max_sge: %s", strerror(rc));
+	/* bisect max_inline_data: accepted below some bound, refused above */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo + 1) / 2;
+
+		c = base;
+		c.max_inline_data = mid;
+		if (try_qp(pd, cq, &c) == 0) {
+			CHECK(c.max_inline_data >= mid,
+			      "create_qp granted max_inline_data %u < %u asked",
+			      c.max_inline_data, mid);
+			lo = mid;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	c = base;
+	c.max_inline_data = lo + 1;
+	rc = try_qp(pd, cq, &c);
+	CHECK(lo >= 64 && rc == EINVAL,
+	      "max_inline_data: %u accepted, %u refused with %s", lo, lo + 1,
+	      strerror(rc));
+	printf("verbs_api: create_qp limits: max_qp_wr %d, max_sge %d, "
+	       "max_inline_data %u (bisected), one above each: EINVAL\n",
+	       d->attr.max_qp_wr, d->attr.max_sge, lo);
+	errno = 0;
+	CHECK(!ibv_create_cq(d->ctx, d->attr.max_cqe + 1, NULL, NULL, 0) &&
+		      errno == EINVAL,
+	      "create_cq above max_cqe %d: %s", d->attr.max_cqe,
+	      strerror(errno));
+	ibv_destroy_cq(cq);
+}
 
 static void check_local(struct ibv_context *ctx, struct ibv_pd *pd)
 {
@@ -207,6 +291,7 @@ static void setup(struct side *s, const char *dev)
 	if (!s->pd)
 		die("ibv_alloc_pd");
 	check_local(s->dev.ctx, s->pd);
+	check_limits(&s->dev, s->pd);
 
 	s->ch = ibv_create_comp_channel(s->dev.ctx);
 	if (!s->ch)
