@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "assert_num.h"
+
 #include <ovrdma/cc.h>
 
 #include "scenarios.h"
@@ -33,13 +35,6 @@
  * 65 s, 2.7 GB resident per flow). */
 #define LONG_FLOW (64ull << 20)
 
-/* |a - b| <= tol */
-#define assert_within(a, b, tol)                                            \
-	do {                                                                \
-		double a_ = (double)(a), b_ = (double)(b);                  \
-		if (!(fabs(a_ - b_) <= (tol)))                              \
-			fail_msg("%s = %.12g, expected %.12g", #a, a_, b_); \
-	} while (0)
 /* a >= b, with the values in the message */
 #define assert_ge(a, b)                                                        \
 	do {                                                                   \

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "assert_num.h"
+
 #include <ovrdma/cc.h>
 
 #define US 1000ull
@@ -27,13 +29,6 @@
 #define MAXCWND (1024u * MSS)
 #define LINE 100000000000ull /* 100 Gbit/s */
 
-/* |a - b| <= tol */
-#define assert_within(a, b, tol)                                            \
-	do {                                                                \
-		double a_ = (double)(a), b_ = (double)(b);                  \
-		if (!(fabs(a_ - b_) <= (tol)))                              \
-			fail_msg("%s = %.12g, expected %.12g", #a, a_, b_); \
-	} while (0)
 /* rates and windows: within @rel of b, plus 1 (outputs are whole bit/s
  * and bytes) */
 #define assert_near(a, b, rel) \

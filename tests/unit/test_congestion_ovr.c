@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "assert_num.h"
+
 #include <ovrdma/cc.h>
 
 #define US 1000ull
@@ -34,13 +36,6 @@
 #define BT (BASE + TGT)
 
 static const struct ovr_cc_ops *const ov = &ovr_cc_ovr;
-
-#define assert_within(a, b, tol)                                            \
-	do {                                                                \
-		double a_ = (double)(a), b_ = (double)(b);                  \
-		if (!(fabs(a_ - b_) <= (tol)))                              \
-			fail_msg("%s = %.12g, expected %.12g", #a, a_, b_); \
-	} while (0)
 
 static struct ovr_cc_params mkparams(uint64_t now)
 {
