@@ -299,6 +299,18 @@ int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
 	return rc < 0 && rc != -ENOSPC && rc != -EINVAL ? -EINVAL : rc;
 }
 
+int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
+		       uint64_t len, unsigned int access, void *dev,
+		       uint64_t dev_off, uint32_t *key)
+{
+	int rc;
+
+	if (!e->ops.dev_copy)
+		return -EOPNOTSUPP;
+	rc = ovr_mr_reg_dev(e->mrs, pd, va, len, access, dev, dev_off, key);
+	return rc < 0 && rc != -ENOSPC && rc != -EINVAL ? -EINVAL : rc;
+}
+
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 {
 	return ovr_mr_dereg(e->mrs, key);
@@ -362,10 +374,40 @@ static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- scatter / gather ------------------------------------------------- */
 
+/* A copy to or from device memory through ops.dev_copy; false: failed
+ * (counted; the caller puts the QP in ERROR). */
+static bool dev_copy(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
+		     uint32_t len, bool to_dev)
+{
+	if (e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev)) {
+		e->st.dev_copy_err++;
+		return false;
+	}
+	e->st.dev_copies++;
+	e->st.dev_copy_bytes += len;
+	return true;
+}
+
+/* Copy @len bytes between @buf and the location @host / @dev + @dev_off
+ * (what ovr_mr_check_dev resolved): into it when @to_loc. */
+static bool loc_copy(struct ovr_eng *e, uint8_t *host, void *dev,
+		     uint64_t dev_off, uint8_t *buf, uint32_t len, bool to_loc)
+{
+	if (dev)
+		return dev_copy(e, dev, dev_off, buf, len, to_loc);
+	if (to_loc)
+		memcpy(host, buf, len);
+	else
+		memcpy(buf, host, len);
+	return true;
+}
+
 /* Copy @len bytes between @buf and offset @off of a scatter list:
- * out of the list when @to_list is false, into it when true. */
-static void sge_copy(const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *buf, uint32_t len, bool to_list)
+ * out of the list when @to_list is false, into it when true. False: a
+ * device copy failed. */
+static bool sge_copy(struct ovr_eng *e, const struct eng_lsge *s,
+		     unsigned int n, uint32_t off, uint8_t *buf, uint32_t len,
+		     bool to_list)
 {
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
@@ -375,26 +417,33 @@ static void sge_copy(const struct eng_lsge *s, unsigned int n, uint32_t off,
 			continue;
 		}
 		c = min32(s[i].len - off, len);
-		if (to_list)
+		if (s[i].dev) {
+			if (!dev_copy(e, s[i].dev, s[i].dev_off + off, buf, c,
+				      to_list))
+				return false;
+		} else if (to_list) {
 			memcpy(s[i].host + off, buf, c);
-		else
+		} else {
 			memcpy(buf, s[i].host + off, c);
+		}
 		buf += c;
 		len -= c;
 		off = 0;
 	}
+	return true;
 }
 
-static void sge_read(const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *dst, uint32_t len)
+static bool sge_read(struct ovr_eng *e, const struct eng_lsge *s,
+		     unsigned int n, uint32_t off, uint8_t *dst, uint32_t len)
 {
-	sge_copy(s, n, off, dst, len, false);
+	return sge_copy(e, s, n, off, dst, len, false);
 }
 
-static void sge_write(const struct eng_lsge *s, unsigned int n, uint32_t off,
-		      const uint8_t *src, uint32_t len)
+static bool sge_write(struct ovr_eng *e, const struct eng_lsge *s,
+		      unsigned int n, uint32_t off, const uint8_t *src,
+		      uint32_t len)
 {
-	sge_copy(s, n, off, (uint8_t *)(uintptr_t)src, len, true);
+	return sge_copy(e, s, n, off, (uint8_t *)(uintptr_t)src, len, true);
 }
 
 static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
@@ -844,6 +893,16 @@ int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn)
 	return 0;
 }
 
+/* Point a local SGE at what ovr_mr_check_dev resolved. */
+static void set_lsge(struct eng_lsge *s, const struct ovr_mr_loc *loc)
+{
+	s->dev = loc->dev;
+	if (loc->dev)
+		s->dev_off = loc->dev_off;
+	else
+		s->host = loc->host;
+}
+
 /* Fill receive entry @r and its scatter list @s from @wr, checking and
  * referencing each key against @pd (a bad one marks the entry bad). */
 static void rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
@@ -856,22 +915,23 @@ static void rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 	r->wc_opcode = OVR_WC_RECV;
 	for (uint32_t i = 0; i < wr->num_sge; i++) {
 		const struct ovr_eng_sge *g = &wr->sg_list[i];
-		uint8_t *host = NULL;
+		struct ovr_mr_loc loc;
 
 		s[i].len = g->length;
 		s[i].key = 0;
 		s[i].host = NULL;
+		s[i].dev = NULL;
 		r->nsge = (uint8_t)(i + 1);
 		if (!g->length)
 			continue;
-		if (ovr_mr_check(e->mrs, g->lkey, pd, g->addr, g->length,
-				 OVR_ENG_ACCESS_LOCAL_WRITE, &host) ||
+		if (ovr_mr_check_dev(e->mrs, g->lkey, pd, g->addr, g->length,
+				     OVR_ENG_ACCESS_LOCAL_WRITE, &loc) ||
 		    ovr_mr_get(e->mrs, g->lkey)) {
 			r->bad = OVR_WC_LOC_PROT_ERR;
 			r->nsge = (uint8_t)i;
 			break;
 		}
-		s[i].host = host;
+		set_lsge(&s[i], &loc);
 		s[i].key = g->lkey;
 	}
 }
@@ -1344,21 +1404,22 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 
 		for (i = 0; i < wr->num_sge; i++) {
 			const struct ovr_eng_sge *g = &wr->sg_list[i];
-			uint8_t *host = NULL;
+			struct ovr_mr_loc loc;
 
 			s[i].len = g->length;
 			s[i].key = 0;
 			s[i].host = NULL;
+			s[i].dev = NULL;
 			if (!g->length)
 				continue;
-			if (ovr_mr_check(e->mrs, g->lkey, qp->pd, g->addr,
-					 g->length, need, &host) ||
+			if (ovr_mr_check_dev(e->mrs, g->lkey, qp->pd, g->addr,
+					     g->length, need, &loc) ||
 			    ovr_mr_get(e->mrs, g->lkey)) {
 				w->state = W_LOCERR;
 				w->status = OVR_WC_LOC_PROT_ERR;
 				break;
 			}
-			s[i].host = host;
+			set_lsge(&s[i], &loc);
 			s[i].key = g->lkey;
 			w->nsge = (uint8_t)(i + 1);
 		}
@@ -1491,7 +1552,7 @@ static void hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
 
 /* Build @p's headers in a fresh buffer, fill the payload with @fill, seal
  * and hand it out. Returns false when no buffer was available. */
-typedef void (*fill_fn)(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+typedef bool (*fill_fn)(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 			uint32_t off, uint32_t len, uint32_t idx);
 
 static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
@@ -1512,8 +1573,11 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 		e->ops.tx(e->ctx, tok, 0, qp->peer, qp->user);
 		return false;
 	}
-	if (p->payload_len)
-		fill(e, qp, buf + h, off, p->payload_len, idx);
+	if (p->payload_len && !fill(e, qp, buf + h, off, p->payload_len, idx)) {
+		/* a device copy failed: fill() has failed the QP */
+		e->ops.tx(e->ctx, tok, 0, qp->peer, qp->user);
+		return false;
+	}
 	e->ops.tx(e->ctx, tok,
 		  (uint32_t)ovr_wire_seal(buf, (size_t)h + p->payload_len),
 		  qp->peer, qp->user);
@@ -1532,28 +1596,40 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 	return true;
 }
 
-static void fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+static bool fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		     uint32_t off, uint32_t len, uint32_t idx)
 {
 	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
-	(void)e;
-	if (w->inl)
+	if (w->inl) {
 		memcpy(dst,
 		       qp->sinl +
 			       (size_t)(idx & qp->sq_mask) *
 				       qp->cap.max_inline_data +
 			       off,
 		       len);
-	else
-		sge_read(swqe_sge(qp, idx), w->nsge, off, dst, len);
+		return true;
+	}
+	if (sge_read(e, swqe_sge(qp, idx), w->nsge, off, dst, len))
+		return true;
+	/* the source could not be read: this WR fails, the QP with it */
+	qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+	return false;
 }
 
-static void fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+static bool fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		      uint32_t off, uint32_t len, uint32_t idx)
 {
-	(void)e;
-	memcpy(dst, qp->rdq[idx].host + off, len);
+	struct eng_rdq *q = &qp->rdq[idx];
+
+	if (!q->dev) {
+		memcpy(dst, q->host + off, len);
+		return true;
+	}
+	if (dev_copy(e, q->dev, q->dev_off + off, dst, len, false))
+		return true;
+	qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
+	return false;
 }
 
 static uint8_t wire_op_of(uint8_t wr_op)
@@ -1635,7 +1711,7 @@ static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 {
 	struct eng_rdq *q = &qp->rdq[slot];
 	struct ovr_wire_pkt p;
-	uint8_t *host;
+	struct ovr_mr_loc loc;
 
 	/*
 	 * READ data is read as it is sent (and again when resent), from the
@@ -1647,8 +1723,8 @@ static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	 * again if this NAK is lost (rsp_probe).
 	 */
 	if (q->opcode == OVR_OP_READ_REQ && len &&
-	    ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va + off, len,
-			 OVR_ENG_ACCESS_REMOTE_READ, &host)) {
+	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + off, len,
+			     OVR_ENG_ACCESS_REMOTE_READ, &loc)) {
 		e->st.mr_revoked++;
 		qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
@@ -2133,11 +2209,19 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 	r->wc_flags = 0;
 	if (e->ops.ud_grh) {
 		e->ops.ud_grh(e->ctx, qp->user, from, grh);
-		sge_write(rwqe_sge(qp, idx), r->nsge, 0, grh, sizeof(grh));
+		if (!sge_write(e, rwqe_sge(qp, idx), r->nsge, 0, grh,
+			       sizeof(grh))) {
+			complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			return;
+		}
 		r->wc_flags = OVR_WC_GRH;
 	}
-	sge_write(rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN, p->payload,
-		  p->payload_len);
+	if (!sge_write(e, rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN,
+		       p->payload, p->payload_len)) {
+		/* the datagram is lost with the receive; no connection */
+		complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+		return;
+	}
 	r->msg_len = OVR_ENG_GRH_LEN + p->payload_len;
 	if (p->opcode == OVR_OP_UD_SEND_IMM) {
 		r->imm = p->u.ud.imm;
@@ -2596,7 +2680,7 @@ static struct eng_rwqe *rq_slot(struct ovr_eng *e, struct eng_qp *qp,
 static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 {
 	uint32_t ack = qp->rx.ack_psn;
-	uint8_t *host = NULL;
+	struct ovr_mr_loc loc;
 
 	if (qp->pend_code && qp->pend_psn == ack) {
 		qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
@@ -2618,14 +2702,18 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 			break;
 		/* the region may have gone since the segment arrived */
 		if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
-		    ovr_mr_check(e->mrs, best->rkey, qp->pd, best->va,
-				 best->len, OVR_ENG_ACCESS_REMOTE_WRITE,
-				 &host)) {
+		    ovr_mr_check_dev(e->mrs, best->rkey, qp->pd, best->va,
+				     best->len, OVR_ENG_ACCESS_REMOTE_WRITE,
+				     &loc)) {
 			e->st.mr_revoked++;
 			qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
 			return;
 		}
-		memcpy(host, best->data, best->len);
+		if (!loc_copy(e, loc.host, loc.dev, loc.dev_off, best->data,
+			      best->len, true)) {
+			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, best->psn);
+			return;
+		}
 		best->len = 0;
 	}
 	/* 2. READ and atomic requests, in order, exactly once */
@@ -2636,17 +2724,22 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		if (q->state != RD_PENDING || q->msn != qp->rd_exec_msn ||
 		    !PSN_LT(q->psn, ack))
 			break;
-		host = NULL;
+		loc.host = NULL;
+		loc.dev = NULL;
 		if (q->opcode == OVR_OP_READ_REQ) {
 			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_READ) ||
 			    (q->len &&
-			     ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va,
-					  q->len, OVR_ENG_ACCESS_REMOTE_READ,
-					  &host))) {
+			     ovr_mr_check_dev(
+				     e->mrs, q->rkey, qp->pd, q->va, q->len,
+				     OVR_ENG_ACCESS_REMOTE_READ, &loc))) {
 				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 				return;
 			}
-			q->host = host;
+			q->dev = loc.dev;
+			if (loc.dev)
+				q->dev_off = loc.dev_off;
+			else
+				q->host = loc.host;
 		} else {
 			uint64_t v, nv;
 
@@ -2655,18 +2748,29 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 				return;
 			}
 			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_ATOMIC) ||
-			    ovr_mr_check(e->mrs, q->rkey, qp->pd, q->va, 8,
-					 OVR_ENG_ACCESS_REMOTE_ATOMIC, &host)) {
+			    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, 8,
+					     OVR_ENG_ACCESS_REMOTE_ATOMIC,
+					     &loc)) {
 				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 				return;
 			}
-			memcpy(&v, host, 8);
+			/*
+			 * Device memory: a read-modify-write through two
+			 * copies would not be atomic against the GPU's own
+			 * accesses, so it is refused (docs/GPU.md).
+			 */
+			if (loc.dev) {
+				e->st.dev_atomic_refused++;
+				qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
+				return;
+			}
+			memcpy(&v, loc.host, 8);
 			q->orig = v;
 			if (q->opcode == OVR_OP_ATOMIC_CS)
 				nv = v == q->compare ? q->swap_add : v;
 			else
 				nv = v + q->swap_add;
-			memcpy(host, &nv, 8);
+			memcpy(loc.host, &nv, 8);
 		}
 		q->state = RD_READY;
 		qp->rd_exec_msn++;
@@ -2689,16 +2793,19 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 
 /* Place the tagged payload of a WRITE segment; false: drop it unmarked. */
 static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
-			const struct ovr_wire_pkt *p, uint8_t *dst,
-			bool inorder)
+			const struct ovr_wire_pkt *p,
+			const struct ovr_mr_loc *dst, bool inorder,
+			bool *failed)
 {
 	uint32_t len = p->payload_len, tail;
 	struct eng_stash *s = NULL;
+	uint8_t *src = (uint8_t *)(uintptr_t)p->payload;
 
-	(void)e;
+	*failed = false;
 	if (!(p->flags & OVR_F_LAST) || inorder || !len) {
-		memcpy(dst, p->payload, len);
-		return true;
+		*failed = !loc_copy(e, dst->host, dst->dev, dst->dev_off, src,
+				    len, true);
+		return !*failed;
 	}
 	/* the last segment arrived ahead of others: hold its tail back */
 	for (unsigned int i = 0; i < OVR_ENG_STASH; i++)
@@ -2709,7 +2816,11 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 	if (!s)
 		return false;
 	tail = min32(len, OVR_ENG_TAIL);
-	memcpy(dst, p->payload, len - tail);
+	if (!loc_copy(e, dst->host, dst->dev, dst->dev_off, src, len - tail,
+		      true)) {
+		*failed = true;
+		return false;
+	}
 	s->va = p->u.write.va + p->u.write.mo + len - tail;
 	s->rkey = p->u.write.rkey;
 	s->psn = p->psn;
@@ -2778,7 +2889,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(&qp->rx, p->psn);
 	struct eng_rwqe *r = NULL;
 	uint32_t ridx = 0;
-	uint8_t *host = NULL;
+	struct ovr_mr_loc loc;
+	bool failed;
 
 	/* a NAK this packet provokes echoes its send time (send_nak) */
 	qp->nak_ts = p->tsval;
@@ -2846,8 +2958,13 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 			return;
 		}
-		sge_write(rwqe_sge(qp, ridx), r->nsge, p->u.send.mo, p->payload,
-			  p->payload_len);
+		if (!sge_write(e, rwqe_sge(qp, ridx), r->nsge, p->u.send.mo,
+			       p->payload, p->payload_len)) {
+			/* device memory could not be written */
+			r->bad = OVR_WC_LOC_QP_OP_ERR;
+			violation(e, qp, OVR_NAK_REM_OP, p->psn);
+			return;
+		}
 		if (p->flags & OVR_F_LAST) {
 			r->have_last = 1;
 			r->last_psn = p->psn;
@@ -2868,16 +2985,22 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	case OVR_OP_WRITE_IMM:
 		if (p->payload_len) {
 			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
-			    ovr_mr_check(e->mrs, p->u.write.rkey, qp->pd,
-					 p->u.write.va + p->u.write.mo,
-					 p->payload_len,
-					 OVR_ENG_ACCESS_REMOTE_WRITE, &host)) {
+			    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
+					     p->u.write.va + p->u.write.mo,
+					     p->payload_len,
+					     OVR_ENG_ACCESS_REMOTE_WRITE,
+					     &loc)) {
 				violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
 				return;
 			}
-			if (!place_write(e, qp, p, host,
-					 v == OVR_DP_RX_INORDER))
-				return; /* no room to hold the tail: resent */
+			if (!place_write(e, qp, p, &loc, v == OVR_DP_RX_INORDER,
+					 &failed)) {
+				if (failed)
+					violation(e, qp, OVR_NAK_REM_OP,
+						  p->psn);
+				return; /* else no room to hold the tail:
+					 * resent */
+			}
 		}
 		if (r && (p->flags & OVR_F_LAST)) {
 			r->have_last = 1;
@@ -2953,14 +3076,23 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		if (read) {
 			if (w->inl)
 				return;
-			sge_write(swqe_sge(qp, idx), w->nsge, p->u.rresp.mo,
-				  p->payload, p->payload_len);
+			if (!sge_write(e, swqe_sge(qp, idx), w->nsge,
+				       p->u.rresp.mo, p->payload,
+				       p->payload_len)) {
+				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
+					       0);
+				return;
+			}
 			w->resp_got += p->payload_len;
 		} else {
 			uint64_t orig = p->u.aresp.orig;
 
-			sge_write(swqe_sge(qp, idx), w->nsge, 0,
-				  (const uint8_t *)&orig, 8);
+			if (!sge_write(e, swqe_sge(qp, idx), w->nsge, 0,
+				       (const uint8_t *)&orig, 8)) {
+				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
+					       0);
+				return;
+			}
 		}
 		if (p->flags & OVR_F_LAST) {
 			w->resp_done = 1;

@@ -28,7 +28,11 @@
 
 /* A local scatter/gather element, resolved at post time. */
 struct eng_lsge {
-	uint8_t *host;
+	union {
+		uint8_t *host; /* dev NULL: where the bytes are */
+		uint64_t dev_off; /* device memory: offset in dev */
+	};
+	void *dev; /* device-memory cookie (ops.dev_copy), else NULL */
 	uint32_t len;
 	uint32_t key; /* 0: inline or no region reference */
 };
@@ -104,9 +108,17 @@ enum { RD_FREE, RD_PENDING, RD_READY, RD_SENT };
 struct eng_rdq {
 	uint64_t va;
 	uint64_t swap_add;
-	uint64_t compare;
+	union {
+		uint64_t compare; /* atomics */
+		/* READ: the source's device-memory cookie, else NULL
+		 * (atomics never target device memory: refused) */
+		void *dev;
+	};
 	uint64_t orig; /* atomic result, kept for retransmission */
-	uint8_t *host; /* READ source, resolved at execution */
+	union { /* READ source, resolved at execution */
+		uint8_t *host;
+		uint64_t dev_off; /* in dev */
+	};
 	uint32_t rkey;
 	uint32_t len;
 	uint32_t msn;

@@ -14,23 +14,28 @@
 #include "mrtab.h"
 
 #define MR_LIVE 0x80u /* in entry.access: the slot holds a region */
+#define MR_DEV 0x40u /* in entry.access: a device-memory region */
 #define MR_NIL UINT32_MAX /* end of the free list */
 
-static_assert((OVR_ACCESS_ALL & MR_LIVE) == 0, "live bit is free");
+static_assert((OVR_ACCESS_ALL & (MR_LIVE | MR_DEV)) == 0, "flag bits are free");
 static_assert(OVR_MR_MAX_REGIONS - 1 < MR_NIL, "free list links fit");
 
 struct ovr_mr_entry {
-	uint8_t *host; /* where byte va lives */
+	union {
+		uint8_t *host; /* where byte va lives */
+		uint64_t dev_off; /* MR_DEV: byte va's offset in dev */
+	};
+	void *dev; /* MR_DEV: the owner's cookie; else NULL */
 	uint64_t va; /* start, as the application sees it */
 	uint64_t len; /* va + len <= 2^64 - 1 */
 	uint32_t key; /* full key; 0 only if the slot was never used */
 	uint32_t pd;
 	uint32_t refs; /* live: references held; free: next free slot */
-	uint8_t access; /* OVR_ACCESS_* | MR_LIVE */
+	uint8_t access; /* OVR_ACCESS_* | MR_LIVE | MR_DEV */
 };
 
-/* 100k regions in 4 MB; keep it from growing unnoticed. */
-static_assert(sizeof(struct ovr_mr_entry) == 40, "MR entry is 40 bytes");
+/* 100k regions in 5 MB; keep it from growing unnoticed. */
+static_assert(sizeof(struct ovr_mr_entry) == 48, "MR entry is 48 bytes");
 
 struct ovr_mr_table {
 	struct ovr_mr_entry *slots;
@@ -141,9 +146,9 @@ static uint32_t new_tag(struct ovr_mr_table *tab, uint32_t old)
 	return tag;
 }
 
-int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
-	       uint64_t length, unsigned int access, uint8_t *host,
-	       uint32_t *key_out)
+static int reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+	       uint64_t length, unsigned int access, uint8_t *host, void *dev,
+	       uint64_t dev_off, uint32_t *key_out)
 {
 	struct ovr_mr_entry *e;
 	uint32_t slot;
@@ -151,7 +156,8 @@ int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	if (!key_out || (access & ~(unsigned int)OVR_ACCESS_ALL) ||
 	    ((access & (OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & OVR_ACCESS_LOCAL_WRITE)) ||
-	    length > UINT64_MAX - va || (!host && length))
+	    length > UINT64_MAX - va || (!dev && !host && length) ||
+	    (dev && length > UINT64_MAX - dev_off))
 		return -EINVAL;
 	if (tab->free_head == MR_NIL)
 		return -ENOSPC;
@@ -162,15 +168,35 @@ int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 		tab->free_tail = MR_NIL;
 
 	e->key = new_tag(tab, e->key) << tab->shift | slot;
-	e->host = host;
+	if (dev)
+		e->dev_off = dev_off;
+	else
+		e->host = host;
+	e->dev = dev;
 	e->va = va;
 	e->len = length;
 	e->pd = pd;
 	e->refs = 0;
-	e->access = (uint8_t)(access | MR_LIVE);
+	e->access = (uint8_t)(access | MR_LIVE | (dev ? MR_DEV : 0));
 	tab->count++;
 	*key_out = e->key;
 	return 0;
+}
+
+int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+	       uint64_t length, unsigned int access, uint8_t *host,
+	       uint32_t *key_out)
+{
+	return reg(tab, pd, va, length, access, host, NULL, 0, key_out);
+}
+
+int ovr_mr_reg_dev(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+		   uint64_t length, unsigned int access, void *dev,
+		   uint64_t dev_off, uint32_t *key_out)
+{
+	if (!dev)
+		return -EINVAL;
+	return reg(tab, pd, va, length, access, NULL, dev, dev_off, key_out);
 }
 
 int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key)
@@ -185,6 +211,7 @@ int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key)
 	/* keep e->key: the next tag must differ from it */
 	e->access = 0;
 	e->host = NULL;
+	e->dev = NULL;
 	e->refs = MR_NIL;
 	if (tab->free_tail == MR_NIL)
 		tab->free_head = slot;
@@ -195,9 +222,9 @@ int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key)
 	return 0;
 }
 
-int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
-		 uint64_t va, uint64_t len, unsigned int access_needed,
-		 uint8_t **host_out)
+int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		     uint64_t va, uint64_t len, unsigned int access_needed,
+		     struct ovr_mr_loc *loc)
 {
 	const struct ovr_mr_entry *e = lookup(tab, key);
 	uint64_t off;
@@ -214,9 +241,39 @@ int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		return -OVR_MR_EBOUNDS;
 	if (access_needed & ~(e->access & (unsigned int)OVR_ACCESS_ALL))
 		return -OVR_MR_EACCESS;
+	if (e->access & MR_DEV) {
+		loc->host = NULL;
+		loc->dev = e->dev;
+		loc->dev_off = e->dev_off + off;
+		return 0;
+	}
 	/* a zero-length region may have no host buffer: no NULL + 0 */
-	*host_out = off ? e->host + off : e->host;
+	loc->host = off ? e->host + off : e->host;
+	loc->dev = NULL;
+	loc->dev_off = 0;
 	return 0;
+}
+
+int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		 uint64_t va, uint64_t len, unsigned int access_needed,
+		 uint8_t **host_out)
+{
+	struct ovr_mr_loc loc;
+	int rc = ovr_mr_check_dev(tab, key, pd, va, len, access_needed, &loc);
+
+	if (rc)
+		return rc;
+	if (loc.dev)
+		return -OVR_MR_EACCESS; /* not reachable with memcpy */
+	*host_out = loc.host;
+	return 0;
+}
+
+int ovr_mr_is_dev(const struct ovr_mr_table *tab, uint32_t key)
+{
+	const struct ovr_mr_entry *e = lookup(tab, key);
+
+	return e && (e->access & MR_DEV);
 }
 
 int ovr_mr_get(struct ovr_mr_table *tab, uint32_t key)

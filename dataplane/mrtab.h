@@ -25,9 +25,16 @@
  * about 2^-(32 - log2(size)). Free slots are reused in FIFO order, so a
  * slot rests as long as possible between occupants.
  *
+ * Device memory (docs/GPU.md): a region may instead live in memory the
+ * engine cannot touch with the CPU (GPU memory imported by gdr/). Such a
+ * region carries an opaque cookie and the offset of its first byte in
+ * it; ovr_mr_check_dev says where a checked range lies, and every copy
+ * to or from it goes through the engine's dev_copy op. ovr_mr_check,
+ * for callers that can only memcpy, refuses device regions.
+ *
  * Lookup is O(1): slot = key & (size - 1), then the full key and the
- * live bit are compared. Memory: 40 bytes per slot (static_assert in
- * mrtab.c) plus the table header; 2^17 slots cost 5 MiB.
+ * live bit are compared. Memory: 48 bytes per slot (static_assert in
+ * mrtab.c) plus the table header; 2^17 slots cost 6 MiB.
  */
 #ifndef OVR_DP_MRTAB_H
 #define OVR_DP_MRTAB_H
@@ -90,6 +97,16 @@ int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	       uint32_t *key_out);
 
 /*
+ * Register [va, va + length) of @pd whose bytes lie in device memory:
+ * byte va is at offset @dev_off of @dev (non-NULL, the owner's cookie).
+ * Errors as ovr_mr_reg (@dev NULL or dev_off + length wrapping:
+ * -EINVAL).
+ */
+int ovr_mr_reg_dev(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+		   uint64_t length, unsigned int access, void *dev,
+		   uint64_t dev_off, uint32_t *key_out);
+
+/*
  * Deregister. -EINVAL: @key names no region (never issued, or stale);
  * -EBUSY: references are held (see ovr_mr_get); the region stays intact.
  */
@@ -106,6 +123,26 @@ int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key);
 int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		 uint64_t va, uint64_t len, unsigned int access_needed,
 		 uint8_t **host_out);
+
+/* Where a checked range starts: host memory, or an offset in a device
+ * region (host NULL, dev its cookie). */
+struct ovr_mr_loc {
+	uint8_t *host;
+	void *dev;
+	uint64_t dev_off;
+};
+
+/*
+ * ovr_mr_check for callers that handle device memory: the same checks;
+ * on success *@loc says where byte @va lies. ovr_mr_check itself answers
+ * -OVR_MR_EACCESS for a device region.
+ */
+int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		     uint64_t va, uint64_t len, unsigned int access_needed,
+		     struct ovr_mr_loc *loc);
+
+/* Does @key name a live device-memory region? */
+int ovr_mr_is_dev(const struct ovr_mr_table *tab, uint32_t key);
 
 /*
  * Take / drop a reference on the region of @key, one per posted work

@@ -22,6 +22,7 @@
 
 #include <ovrdma/ctl.h>
 #include <ovrdma/engine.h>
+#include <ovrdma/gdr.h>
 #include <ovrdma/ring.h>
 #include <ovrdma/vpc.h>
 
@@ -138,8 +139,9 @@ struct svc_pd {
 struct svc_mr {
 	uint32_t pd_handle;
 	uint32_t key;
-	void *map; /* the service's view of the span */
+	void *map; /* the service's view of the span; NULL for GPU memory */
 	size_t map_len;
+	struct ovr_gdr_mem *gpu; /* GPU memory imported through gdr/ */
 };
 
 struct svc_channel {
@@ -327,6 +329,12 @@ struct svc {
 	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;
+	/* GPU memory (docs/GPU.md): the driver, loaded at the first GPU
+	 * registration; gdr_err < 0 once loading failed (not retried),
+	 * with the reason in gdr_why (logged once) */
+	struct ovr_gdr *gdr;
+	int gdr_err;
+	char gdr_why[160];
 };
 
 /* svc_dp.c */

@@ -456,7 +456,10 @@ static int mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	pd = obj_get(c, mr->pd_handle, SVC_OBJ_PD);
 	if (pd)
 		pd->users--;
-	munmap(mr->map, mr->map_len);
+	if (mr->gpu)
+		ovr_gdr_release(mr->gpu);
+	else
+		munmap(mr->map, mr->map_len);
 	c->pinned -= mr->map_len;
 	obj_free(c, h);
 	c->nmr--;
@@ -761,6 +764,88 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 	pd->users++;
 	c->nmr++;
 	c->pinned += total;
+	rep.lkey = rep.rkey = mr->key;
+	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* The CUDA driver, loaded at the first GPU registration (not at start:
+ * a node without GPUs never pays for it). 0 or -EOPNOTSUPP / -ENODEV,
+ * logged once. */
+static int gdr_ready(struct svc *s)
+{
+	if (s->gdr)
+		return 0;
+	if (s->gdr_err)
+		return s->gdr_err;
+	s->gdr_err = ovr_gdr_open(0, &s->gdr, s->gdr_why, sizeof(s->gdr_why));
+	if (s->gdr_err)
+		fprintf(stderr,
+			"ovrdmad: GPU memory registration unavailable: %s\n",
+			s->gdr_why);
+	else
+		fprintf(stderr,
+			"ovrdmad: GPU memory registration: CUDA driver loaded\n");
+	return s->gdr_err;
+}
+
+static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
+{
+	const struct ovr_ctl_reg_mr_gpu_req *q = r->body;
+	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	struct ovr_gdr_export ex = { 0 };
+	struct svc_pd *pd;
+	struct svc_mr *mr;
+	int rc;
+
+	if (r->blen != sizeof(*q) ||
+	    (q->kind != OVR_GDR_KIND_IPC && q->kind != OVR_GDR_KIND_FD) ||
+	    r->nfds != (q->kind == OVR_GDR_KIND_FD ? 1 : 0))
+		return status(c, r->h, -EINVAL);
+	pd = obj_get(c, q->pd, SVC_OBJ_PD);
+	if (!pd)
+		return status(c, r->h, -ENOENT);
+	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
+		return status(c, r->h, -EOPNOTSUPP);
+	if (!q->len || !q->alloc_size || q->offset > q->alloc_size ||
+	    q->len > q->alloc_size - q->offset)
+		return status(c, r->h, -EINVAL);
+	if (c->nmr >= s->conf.ctx_max_mr)
+		return limit(c, r->h, LIM_MR, s->conf.ctx_max_mr, -ENOSPC);
+	rc = gdr_ready(s);
+	if (rc)
+		return status(c, r->h, rc);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return status(c, r->h, -ENOMEM);
+	ex.base = q->alloc_base;
+	ex.size = q->alloc_size;
+	ex.device = q->device;
+	ex.kind = q->kind;
+	ex.fd = q->kind == OVR_GDR_KIND_FD ? r->fds[0] : -1;
+	memcpy(ex.ipc, q->ipc, sizeof(ex.ipc));
+	rc = ovr_gdr_import(s->gdr, &ex, &mr->gpu);
+	if (rc) {
+		fprintf(stderr,
+			"ovrdmad: context %u (pid %d): GPU memory import refused: %s\n",
+			c->id, (int)c->pid, ovr_gdr_last_error(s->gdr));
+		free(mr);
+		return status(c, r->h, rc);
+	}
+	rc = ovr_eng_reg_mr_dev(s->eng, pd->id, q->va, q->len,
+				q->access & ACCESS_KNOWN, mr->gpu, q->offset,
+				&mr->key);
+	if (!rc)
+		rc = obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+	if (rc) {
+		if (mr->key)
+			ovr_eng_dereg_mr(s->eng, mr->key);
+		ovr_gdr_release(mr->gpu);
+		free(mr);
+		return status(c, r->h, rc);
+	}
+	mr->pd_handle = q->pd;
+	pd->users++;
+	c->nmr++;
 	rep.lkey = rep.rkey = mr->key;
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }
@@ -1506,6 +1591,8 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct req *r)
 		return do_reg_mr(s, c, r);
 	case OVR_CTL_DEREG_MR:
 		return do_dereg_mr(s, c, r);
+	case OVR_CTL_REG_MR_GPU:
+		return do_reg_mr_gpu(s, c, r);
 	case OVR_CTL_CREATE_CHANNEL:
 		return do_create_channel(s, c, r);
 	case OVR_CTL_DESTROY_CHANNEL:
@@ -1742,6 +1829,12 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_tx_ud_too_long", es.tx_ud_too_long);
 		C("engine_mr_revoked", es.mr_revoked);
 		C("engine_rsp_probes", es.rsp_probes);
+		C("engine_dev_copies", es.dev_copies);
+		C("engine_dev_copy_bytes", es.dev_copy_bytes);
+		C("engine_dev_copy_err", es.dev_copy_err);
+		C("engine_dev_atomic_refused", es.dev_atomic_refused);
+		C("gdr_imports", s->gdr ? ovr_gdr_nimports(s->gdr) : 0);
+		C("gdr_refs", s->gdr ? ovr_gdr_nrefs(s->gdr) : 0);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {

@@ -814,6 +814,16 @@ static int ep_add(struct svc *s, int fd, uint64_t tag)
 	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* GPU memory regions: @dev is the struct ovr_gdr_mem of the MR's import
+ * (svc_ctl.c). Synchronous cuMemcpy for phase 1 (docs/GPU.md). */
+static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
+			uint32_t len, bool to_dev)
+{
+	(void)ctx;
+	return to_dev ? ovr_gdr_write(dev, off, host, len) :
+			ovr_gdr_read(dev, off, host, len);
+}
+
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	     const uint8_t mac[6])
 {
@@ -826,6 +836,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.event = eng_event,
 		.srq_event = eng_srq_event,
 		.ud_grh = eng_ud_grh,
+		.dev_copy = eng_dev_copy,
 	};
 	int pdu_mtu, lrc;
 	uint32_t maxqp = 1;
@@ -971,6 +982,9 @@ void svc_fini(struct svc *s)
 			s->loop[s->loop_head++ % SVC_LOOP_DEPTH].token);
 	if (s->eng)
 		ovr_eng_destroy(s->eng);
+	/* every context, hence every GPU import, is gone */
+	ovr_gdr_close(s->gdr);
+	s->gdr = NULL;
 	if (s->vt) {
 		ovr_vpc_thread_unregister(s->vt);
 		s->vt = NULL;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <ovrdma/client.h>
+#include <ovrdma/gdr.h>
 #include <ovrdma/ring.h>
 
 #define PAGE 4096ull
@@ -769,6 +770,54 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				  .lkey = r.lkey,
 				  .rkey = r.rkey,
 				  .addr = addr,
+				  .length = len };
+	return mr;
+}
+
+struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
+				    uint64_t iova, size_t len,
+				    unsigned int access,
+				    const struct ovr_gdr_export *ex,
+				    uint64_t offset)
+{
+	struct ovr_ctl_reg_mr_gpu_req q = {
+		.pd = pd,
+		.access = access,
+		.va = iova,
+		.len = len,
+		.offset = offset,
+		.alloc_base = ex->base,
+		.alloc_size = ex->size,
+		.device = ex->device,
+		.kind = ex->kind,
+	};
+	struct ovr_ctl_reg_mr_rep r;
+	struct ovr_cl_mr *mr;
+	bool fd = ex->kind == OVR_GDR_KIND_FD;
+	int rc;
+
+	if (fd && ex->fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (!fd)
+		memcpy(q.ipc, ex->ipc, sizeof(q.ipc));
+	rc = req_exact(cl, OVR_CTL_REG_MR_GPU, &q, sizeof(q),
+		       fd ? &ex->fd : NULL, fd ? 1 : 0, &r, sizeof(r), NULL, 0);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		handle_op(cl, OVR_CTL_DEREG_MR, r.handle);
+		errno = ENOMEM;
+		return NULL;
+	}
+	*mr = (struct ovr_cl_mr){ .handle = r.handle,
+				  .lkey = r.lkey,
+				  .rkey = r.rkey,
+				  .addr = (void *)(uintptr_t)iova,
 				  .length = len };
 	return mr;
 }

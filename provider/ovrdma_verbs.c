@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <ovrdma/compiler.h>
+#include <ovrdma/gdr.h>
 
 #include "ovrdma.h"
 
@@ -217,10 +218,81 @@ static int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
+/*
+ * GPU memory (docs/GPU.md). The CUDA driver is used only if the
+ * application has loaded it (OVR_GDR_NOLOAD): a program with GPU
+ * pointers has, one without never pays for loading it. Looked for again
+ * at each registration until found (a program may initialise CUDA after
+ * its first ibv_reg_mr), then kept for the life of the process.
+ */
+static pthread_mutex_t gdr_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ovr_gdr *gdr_drv;
+
+static struct ovr_gdr *provider_gdr(void)
+{
+	struct ovr_gdr *g;
+
+	pthread_mutex_lock(&gdr_lock);
+	if (!gdr_drv && ovr_gdr_open(OVR_GDR_NOLOAD, &gdr_drv, NULL, 0))
+		gdr_drv = NULL;
+	g = gdr_drv;
+	pthread_mutex_unlock(&gdr_lock);
+	return g;
+}
+
+static struct ibv_mr *mr_done(struct ovrdma_mr *mr, int access)
+{
+	mr->vmr.ibv_mr.handle = mr->mr->handle;
+	mr->vmr.ibv_mr.lkey = mr->mr->lkey;
+	mr->vmr.ibv_mr.rkey = mr->mr->rkey;
+	mr->vmr.mr_type = OVRDMA_MR_TYPE_MR;
+	mr->vmr.access = access;
+	return &mr->vmr.ibv_mr;
+}
+
+/* [addr, addr + length) is GPU memory: export its allocation to ovrdmad,
+ * which imports it and copies to and from it (no remapping here). */
+static struct ibv_mr *reg_gpu_mr(struct ibv_pd *ibpd, struct ovr_gdr *g,
+				 void *addr, size_t length, uint64_t iova,
+				 int access)
+{
+	struct ovr_gdr_export ex;
+	struct ovrdma_mr *mr;
+	int rc, e;
+
+	rc = ovr_gdr_export(g, (uintptr_t)addr, length, &ex);
+	if (rc) {
+		fprintf(stderr, "ovrdma: cannot export GPU memory %p+%zu: %s\n",
+			addr, length, ovr_gdr_last_error(g));
+		errno = -rc;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (mr)
+		mr->mr = ovr_cl_reg_mr_gpu(to_octx(ibpd->context)->cl,
+					   to_opd(ibpd)->handle, iova, length,
+					   (unsigned int)access, &ex,
+					   (uintptr_t)addr - ex.base);
+	e = errno;
+	if (ex.fd >= 0)
+		close(ex.fd); /* the service has its own copy now */
+	if (!mr || !mr->mr) {
+		if (mr && e == EOPNOTSUPP)
+			fprintf(stderr,
+				"ovrdma: GPU memory registration refused: ovrdmad has no CUDA driver (its log says why)\n");
+		free(mr);
+		errno = mr ? e : ENOMEM;
+		return NULL;
+	}
+	return mr_done(mr, access);
+}
+
 static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 				    size_t length, uint64_t hca_va, int access)
 {
 	struct ovrdma_mr *mr;
+	struct ovr_gdr *g;
+	int gpu;
 
 	/* ibv_reg_mr(3): remote write or atomic access needs local write */
 	if (!length ||
@@ -229,9 +301,23 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (access & ~ACCESS_SUPPORTED) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* GPU memory: what cuPointerGetAttribute says (any iova is fine) */
+	g = provider_gdr();
+	gpu = g ? ovr_gdr_probe(g, (uintptr_t)addr, length, NULL, NULL, NULL) :
+		  0;
+	if (gpu < 0) {
+		errno = -gpu; /* GPU memory, but not inside one allocation */
+		return NULL;
+	}
+	if (gpu)
+		return reg_gpu_mr(ibpd, g, addr, length, hca_va, access);
 	/* on-demand paging, memory windows, zero-based and IOVA-shifted
-	 * regions are not supported yet */
-	if ((access & ~ACCESS_SUPPORTED) || hca_va != (uintptr_t)addr) {
+	 * host regions are not supported yet */
+	if (hca_va != (uintptr_t)addr) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -247,19 +333,19 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 		errno = e;
 		return NULL;
 	}
-	mr->vmr.ibv_mr.handle = mr->mr->handle;
-	mr->vmr.ibv_mr.lkey = mr->mr->lkey;
-	mr->vmr.ibv_mr.rkey = mr->mr->rkey;
-	mr->vmr.mr_type = OVRDMA_MR_TYPE_MR;
-	mr->vmr.access = access;
-	return &mr->vmr.ibv_mr;
+	return mr_done(mr, access);
 }
 
 /*
- * dma-buf regions (GPU memory exported by its driver) are the GPU
- * issue's; until then the verb answers what ibv_reg_dmabuf_mr(3) says a
+ * dma-buf regions: not in phase 1 (docs/GPU.md). A dma-buf fd of GPU
+ * memory (cuMemGetHandleForAddressRange) can be imported only by a
+ * device driver; ovrdmad would need the allocation itself, which the fd
+ * does not name. So the verb answers what ibv_reg_dmabuf_mr(3) says a
  * device without the support answers, after rejecting an fd that is no
- * file at all (EBADF, as the kernel's dma_buf_get does).
+ * file at all (EBADF, as the kernel's dma_buf_get does). NCCL's probe
+ * (fd -1) therefore reads "dma-buf supported"; in phase 1 NCCL must run
+ * with NCCL_DMABUF_ENABLE=0 so that it registers with ibv_reg_mr
+ * (docs/GPU.md).
  */
 static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 					   size_t length, uint64_t iova, int fd,

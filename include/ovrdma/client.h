@@ -86,6 +86,19 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				size_t len, unsigned int access);
 int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);
 
+struct ovr_gdr_export;
+/*
+ * GPU memory (docs/GPU.md): register [iova, iova + len), whose bytes lie
+ * at @offset of the allocation @ex exported with gdr/ (ovr_gdr_export;
+ * an fd in it is sent, not closed). NULL and errno as REG_MR_GPU's
+ * status says (EOPNOTSUPP: the service has no CUDA driver).
+ */
+struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
+				    uint64_t iova, size_t len,
+				    unsigned int access,
+				    const struct ovr_gdr_export *ex,
+				    uint64_t offset);
+
 /* A completion channel: *@fd reads struct ovr_ctl_comp_event records. */
 int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd);
 int ovr_cl_destroy_channel(struct ovr_cl *cl, uint32_t channel);

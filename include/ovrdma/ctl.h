@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#define OVR_CTL_VERSION 2u /* 2: SRQs, UD QPs, address handles */
+#define OVR_CTL_VERSION 3u /* 2: SRQs, UD QPs, address handles; 3: GPU MRs */
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
@@ -58,6 +58,7 @@ enum ovr_ctl_op {
 	OVR_CTL_DESTROY_SRQ = 20,
 	OVR_CTL_CREATE_AH = 21,
 	OVR_CTL_DESTROY_AH = 22,
+	OVR_CTL_REG_MR_GPU = 23, /* req fd: the allocation (kind FD only) */
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -170,6 +171,32 @@ struct ovr_ctl_reg_mr_rep {
 	uint32_t lkey;
 	uint32_t rkey;
 	uint32_t rsvd;
+};
+
+/*
+ * REG_MR_GPU (version 3; docs/GPU.md): register [va, va + len), va being
+ * the address work requests name (verbs' iova), whose bytes are GPU
+ * memory: byte va lies at @offset of the allocation the client exported
+ * with gdr/ (struct ovr_gdr_export: @kind OVR_GDR_KIND_IPC carries the
+ * driver's 64-byte handle and no fd, OVR_GDR_KIND_FD one fd and a zero
+ * handle). @alloc_base and @alloc_size describe the allocation in the
+ * client; offset + len must lie inside it. Reply: ovr_ctl_reg_mr_rep.
+ * -EOPNOTSUPP: this ovrdmad has no CUDA driver (its log says why);
+ * -EINVAL: malformed, or a handle the driver refuses; -ENODEV: no such
+ * device in the service. Deregistration is DEREG_MR; closing the
+ * context releases the import as it releases every MR.
+ */
+struct ovr_ctl_reg_mr_gpu_req {
+	uint32_t pd;
+	uint32_t access; /* enum ibv_access_flags */
+	uint64_t va;
+	uint64_t len;
+	uint64_t offset;
+	uint64_t alloc_base;
+	uint64_t alloc_size;
+	int32_t device; /* CUDA device ordinal */
+	uint32_t kind; /* enum ovr_gdr_kind */
+	uint8_t ipc[64];
 };
 
 /* ---- CQs ---------------------------------------------------------------- */
@@ -429,6 +456,7 @@ _Static_assert(sizeof(struct ovr_ctl_async_event) == 16, "async event");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_req) == 32, "create srq");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_rep) == 56, "srq rep");
 _Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
+_Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 120, "reg mr gpu");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==
 		       40 + 16 * OVR_CTL_MR_MAX_SEG,
 	       "reg mr");

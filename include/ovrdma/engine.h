@@ -316,6 +316,17 @@ struct ovr_eng_ops {
 	 */
 	void (*ud_grh)(void *ctx, uint64_t qp_user, uint64_t from,
 		       uint8_t grh[OVR_ENG_GRH_LEN]);
+	/*
+	 * (optional; needed for ovr_eng_reg_mr_dev) Copy @len bytes between
+	 * @host and offset @off of device memory @dev (the cookie given at
+	 * registration): into the device when @to_dev, out of it otherwise.
+	 * Synchronous: the bytes are in place when it returns, so a
+	 * completion for data placed this way is written only after the
+	 * copy (docs/GPU.md). 0, or -errno: the QP involved goes to ERROR
+	 * (counted in dev_copy_err).
+	 */
+	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
+			uint32_t len, bool to_dev);
 };
 
 struct ovr_eng_cfg {
@@ -355,6 +366,16 @@ void ovr_eng_destroy(struct ovr_eng *e);
  * 0 and the key (lkey = rkey), or a negative errno. */
 int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
 		   unsigned int access, void *host, uint32_t *key);
+/*
+ * A region in device memory (GPU memory imported by gdr/, docs/GPU.md):
+ * byte @va is at offset @dev_off of @dev, which the engine reaches only
+ * through ops.dev_copy (-EOPNOTSUPP without it). Atomics targeting such
+ * a region are refused: NAK REM_OP, the requester's WR fails with
+ * OVR_WC_REM_OP_ERR (dev_atomic_refused).
+ */
+int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
+		       uint64_t len, unsigned int access, void *dev,
+		       uint64_t dev_off, uint32_t *key);
 /* -EBUSY while a posted work request still names it. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
@@ -510,6 +531,10 @@ struct ovr_eng_stats {
 			      * was accepted: NAK REM_ACCESS */
 	uint64_t rsp_probes; /* READ / atomic requests asked again: their
 			      * response stalled (lost NAK, silent peer) */
+	uint64_t dev_copies; /* copies to / from device-memory regions */
+	uint64_t dev_copy_bytes;
+	uint64_t dev_copy_err; /* ... that failed: the QP went to ERROR */
+	uint64_t dev_atomic_refused; /* atomics on device memory: NAK */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

@@ -71,15 +71,15 @@ static void test_create_args(void **state)
 	assert_int_equal(ovr_mr_count(t), 0);
 	ovr_mr_destroy(t);
 
-	/* 40 bytes a slot (the entry's static_assert) plus a small header */
+	/* 48 bytes a slot (the entry's static_assert) plus a small header */
 	t = ovr_mr_create(OVR_MR_MAX_REGIONS, 0);
 	assert_non_null(t);
-	assert_true(ovr_mr_table_bytes(t) >= 40ull * OVR_MR_MAX_REGIONS);
-	assert_true(ovr_mr_table_bytes(t) < 40ull * OVR_MR_MAX_REGIONS + 256);
+	assert_true(ovr_mr_table_bytes(t) >= 48ull * OVR_MR_MAX_REGIONS);
+	assert_true(ovr_mr_table_bytes(t) < 48ull * OVR_MR_MAX_REGIONS + 256);
 	ovr_mr_destroy(t);
 	t = ovr_mr_create(1 << 17, 0);
 	assert_non_null(t);
-	assert_true(ovr_mr_table_bytes(t) <= 40ull * (1 << 17) + 256);
+	assert_true(ovr_mr_table_bytes(t) <= 48ull * (1 << 17) + 256);
 	ovr_mr_destroy(t);
 }
 
@@ -397,6 +397,58 @@ static void test_top_of_space(void **state)
 			 -OVR_MR_EBOUNDS);
 	assert_int_equal(ovr_mr_check(t, key, 1, va, 16, RW, &h), 0);
 	assert_ptr_equal(h, buf);
+	ovr_mr_destroy(t);
+}
+
+/* Device-memory regions: a cookie and an offset, never a host pointer. */
+static void test_device_regions(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(16, 7);
+	int cookie;
+	struct ovr_mr_loc loc;
+	uint8_t *host = NULL;
+	uint32_t key, hkey;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(ovr_mr_reg_dev(t, 1, 0x10000, 4096, LW, NULL, 0, &key),
+			 -EINVAL);
+	assert_int_equal(ovr_mr_reg_dev(t, 1, 0x10000, 4096, LW, &cookie,
+					UINT64_MAX - 100, &key),
+			 -EINVAL);
+	assert_int_equal(ovr_mr_reg_dev(t, 1, 0x10000, 4096, RW, &cookie, 512,
+					&key),
+			 -EINVAL);
+	assert_int_equal(ovr_mr_reg_dev(t, 1, 0x10000, 4096, LW | RR | RW,
+					&cookie, 512, &key),
+			 0);
+	assert_int_equal(ovr_mr_reg(t, 1, 0x9000, 16, LW, buf, &hkey), 0);
+	assert_true(ovr_mr_is_dev(t, key));
+	assert_false(ovr_mr_is_dev(t, hkey));
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0x10010, 100, RR, &loc),
+			 0);
+	assert_null(loc.host);
+	assert_ptr_equal(loc.dev, &cookie);
+	assert_int_equal(loc.dev_off, 512 + 0x10);
+	/* the usual checks still apply */
+	assert_int_equal(ovr_mr_check_dev(t, key, 2, 0x10010, 100, RR, &loc),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0x10f00, 0x200, RR, &loc),
+			 -OVR_MR_EBOUNDS);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0x10000, 8, RA, &loc),
+			 -OVR_MR_EACCESS);
+	/* memcpy-only callers never get a device region */
+	assert_int_equal(ovr_mr_check(t, key, 1, 0x10010, 100, RR, &host),
+			 -OVR_MR_EACCESS);
+	assert_null(host);
+	/* host regions through check_dev */
+	assert_int_equal(ovr_mr_check_dev(t, hkey, 1, 0x9004, 8, 0, &loc), 0);
+	assert_ptr_equal(loc.host, buf + 4);
+	assert_null(loc.dev);
+	assert_int_equal(ovr_mr_dereg(t, key), 0);
+	assert_false(ovr_mr_is_dev(t, key));
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0x10010, 1, 0, &loc),
+			 -OVR_MR_EKEY);
 	ovr_mr_destroy(t);
 }
 
@@ -878,6 +930,7 @@ int main(void)
 		cmocka_unit_test(test_access_matrix),
 		cmocka_unit_test(test_top_of_space),
 		cmocka_unit_test(test_zero_length),
+		cmocka_unit_test(test_device_regions),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_invalidate),
 		cmocka_unit_test(test_full),

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The few CUDA driver API types, values and entry points gdr/ uses,
+ * declared here so that nothing in ovrdma needs cuda.h to build (CI has
+ * no CUDA; libcuda is dlopened at run time). Values and layouts are those
+ * of the driver API (checked against CUDA 13's cuda.h); names carry a
+ * gdr_ prefix so that they never clash with cuda.h where a program
+ * includes both. Private to gdr/ and to the fake driver in
+ * tests/fakecuda, which implements exactly these.
+ *
+ * Symbol names: cuda.h maps several functions to versioned symbols
+ * (cuMemcpyHtoD is cuMemcpyHtoD_v2, cuIpcOpenMemHandle is
+ * cuIpcOpenMemHandle_v2, ...); GDR_SYM_* are the names libcuda exports.
+ */
+#ifndef OVR_GDR_CUDADRV_H
+#define OVR_GDR_CUDADRV_H
+
+#include <stddef.h>
+
+typedef int gdr_CUresult;
+typedef unsigned long long gdr_CUdeviceptr;
+typedef int gdr_CUdevice;
+typedef struct gdr_CUctx_st *gdr_CUcontext;
+typedef unsigned long long gdr_CUmemGenericAllocationHandle;
+
+/* CUresult values used */
+enum {
+	GDR_CUDA_SUCCESS = 0,
+	GDR_CUDA_ERROR_INVALID_VALUE = 1,
+	GDR_CUDA_ERROR_OUT_OF_MEMORY = 2,
+	GDR_CUDA_ERROR_NOT_INITIALIZED = 3,
+	GDR_CUDA_ERROR_NO_DEVICE = 100,
+	GDR_CUDA_ERROR_INVALID_DEVICE = 101,
+	GDR_CUDA_ERROR_INVALID_CONTEXT = 201,
+	GDR_CUDA_ERROR_INVALID_HANDLE = 400,
+	GDR_CUDA_ERROR_NOT_FOUND = 500,
+	GDR_CUDA_ERROR_NOT_SUPPORTED = 801,
+};
+
+/* CUpointer_attribute values used */
+enum {
+	GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+	GDR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+	GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+	GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+};
+
+/* CUmemorytype */
+enum {
+	GDR_CU_MEMORYTYPE_HOST = 1,
+	GDR_CU_MEMORYTYPE_DEVICE = 2,
+};
+
+/* CUipcMem_flags */
+#define GDR_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1u
+
+#define GDR_CU_IPC_HANDLE_SIZE 64
+typedef struct {
+	char reserved[GDR_CU_IPC_HANDLE_SIZE];
+} gdr_CUipcMemHandle;
+
+/* CUmemAllocationHandleType, CUmemLocationType, CUmemAccess_flags,
+ * CUmemAllocationType */
+enum {
+	GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+	GDR_CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+	GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+	GDR_CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+};
+
+typedef struct {
+	int type; /* CUmemLocationType */
+	int id; /* device ordinal */
+} gdr_CUmemLocation;
+
+typedef struct {
+	gdr_CUmemLocation location;
+	int flags; /* CUmemAccess_flags */
+} gdr_CUmemAccessDesc;
+
+typedef struct {
+	int type; /* CUmemAllocationType */
+	int requestedHandleTypes; /* CUmemAllocationHandleType bits */
+	gdr_CUmemLocation location;
+	void *win32HandleMetaData;
+	struct {
+		unsigned char compressionType;
+		unsigned char gpuDirectRDMACapable;
+		unsigned short usage;
+		unsigned char reserved[4];
+	} allocFlags;
+} gdr_CUmemAllocationProp;
+
+_Static_assert(sizeof(gdr_CUipcMemHandle) == 64, "CUipcMemHandle");
+_Static_assert(sizeof(gdr_CUmemAccessDesc) == 12, "CUmemAccessDesc");
+_Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
+
+/*
+ * The entry points: X(symbol, name, return, parameters). gdr.c turns
+ * this into its table of function pointers, the fake into definitions.
+ */
+#define GDR_CUDA_FUNCS(X)                                                      \
+	X("cuInit", cuInit, (unsigned int flags))                              \
+	X("cuGetErrorString", cuGetErrorString,                                \
+	  (gdr_CUresult err, const char **str))                                \
+	X("cuDeviceGetCount", cuDeviceGetCount, (int *count))                  \
+	X("cuDeviceGet", cuDeviceGet, (gdr_CUdevice * dev, int ordinal))       \
+	X("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain,                \
+	  (gdr_CUcontext * ctx, gdr_CUdevice dev))                             \
+	X("cuDevicePrimaryCtxRelease_v2", cuDevicePrimaryCtxRelease,           \
+	  (gdr_CUdevice dev))                                                  \
+	X("cuCtxSetCurrent", cuCtxSetCurrent, (gdr_CUcontext ctx))             \
+	X("cuPointerGetAttribute", cuPointerGetAttribute,                      \
+	  (void *data, int attribute, gdr_CUdeviceptr ptr))                    \
+	X("cuIpcGetMemHandle", cuIpcGetMemHandle,                              \
+	  (gdr_CUipcMemHandle * handle, gdr_CUdeviceptr dptr))                 \
+	X("cuIpcOpenMemHandle_v2", cuIpcOpenMemHandle,                         \
+	  (gdr_CUdeviceptr * dptr, gdr_CUipcMemHandle handle,                  \
+	   unsigned int flags))                                                \
+	X("cuIpcCloseMemHandle", cuIpcCloseMemHandle, (gdr_CUdeviceptr dptr))  \
+	X("cuMemRetainAllocationHandle", cuMemRetainAllocationHandle,          \
+	  (gdr_CUmemGenericAllocationHandle * handle, void *addr))             \
+	X("cuMemExportToShareableHandle", cuMemExportToShareableHandle,        \
+	  (void *shareable, gdr_CUmemGenericAllocationHandle handle, int type, \
+	   unsigned long long flags))                                          \
+	X("cuMemImportFromShareableHandle", cuMemImportFromShareableHandle,    \
+	  (gdr_CUmemGenericAllocationHandle * handle, void *os_handle,         \
+	   int type))                                                          \
+	X("cuMemAddressReserve", cuMemAddressReserve,                          \
+	  (gdr_CUdeviceptr * ptr, size_t size, size_t align,                   \
+	   gdr_CUdeviceptr addr, unsigned long long flags))                    \
+	X("cuMemAddressFree", cuMemAddressFree,                                \
+	  (gdr_CUdeviceptr ptr, size_t size))                                  \
+	X("cuMemMap", cuMemMap,                                                \
+	  (gdr_CUdeviceptr ptr, size_t size, size_t offset,                    \
+	   gdr_CUmemGenericAllocationHandle handle, unsigned long long flags)) \
+	X("cuMemSetAccess", cuMemSetAccess,                                    \
+	  (gdr_CUdeviceptr ptr, size_t size, const gdr_CUmemAccessDesc *desc,  \
+	   size_t count))                                                      \
+	X("cuMemUnmap", cuMemUnmap, (gdr_CUdeviceptr ptr, size_t size))        \
+	X("cuMemRelease", cuMemRelease,                                        \
+	  (gdr_CUmemGenericAllocationHandle handle))                           \
+	X("cuMemcpyHtoD_v2", cuMemcpyHtoD,                                     \
+	  (gdr_CUdeviceptr dst, const void *src, size_t len))                  \
+	X("cuMemcpyDtoH_v2", cuMemcpyDtoH,                                     \
+	  (void *dst, gdr_CUdeviceptr src, size_t len))
+
+#endif /* OVR_GDR_CUDADRV_H */

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gdr/: export, import and copies of CUDA device memory through a
+ * dlopened libcuda (include/ovrdma/gdr.h, docs/GPU.md).
+ *
+ * Imports: an IPC handle can be opened once per process (the driver
+ * refuses or aliases a second open), so IPC imports are shared: a list
+ * of mappings, each with its handle and a reference count, searched
+ * linearly at import (O(imports), on the control path only). FD imports
+ * are one mapping each: reserve a device address range, map the
+ * imported allocation handle into it, grant the device read/write.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ovrdma/gdr.h>
+
+#include "cudadrv.h"
+
+struct gdr_fns {
+#define GDR_FN_PTR(sym, name, args) gdr_CUresult(*name) args;
+	GDR_CUDA_FUNCS(GDR_FN_PTR)
+#undef GDR_FN_PTR
+};
+
+struct ovr_gdr {
+	void *lib;
+	struct gdr_fns f;
+	int ndev;
+	uint32_t nimports, nrefs;
+	struct ovr_gdr_mem *mems; /* every live import */
+	/* primary contexts retained by imports, per device ordinal */
+	gdr_CUcontext ctx[OVR_GDR_MAX_DEV];
+	uint32_t ctx_users[OVR_GDR_MAX_DEV];
+};
+
+struct ovr_gdr_mem {
+	struct ovr_gdr *g;
+	struct ovr_gdr_mem *next;
+	gdr_CUdeviceptr dptr; /* the allocation, in this process */
+	uint64_t size;
+	gdr_CUmemGenericAllocationHandle h; /* KIND_FD */
+	uint32_t kind;
+	uint32_t refs;
+	int device;
+	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: what was opened */
+};
+
+/* Per thread: probe and export may run on several application threads. */
+static _Thread_local char last_err[96];
+
+static int cu_fail(struct ovr_gdr *g, const char *call, gdr_CUresult rc)
+{
+	const char *s = NULL;
+
+	if (g->f.cuGetErrorString(rc, &s) != GDR_CUDA_SUCCESS || !s)
+		s = "unknown error";
+	snprintf(last_err, sizeof(last_err), "%s: %s (%d)", call, s, rc);
+	switch (rc) {
+	case GDR_CUDA_ERROR_INVALID_VALUE:
+	case GDR_CUDA_ERROR_INVALID_HANDLE:
+	case GDR_CUDA_ERROR_NOT_FOUND:
+		return -EINVAL;
+	case GDR_CUDA_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case GDR_CUDA_ERROR_NOT_SUPPORTED:
+		return -EOPNOTSUPP;
+	case GDR_CUDA_ERROR_NO_DEVICE:
+	case GDR_CUDA_ERROR_INVALID_DEVICE:
+		return -ENODEV;
+	default:
+		return -EIO;
+	}
+}
+
+static void say(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !n)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+}
+
+int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
+		 size_t why_len)
+{
+	const char *path = getenv(OVR_GDR_ENV);
+	struct ovr_gdr *g;
+	const char *s = NULL;
+	gdr_CUresult rc;
+	int mode = RTLD_NOW | RTLD_LOCAL;
+
+	if (!path || !*path)
+		path = OVR_GDR_LIBCUDA;
+	if (flags & OVR_GDR_NOLOAD)
+		mode |= RTLD_NOLOAD;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->lib = dlopen(path, mode);
+	if (!g->lib) {
+		if (flags & OVR_GDR_NOLOAD)
+			say(why, why_len, "%s is not loaded in this process",
+			    path);
+		else
+			say(why, why_len, "no CUDA driver: %s", dlerror());
+		free(g);
+		return -EOPNOTSUPP;
+	}
+#define GDR_FN_SYM(sym, name, args)                                       \
+	*(void **)&g->f.name = dlsym(g->lib, sym);                        \
+	if (!g->f.name) {                                                 \
+		say(why, why_len, "%s has no %s (driver too old?)", path, \
+		    sym);                                                 \
+		goto err_sym;                                             \
+	}
+	GDR_CUDA_FUNCS(GDR_FN_SYM)
+#undef GDR_FN_SYM
+	rc = g->f.cuInit(0);
+	if (rc == GDR_CUDA_SUCCESS)
+		rc = g->f.cuDeviceGetCount(&g->ndev);
+	if (rc != GDR_CUDA_SUCCESS || g->ndev <= 0) {
+		if (rc == GDR_CUDA_SUCCESS ||
+		    g->f.cuGetErrorString(rc, &s) != GDR_CUDA_SUCCESS || !s)
+			s = "no device";
+		say(why, why_len, "%s: cuInit: %s", path, s);
+		dlclose(g->lib);
+		free(g);
+		return -ENODEV;
+	}
+	*out = g;
+	return 0;
+
+err_sym:
+	dlclose(g->lib);
+	free(g);
+	return -EOPNOTSUPP;
+}
+
+void ovr_gdr_close(struct ovr_gdr *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < (int)OVR_GDR_MAX_DEV && i < g->ndev; i++)
+		if (g->ctx[i])
+			g->f.cuDevicePrimaryCtxRelease(i);
+	dlclose(g->lib);
+	free(g);
+}
+
+int ovr_gdr_probe(struct ovr_gdr *g, uint64_t addr, uint64_t len,
+		  uint64_t *base, uint64_t *size, int *device)
+{
+	unsigned int mt = 0;
+	gdr_CUdeviceptr b = 0;
+	size_t sz = 0;
+	int dev = -1;
+	gdr_CUresult rc;
+
+	if (!len || addr + len < addr)
+		return -EINVAL;
+	rc = g->f.cuPointerGetAttribute(
+		&mt, GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE, addr);
+	/* the driver answers INVALID_VALUE for memory it does not know */
+	if (rc != GDR_CUDA_SUCCESS || mt != GDR_CU_MEMORYTYPE_DEVICE)
+		return 0;
+	rc = g->f.cuPointerGetAttribute(
+		&b, GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, addr);
+	if (rc == GDR_CUDA_SUCCESS)
+		rc = g->f.cuPointerGetAttribute(
+			&sz, GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE, addr);
+	if (rc == GDR_CUDA_SUCCESS)
+		rc = g->f.cuPointerGetAttribute(
+			&dev, GDR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, addr);
+	if (rc != GDR_CUDA_SUCCESS)
+		return cu_fail(g, "cuPointerGetAttribute", rc);
+	if (addr < b || addr - b > sz || len > sz - (addr - b)) {
+		snprintf(last_err, sizeof(last_err),
+			 "range crosses the end of its GPU allocation");
+		return -EINVAL;
+	}
+	if (base)
+		*base = b;
+	if (size)
+		*size = sz;
+	if (device)
+		*device = dev;
+	return 1;
+}
+
+int ovr_gdr_export(struct ovr_gdr *g, uint64_t addr, uint64_t len,
+		   struct ovr_gdr_export *ex)
+{
+	gdr_CUmemGenericAllocationHandle h;
+	gdr_CUipcMemHandle ipc;
+	gdr_CUresult rc;
+	int fd = -1;
+	int err;
+
+	memset(ex, 0, sizeof(*ex));
+	ex->fd = -1;
+	err = ovr_gdr_probe(g, addr, len, &ex->base, &ex->size, &ex->device);
+	if (err <= 0)
+		return err ? err : -EINVAL;
+	/* a cuMem allocation has an allocation handle; cudaMalloc's has not */
+	rc = g->f.cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
+	if (rc == GDR_CUDA_SUCCESS) {
+		rc = g->f.cuMemExportToShareableHandle(
+			&fd, h, GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+			0);
+		/* the retained reference only served the export */
+		g->f.cuMemRelease(h);
+		if (rc != GDR_CUDA_SUCCESS) {
+			cu_fail(g, "cuMemExportToShareableHandle", rc);
+			/* created without POSIX_FD among its handle types */
+			return -EOPNOTSUPP;
+		}
+		ex->kind = OVR_GDR_KIND_FD;
+		ex->fd = fd;
+		return 0;
+	}
+	rc = g->f.cuIpcGetMemHandle(&ipc, ex->base);
+	if (rc != GDR_CUDA_SUCCESS)
+		return cu_fail(g, "cuIpcGetMemHandle", rc);
+	ex->kind = OVR_GDR_KIND_IPC;
+	memcpy(ex->ipc, ipc.reserved, sizeof(ex->ipc));
+	return 0;
+}
+
+/* Make device @dev's primary context current, retaining it on first use. */
+static int use_device(struct ovr_gdr *g, int dev)
+{
+	gdr_CUdevice d;
+	gdr_CUresult rc;
+
+	if (dev < 0 || dev >= g->ndev || dev >= (int)OVR_GDR_MAX_DEV) {
+		snprintf(last_err, sizeof(last_err), "no CUDA device %d", dev);
+		return -ENODEV;
+	}
+	if (!g->ctx[dev]) {
+		rc = g->f.cuDeviceGet(&d, dev);
+		if (rc == GDR_CUDA_SUCCESS)
+			rc = g->f.cuDevicePrimaryCtxRetain(&g->ctx[dev], d);
+		if (rc != GDR_CUDA_SUCCESS) {
+			g->ctx[dev] = NULL;
+			return cu_fail(g, "cuDevicePrimaryCtxRetain", rc);
+		}
+	}
+	rc = g->f.cuCtxSetCurrent(g->ctx[dev]);
+	return rc == GDR_CUDA_SUCCESS ? 0 : cu_fail(g, "cuCtxSetCurrent", rc);
+}
+
+static int import_fd(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
+		     struct ovr_gdr_mem *m)
+{
+	gdr_CUmemAccessDesc acc = {
+		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = ex->device },
+		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	gdr_CUresult rc;
+	const char *call;
+
+	call = "cuMemImportFromShareableHandle";
+	rc = g->f.cuMemImportFromShareableHandle(
+		&m->h, (void *)(uintptr_t)ex->fd,
+		GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+	if (rc != GDR_CUDA_SUCCESS)
+		goto err_import;
+	call = "cuMemAddressReserve";
+	rc = g->f.cuMemAddressReserve(&m->dptr, ex->size, 0, 0, 0);
+	if (rc != GDR_CUDA_SUCCESS)
+		goto err_reserve;
+	call = "cuMemMap";
+	rc = g->f.cuMemMap(m->dptr, ex->size, 0, m->h, 0);
+	if (rc != GDR_CUDA_SUCCESS)
+		goto err_map;
+	call = "cuMemSetAccess";
+	rc = g->f.cuMemSetAccess(m->dptr, ex->size, &acc, 1);
+	if (rc != GDR_CUDA_SUCCESS)
+		goto err_access;
+	return 0;
+
+err_access:
+	g->f.cuMemUnmap(m->dptr, ex->size);
+err_map:
+	g->f.cuMemAddressFree(m->dptr, ex->size);
+err_reserve:
+	g->f.cuMemRelease(m->h);
+err_import:
+	return cu_fail(g, call, rc);
+}
+
+int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
+		   struct ovr_gdr_mem **out)
+{
+	struct ovr_gdr_mem *m;
+	gdr_CUipcMemHandle ipc;
+	gdr_CUresult rc;
+	int err;
+
+	if (!ex->size || (ex->kind == OVR_GDR_KIND_FD && ex->fd < 0) ||
+	    (ex->kind != OVR_GDR_KIND_FD && ex->kind != OVR_GDR_KIND_IPC)) {
+		snprintf(last_err, sizeof(last_err), "malformed export");
+		return -EINVAL;
+	}
+	if (ex->kind == OVR_GDR_KIND_IPC)
+		for (m = g->mems; m; m = m->next)
+			if (m->kind == OVR_GDR_KIND_IPC &&
+			    m->device == ex->device &&
+			    !memcmp(m->ipc, ex->ipc, sizeof(m->ipc))) {
+				if (m->size != ex->size) {
+					snprintf(last_err, sizeof(last_err),
+						 "IPC handle size mismatch");
+					return -EINVAL;
+				}
+				m->refs++;
+				g->nrefs++;
+				*out = m;
+				return 0;
+			}
+	err = use_device(g, ex->device);
+	if (err)
+		return err;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->g = g;
+	m->kind = ex->kind;
+	m->size = ex->size;
+	m->device = ex->device;
+	m->refs = 1;
+	if (ex->kind == OVR_GDR_KIND_FD) {
+		err = import_fd(g, ex, m);
+	} else {
+		memcpy(ipc.reserved, ex->ipc, sizeof(ipc.reserved));
+		memcpy(m->ipc, ex->ipc, sizeof(m->ipc));
+		rc = g->f.cuIpcOpenMemHandle(
+			&m->dptr, ipc, GDR_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+		err = rc == GDR_CUDA_SUCCESS ?
+			      0 :
+			      cu_fail(g, "cuIpcOpenMemHandle", rc);
+	}
+	if (err) {
+		free(m);
+		return err;
+	}
+	m->next = g->mems;
+	g->mems = m;
+	g->ctx_users[ex->device]++;
+	g->nimports++;
+	g->nrefs++;
+	*out = m;
+	return 0;
+}
+
+void ovr_gdr_release(struct ovr_gdr_mem *m)
+{
+	struct ovr_gdr_mem **pp;
+	struct ovr_gdr *g;
+
+	if (!m)
+		return;
+	g = m->g;
+	g->nrefs--;
+	if (--m->refs)
+		return;
+	for (pp = &g->mems; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	if (use_device(g, m->device) == 0) {
+		if (m->kind == OVR_GDR_KIND_FD) {
+			g->f.cuMemUnmap(m->dptr, m->size);
+			g->f.cuMemAddressFree(m->dptr, m->size);
+			g->f.cuMemRelease(m->h);
+		} else {
+			g->f.cuIpcCloseMemHandle(m->dptr);
+		}
+	}
+	g->ctx_users[m->device]--;
+	g->nimports--;
+	free(m);
+}
+
+uint64_t ovr_gdr_mem_size(const struct ovr_gdr_mem *m)
+{
+	return m->size;
+}
+
+/* Must run on the importing thread (it sets the current context). */
+static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
+		bool to_dev)
+{
+	struct ovr_gdr *g = m->g;
+	gdr_CUresult rc;
+	int err;
+
+	if (off > m->size || len > m->size - off)
+		return -ERANGE;
+	if (!len)
+		return 0;
+	err = use_device(g, m->device);
+	if (err)
+		return -EIO;
+	if (to_dev)
+		rc = g->f.cuMemcpyHtoD(m->dptr + off, host, len);
+	else
+		rc = g->f.cuMemcpyDtoH(host, m->dptr + off, len);
+	if (rc != GDR_CUDA_SUCCESS) {
+		cu_fail(g, to_dev ? "cuMemcpyHtoD" : "cuMemcpyDtoH", rc);
+		return -EIO;
+	}
+	return 0;
+}
+
+int ovr_gdr_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+		  size_t len)
+{
+	return copy(m, off, (void *)(uintptr_t)src, len, true);
+}
+
+int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len)
+{
+	return copy(m, off, dst, len, false);
+}
+
+uint32_t ovr_gdr_nimports(const struct ovr_gdr *g)
+{
+	return g->nimports;
+}
+
+uint32_t ovr_gdr_nrefs(const struct ovr_gdr *g)
+{
+	return g->nrefs;
+}
+
+const char *ovr_gdr_last_error(const struct ovr_gdr *g)
+{
+	(void)g;
+	return last_err;
+}

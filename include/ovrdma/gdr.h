@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gdr/: GPU memory for ovrdma (docs/GPU.md), phase 1.
+ *
+ * Two sides of one handover:
+ *  - the exporter (the verbs provider, in the application) tells a CUDA
+ *    device pointer from a host one (ovr_gdr_probe) and exports the
+ *    allocation behind it (ovr_gdr_export): a cuMem (VMM) allocation as
+ *    a POSIX file descriptor (cuMemRetainAllocationHandle +
+ *    cuMemExportToShareableHandle), a cudaMalloc / cuMemAlloc one as a
+ *    64-byte IPC handle (cuIpcGetMemHandle);
+ *  - the importer (ovrdmad) maps that allocation into its own CUDA
+ *    address space (ovr_gdr_import) and copies between it and host
+ *    buffers (ovr_gdr_write, ovr_gdr_read: synchronous cuMemcpy in
+ *    phase 1).
+ *
+ * libcuda is dlopened (path: $OVRDMA_LIBCUDA, else libcuda.so.1), with
+ * gdr/'s own declarations of the few driver calls it makes: nothing
+ * needs CUDA to build, and a machine without libcuda gets -EOPNOTSUPP
+ * from ovr_gdr_open with a message saying why, and nothing else changes.
+ *
+ * Threading: an struct ovr_gdr may be used from several threads for
+ * probe and export (the driver is thread-safe and gdr keeps no state for
+ * them). Imports, copies and release belong to one thread (ovrdmad's
+ * dataplane thread): they make the device's primary context current on
+ * the calling thread.
+ *
+ * Returns: 0 or -errno unless said otherwise; the driver's own error of
+ * the last failed call is in ovr_gdr_last_error().
+ */
+#ifndef OVRDMA_GDR_H
+#define OVRDMA_GDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OVR_GDR_ENV "OVRDMA_LIBCUDA" /* libcuda to load instead */
+#define OVR_GDR_LIBCUDA "libcuda.so.1"
+#define OVR_GDR_IPC_LEN 64u /* CU_IPC_HANDLE_SIZE */
+#define OVR_GDR_MAX_DEV 64u /* devices an importer keeps contexts for */
+
+/* ovr_gdr_open flags */
+enum {
+	/*
+	 * Use libcuda only if the process has already loaded it (the
+	 * provider: an application with GPU pointers has; one without
+	 * must not pay for loading and initialising the driver).
+	 */
+	OVR_GDR_NOLOAD = 1u,
+};
+
+enum ovr_gdr_kind {
+	OVR_GDR_KIND_IPC = 1, /* cuIpcGetMemHandle: cudaMalloc, cuMemAlloc */
+	OVR_GDR_KIND_FD = 2, /* cuMem allocation exported as a POSIX fd */
+};
+
+/* One exported allocation, as it travels to the importer. */
+struct ovr_gdr_export {
+	uint64_t base; /* allocation start in the exporter's address space */
+	uint64_t size; /* allocation bytes */
+	int32_t device; /* CUDA device ordinal (same numbering both sides) */
+	uint32_t kind; /* enum ovr_gdr_kind */
+	int fd; /* KIND_FD: the caller's to close; else -1 */
+	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: the driver's handle */
+};
+
+struct ovr_gdr;
+struct ovr_gdr_mem; /* one imported allocation */
+
+/*
+ * Load and initialise the driver. -EOPNOTSUPP: no libcuda (or, with
+ * OVR_GDR_NOLOAD, not loaded in this process), or it lacks an entry
+ * point; -ENODEV: cuInit failed or no device. @why (may be NULL) gets a
+ * one-line reason on failure.
+ */
+int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
+		 size_t why_len);
+
+/* Unload. Every import must have been released. NULL is a no-op. */
+void ovr_gdr_close(struct ovr_gdr *g);
+
+/*
+ * Is [addr, addr + len) CUDA device memory? 1: yes, and the allocation
+ * that holds it is [*base, *base + *size) on device *device (any output
+ * may be NULL); 0: not device memory (host memory, or unknown to the
+ * driver); -EINVAL: device memory, but the range does not lie inside one
+ * allocation (or len is 0 or wraps).
+ */
+int ovr_gdr_probe(struct ovr_gdr *g, uint64_t addr, uint64_t len,
+		  uint64_t *base, uint64_t *size, int *device);
+
+/*
+ * Export the allocation holding [addr, addr + len) (ovr_gdr_probe must
+ * say 1). KIND_FD when it is a cuMem allocation (which must have been
+ * created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, else
+ * -EOPNOTSUPP), else KIND_IPC. -EINVAL: not device memory or not one
+ * allocation.
+ */
+int ovr_gdr_export(struct ovr_gdr *g, uint64_t addr, uint64_t len,
+		   struct ovr_gdr_export *ex);
+
+/*
+ * Map an exported allocation into this process (@ex->fd is not taken:
+ * close it afterwards). IPC imports of the same handle share one mapping
+ * and count references. -EINVAL: malformed @ex or a handle the driver
+ * refuses (unknown, stale, from a process that exited); -ENODEV: no such
+ * device; -ENOMEM.
+ */
+int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
+		   struct ovr_gdr_mem **out);
+
+/* Drop one reference; the last one unmaps. NULL is a no-op. */
+void ovr_gdr_release(struct ovr_gdr_mem *m);
+
+/* Bytes of the imported allocation. */
+uint64_t ovr_gdr_mem_size(const struct ovr_gdr_mem *m);
+
+/*
+ * Copy @len bytes host -> device at offset @off of @m (write) or device
+ * -> host (read); synchronous: the bytes are in place when it returns.
+ * -ERANGE: beyond the allocation; -EIO: the driver failed.
+ */
+int ovr_gdr_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+		  size_t len);
+int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len);
+
+/* Imported allocations (distinct mappings) and references held now. */
+uint32_t ovr_gdr_nimports(const struct ovr_gdr *g);
+uint32_t ovr_gdr_nrefs(const struct ovr_gdr *g);
+
+/* The driver's name for the last error of a call on @g ("" if none). */
+const char *ovr_gdr_last_error(const struct ovr_gdr *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OVRDMA_GDR_H */

@@ -1,0 +1,835 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libfakecuda: a CUDA driver stand-in for machines without a GPU, loaded
+ * through OVRDMA_LIBCUDA by gdr/ (tests and docs/GPU.md). It implements
+ * the calls gdr/cudadrv.h declares plus what a test program needs to
+ * own "GPU" memory (cuMemAlloc_v2, cuMemFree_v2, cuMemCreate), with the
+ * driver's rules where tests could trip over them:
+ *
+ *  - "device memory" is shared memory: each physical allocation is a
+ *    memfd named fakecuda-<nonce>, mapped (MAP_SHARED) at a private host
+ *    address that only the fake's cuMemcpy* use;
+ *  - device pointers lie in a range the fake reserves PROT_NONE: a
+ *    program that touches one directly faults, as it would on a GPU;
+ *  - IPC handles name the exporter's pid, the memfd's descriptor number,
+ *    its size and its nonce; cuIpcOpenMemHandle opens it through
+ *    /proc/PID/fd/N and checks name and size, so a made-up, stale or
+ *    foreign handle is CUDA_ERROR_INVALID_VALUE;
+ *  - POSIX_FD export hands a dup of the memfd, only for allocations
+ *    created with that handle type; import accepts only fakecuda memfds;
+ *  - one device (ordinal 0); everything but cuInit, cuGetErrorString
+ *    and cuDeviceGetCount needs cuInit first (NOT_INITIALIZED); copies
+ *    need a current context (cuCtxSetCurrent of the primary context,
+ *    per thread: INVALID_CONTEXT) and, on cuMem mappings, cuMemSetAccess.
+ *
+ * Allocation granularity is 2 MiB for cuMemCreate / cuMemMap, as on real
+ * GPUs. Device addresses are never reused. One mutex guards the tables.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cudadrv.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define GRAN (2ull << 20) /* cuMem granularity */
+#define VA_SPAN (64ull << 30) /* reserved device address space */
+#define IPC_MAGIC "FAKECUDA"
+#define MAX_OBJ 4096
+
+struct phys {
+	int fd;
+	uint64_t size;
+	uint8_t *host; /* the fake's own view */
+	uint64_t nonce;
+	int handle_types;
+	uint32_t refs; /* handle references + mappings */
+	uint32_t hrefs; /* references to its generic allocation handle */
+};
+
+enum { MAP_ALLOC = 1, MAP_IPC, MAP_VMM };
+
+struct map {
+	gdr_CUdeviceptr va;
+	uint64_t size;
+	struct phys *p;
+	int kind;
+	bool access;
+};
+
+struct resv {
+	gdr_CUdeviceptr va;
+	uint64_t size;
+};
+
+struct ipc_wire {
+	char magic[8];
+	int32_t pid;
+	int32_t fd;
+	uint64_t size;
+	uint64_t nonce;
+	uint8_t pad[GDR_CU_IPC_HANDLE_SIZE - 32];
+};
+_Static_assert(sizeof(struct ipc_wire) == GDR_CU_IPC_HANDLE_SIZE, "ipc");
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static bool inited;
+static uint8_t *va_base;
+static uint64_t va_next;
+static struct phys *handles[MAX_OBJ]; /* generic allocation handles */
+static struct map maps[MAX_OBJ];
+static struct resv resvs[MAX_OBJ];
+static struct gdr_CUctx_st {
+	int dev;
+} primary = { 0 };
+static uint32_t primary_refs;
+static _Thread_local gdr_CUcontext current;
+
+#define HANDLE_TAG 0xfa4e000000000000ull
+
+/* a prototype first (-Wmissing-prototypes), then the definition */
+#define FAKE(name, args)               \
+	EXPORT gdr_CUresult name args; \
+	EXPORT gdr_CUresult name args
+
+static gdr_CUresult need_init(void)
+{
+	return inited ? GDR_CUDA_SUCCESS : GDR_CUDA_ERROR_NOT_INITIALIZED;
+}
+
+FAKE(cuInit, (unsigned int flags))
+{
+	if (flags)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (!va_base) {
+		void *p = mmap(NULL, VA_SPAN, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+			       0);
+
+		if (p == MAP_FAILED) {
+			pthread_mutex_unlock(&mu);
+			return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		va_base = p;
+	}
+	inited = true;
+	pthread_mutex_unlock(&mu);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuGetErrorString, (gdr_CUresult err, const char **str))
+{
+	static const struct {
+		int rc;
+		const char *s;
+	} tab[] = {
+		{ GDR_CUDA_SUCCESS, "no error" },
+		{ GDR_CUDA_ERROR_INVALID_VALUE, "invalid argument" },
+		{ GDR_CUDA_ERROR_OUT_OF_MEMORY, "out of memory" },
+		{ GDR_CUDA_ERROR_NOT_INITIALIZED, "initialization error" },
+		{ GDR_CUDA_ERROR_NO_DEVICE, "no CUDA-capable device" },
+		{ GDR_CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal" },
+		{ GDR_CUDA_ERROR_INVALID_CONTEXT, "invalid device context" },
+		{ GDR_CUDA_ERROR_INVALID_HANDLE, "invalid resource handle" },
+		{ GDR_CUDA_ERROR_NOT_FOUND, "named symbol not found" },
+		{ GDR_CUDA_ERROR_NOT_SUPPORTED, "operation not supported" },
+	};
+
+	if (!str)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (tab[i].rc == err) {
+			*str = tab[i].s;
+			return GDR_CUDA_SUCCESS;
+		}
+	*str = NULL;
+	return GDR_CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE(cuDeviceGetCount, (int *count))
+{
+	if (!count)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!inited)
+		return GDR_CUDA_ERROR_NOT_INITIALIZED;
+	*count = 1;
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuDeviceGet, (gdr_CUdevice * dev, int ordinal))
+{
+	if (need_init())
+		return need_init();
+	if (!dev)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (ordinal != 0)
+		return GDR_CUDA_ERROR_INVALID_DEVICE;
+	*dev = 0;
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuDevicePrimaryCtxRetain, (gdr_CUcontext * ctx, gdr_CUdevice dev))
+{
+	if (need_init())
+		return need_init();
+	if (!ctx)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return GDR_CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&mu);
+	primary_refs++;
+	pthread_mutex_unlock(&mu);
+	*ctx = &primary;
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuDevicePrimaryCtxRelease_v2, (gdr_CUdevice dev))
+{
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (dev != 0)
+		return GDR_CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&mu);
+	if (primary_refs)
+		primary_refs--;
+	else
+		rc = GDR_CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuCtxSetCurrent, (gdr_CUcontext ctx))
+{
+	if (need_init())
+		return need_init();
+	if (ctx && ctx != &primary)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	current = ctx;
+	return GDR_CUDA_SUCCESS;
+}
+
+/* ---- tables (must hold mu) ---------------------------------------------- */
+
+static struct map *map_find(gdr_CUdeviceptr a, uint64_t len)
+{
+	for (int i = 0; i < MAX_OBJ; i++) {
+		struct map *m = &maps[i];
+
+		if (m->p && a >= m->va && a - m->va < m->size &&
+		    len <= m->size - (a - m->va))
+			return m;
+	}
+	return NULL;
+}
+
+static struct map *map_new(void)
+{
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (!maps[i].p)
+			return &maps[i];
+	return NULL;
+}
+
+static bool va_take(uint64_t size, gdr_CUdeviceptr *va)
+{
+	size = (size + GRAN - 1) & ~(GRAN - 1);
+	if (!va_base || size > VA_SPAN - va_next)
+		return false;
+	*va = (gdr_CUdeviceptr)(uintptr_t)(va_base + va_next);
+	va_next += size;
+	return true;
+}
+
+static struct phys *phys_new(int fd, uint64_t size, uint64_t nonce)
+{
+	struct phys *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->host = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p->host == MAP_FAILED) {
+		free(p);
+		return NULL;
+	}
+	p->fd = fd;
+	p->size = size;
+	p->nonce = nonce;
+	return p;
+}
+
+static struct phys *phys_create(uint64_t size)
+{
+	uint64_t nonce = 0;
+	char name[40];
+	struct phys *p;
+	int fd;
+
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		return NULL;
+	snprintf(name, sizeof(name), "fakecuda-%016" PRIx64, nonce);
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)size) || !(p = phys_new(fd, size, nonce))) {
+		close(fd);
+		return NULL;
+	}
+	return p;
+}
+
+static void phys_put(struct phys *p)
+{
+	if (--p->refs)
+		return;
+	munmap(p->host, p->size);
+	close(p->fd);
+	free(p);
+}
+
+/* The nonce of a fakecuda memfd @fd as seen through @path, or false. */
+static bool fake_memfd(const char *path, uint64_t *nonce)
+{
+	char link[128];
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+
+	if (n <= 0)
+		return false;
+	link[n] = 0;
+	return sscanf(link, "/memfd:fakecuda-%16" SCNx64, nonce) == 1;
+}
+
+/* ---- pointers, cuMemAlloc ------------------------------------------------ */
+
+FAKE(cuPointerGetAttribute, (void *data, int attribute, gdr_CUdeviceptr ptr))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (!data)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find(ptr, 1);
+	if (!m) {
+		rc = GDR_CUDA_ERROR_INVALID_VALUE; /* memory CUDA does not know */
+	} else {
+		switch (attribute) {
+		case GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+			*(unsigned int *)data = GDR_CU_MEMORYTYPE_DEVICE;
+			break;
+		case GDR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+			*(int *)data = 0;
+			break;
+		case GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+			*(gdr_CUdeviceptr *)data = m->va;
+			break;
+		case GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+			*(size_t *)data = m->size;
+			break;
+		default:
+			rc = GDR_CUDA_ERROR_INVALID_VALUE;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemAlloc_v2, (gdr_CUdeviceptr * dptr, size_t size))
+{
+	struct phys *p;
+	struct map *m;
+
+	if (need_init())
+		return need_init();
+	if (!dptr || !size)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	m = map_new();
+	p = m ? phys_create(size) : NULL;
+	if (!p || !va_take(size, &m->va)) {
+		if (p) {
+			p->refs = 1;
+			phys_put(p);
+		}
+		pthread_mutex_unlock(&mu);
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	p->refs = 1;
+	m->p = p;
+	m->size = size;
+	m->kind = MAP_ALLOC;
+	m->access = true;
+	*dptr = m->va;
+	pthread_mutex_unlock(&mu);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuMemFree_v2, (gdr_CUdeviceptr dptr))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	m = map_find(dptr, 1);
+	if (m && m->va == dptr && m->kind == MAP_ALLOC) {
+		phys_put(m->p);
+		memset(m, 0, sizeof(*m));
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* ---- IPC ------------------------------------------------------------------ */
+
+FAKE(cuIpcGetMemHandle, (gdr_CUipcMemHandle * handle, gdr_CUdeviceptr dptr))
+{
+	struct ipc_wire w;
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!handle)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find(dptr, 1);
+	/* only cuMemAlloc memory has IPC handles, named by its start */
+	if (m && m->kind == MAP_ALLOC && m->va == dptr) {
+		memset(&w, 0, sizeof(w));
+		memcpy(w.magic, IPC_MAGIC, sizeof(w.magic));
+		w.pid = getpid();
+		w.fd = m->p->fd;
+		w.size = m->size;
+		w.nonce = m->p->nonce;
+		memcpy(handle->reserved, &w, sizeof(w));
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuIpcOpenMemHandle_v2,
+     (gdr_CUdeviceptr * dptr, gdr_CUipcMemHandle handle, unsigned int flags))
+{
+	struct ipc_wire w;
+	char path[64];
+	uint64_t nonce;
+	struct stat st;
+	struct phys *p;
+	struct map *m;
+	int fd;
+
+	if (need_init())
+		return need_init();
+	if (!dptr || (flags & ~GDR_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	memcpy(&w, handle.reserved, sizeof(w));
+	if (memcmp(w.magic, IPC_MAGIC, sizeof(w.magic)) || w.pid <= 0 ||
+	    w.fd < 0 || !w.size)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (w.pid == getpid())
+		return GDR_CUDA_ERROR_INVALID_CONTEXT; /* as the driver */
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
+	if (!fake_memfd(path, &nonce) || nonce != w.nonce)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (fstat(fd, &st) || (uint64_t)st.st_size != w.size) {
+		close(fd);
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&mu);
+	m = map_new();
+	p = m ? phys_new(fd, w.size, w.nonce) : NULL;
+	if (!p || !va_take(w.size, &m->va)) {
+		if (p) {
+			p->refs = 1;
+			phys_put(p);
+		} else {
+			close(fd);
+		}
+		pthread_mutex_unlock(&mu);
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	p->refs = 1;
+	m->p = p;
+	m->size = w.size;
+	m->kind = MAP_IPC;
+	m->access = true;
+	*dptr = m->va;
+	pthread_mutex_unlock(&mu);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuIpcCloseMemHandle, (gdr_CUdeviceptr dptr))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	m = map_find(dptr, 1);
+	if (m && m->va == dptr && m->kind == MAP_IPC) {
+		phys_put(m->p);
+		memset(m, 0, sizeof(*m));
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* ---- cuMem (virtual memory management) ----------------------------------- */
+
+static gdr_CUmemGenericAllocationHandle handle_new(struct phys *p)
+{
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (!handles[i]) {
+			handles[i] = p;
+			p->hrefs = 1;
+			p->refs++;
+			return HANDLE_TAG | (uint64_t)i;
+		}
+	return 0;
+}
+
+static struct phys *handle_get(gdr_CUmemGenericAllocationHandle h)
+{
+	uint64_t i = h & ~HANDLE_TAG;
+
+	if ((h & HANDLE_TAG) != HANDLE_TAG || i >= MAX_OBJ)
+		return NULL;
+	return handles[i];
+}
+
+FAKE(cuMemCreate,
+     (gdr_CUmemGenericAllocationHandle * handle, size_t size,
+      const gdr_CUmemAllocationProp *prop, unsigned long long flags))
+{
+	struct phys *p;
+
+	if (need_init())
+		return need_init();
+	if (!handle || !prop || flags || !size || size % GRAN ||
+	    prop->type != GDR_CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    prop->location.type != GDR_CU_MEM_LOCATION_TYPE_DEVICE)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (prop->location.id != 0)
+		return GDR_CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&mu);
+	p = phys_create(size);
+	if (p) {
+		p->handle_types = prop->requestedHandleTypes;
+		*handle = handle_new(p);
+		if (!*handle) {
+			p->refs = 1;
+			phys_put(p);
+			p = NULL;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return p ? GDR_CUDA_SUCCESS : GDR_CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE(cuMemRelease, (gdr_CUmemGenericAllocationHandle handle))
+{
+	struct phys *p;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	p = handle_get(handle);
+	if (p) {
+		/* the last handle reference retires the handle; mappings
+		 * keep the memory */
+		if (!--p->hrefs)
+			handles[handle & ~HANDLE_TAG] = NULL;
+		phys_put(p);
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemRetainAllocationHandle,
+     (gdr_CUmemGenericAllocationHandle * handle, void *addr))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!handle)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find((gdr_CUdeviceptr)(uintptr_t)addr, 1);
+	if (m && m->kind == MAP_VMM) {
+		for (int i = 0; i < MAX_OBJ; i++)
+			if (handles[i] == m->p) {
+				*handle = HANDLE_TAG | (uint64_t)i;
+				m->p->refs++;
+				m->p->hrefs++;
+				rc = GDR_CUDA_SUCCESS;
+				break;
+			}
+		/* the handle was released while mapped: a new one */
+		if (rc != GDR_CUDA_SUCCESS) {
+			*handle = handle_new(m->p);
+			rc = *handle ? GDR_CUDA_SUCCESS :
+				       GDR_CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemExportToShareableHandle,
+     (void *shareable, gdr_CUmemGenericAllocationHandle handle, int type,
+      unsigned long long flags))
+{
+	struct phys *p;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!shareable || flags ||
+	    type != GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	p = handle_get(handle);
+	if (p &&
+	    (p->handle_types & GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+		int fd = fcntl(p->fd, F_DUPFD_CLOEXEC, 0);
+
+		if (fd >= 0) {
+			*(int *)shareable = fd;
+			rc = GDR_CUDA_SUCCESS;
+		} else {
+			rc = GDR_CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemImportFromShareableHandle,
+     (gdr_CUmemGenericAllocationHandle * handle, void *os_handle, int type))
+{
+	int fd = (int)(intptr_t)os_handle, dupfd;
+	char path[64];
+	uint64_t nonce;
+	struct stat st;
+	struct phys *p = NULL;
+
+	if (need_init())
+		return need_init();
+	if (!handle || type != GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR ||
+	    fd < 0)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!fake_memfd(path, &nonce) || fstat(fd, &st) || !st.st_size ||
+	    st.st_size % GRAN)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dupfd < 0)
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	p = phys_new(dupfd, (uint64_t)st.st_size, nonce);
+	if (p) {
+		p->handle_types = GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+		*handle = handle_new(p);
+		if (!*handle) {
+			p->refs = 1;
+			phys_put(p);
+			p = NULL;
+		}
+	} else {
+		close(dupfd);
+	}
+	pthread_mutex_unlock(&mu);
+	return p ? GDR_CUDA_SUCCESS : GDR_CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE(cuMemAddressReserve, (gdr_CUdeviceptr * ptr, size_t size, size_t align,
+			   gdr_CUdeviceptr addr, unsigned long long flags))
+{
+	gdr_CUresult rc = GDR_CUDA_ERROR_OUT_OF_MEMORY;
+
+	(void)addr; /* a hint */
+	if (need_init())
+		return need_init();
+	if (!ptr || !size || size % GRAN || flags || (align && align > GRAN))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (!resvs[i].size) {
+			if (va_take(size, &resvs[i].va)) {
+				resvs[i].size = size;
+				*ptr = resvs[i].va;
+				rc = GDR_CUDA_SUCCESS;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemAddressFree, (gdr_CUdeviceptr ptr, size_t size))
+{
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (resvs[i].size && resvs[i].va == ptr &&
+		    resvs[i].size == size) {
+			/* still mapped inside: refused */
+			if (!map_find(ptr, 1) ||
+			    map_find(ptr, 1)->kind != MAP_VMM) {
+				resvs[i].size = 0;
+				rc = GDR_CUDA_SUCCESS;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemMap,
+     (gdr_CUdeviceptr ptr, size_t size, size_t offset,
+      gdr_CUmemGenericAllocationHandle handle, unsigned long long flags))
+{
+	struct phys *p;
+	struct map *m;
+	bool inside = false;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (flags || offset || !size || size % GRAN)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	p = handle_get(handle);
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (resvs[i].size && ptr >= resvs[i].va &&
+		    ptr - resvs[i].va < resvs[i].size &&
+		    size <= resvs[i].size - (ptr - resvs[i].va))
+			inside = true;
+	if (p && inside && size == p->size && !map_find(ptr, 1) &&
+	    !map_find(ptr + size - 1, 1) && (m = map_new())) {
+		m->va = ptr;
+		m->size = size;
+		m->p = p;
+		m->kind = MAP_VMM;
+		m->access = false;
+		p->refs++;
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemSetAccess, (gdr_CUdeviceptr ptr, size_t size,
+		      const gdr_CUmemAccessDesc *desc, size_t count))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!desc || count != 1 ||
+	    desc->location.type != GDR_CU_MEM_LOCATION_TYPE_DEVICE ||
+	    desc->location.id != 0 ||
+	    desc->flags != GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find(ptr, size);
+	if (m && m->kind == MAP_VMM && m->va == ptr && m->size == size) {
+		m->access = true;
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemUnmap, (gdr_CUdeviceptr ptr, size_t size))
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	m = map_find(ptr, 1);
+	if (m && m->kind == MAP_VMM && m->va == ptr && m->size == size) {
+		phys_put(m->p);
+		memset(m, 0, sizeof(*m));
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* ---- copies ---------------------------------------------------------------- */
+
+static gdr_CUresult copy(gdr_CUdeviceptr d, void *h, size_t len, bool to_dev)
+{
+	struct map *m;
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	if (!len)
+		return GDR_CUDA_SUCCESS;
+	if (!h)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find(d, len);
+	if (m && m->access) {
+		uint8_t *at = m->p->host + (d - m->va);
+
+		if (to_dev)
+			memcpy(at, h, len);
+		else
+			memcpy(h, at, len);
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemcpyHtoD_v2, (gdr_CUdeviceptr dst, const void *src, size_t len))
+{
+	return copy(dst, (void *)(uintptr_t)src, len, true);
+}
+
+FAKE(cuMemcpyDtoH_v2, (void *dst, gdr_CUdeviceptr src, size_t len))
+{
+	return copy(src, dst, len, false);
+}

@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# GPU memory registration without a GPU (docs/GPU.md): the fake CUDA
+# driver (tests/fakecuda) is libcuda for the applications and for both
+# nodes' ovrdmad (OVRDMA_LIBCUDA), two testbed nodes through the memif
+# fabric at 1 % loss with 1 % reordering:
+#   1. verbs_gdr server on node 1, client on node 2: RDMA WRITE, READ and
+#      SEND/RECV between fake-GPU buffers (IPC-handle and fd exports),
+#      byte-exact through cuMemcpyDtoH, a FETCH_ADD on GPU memory
+#      refused (REM_OP_ERR); the nodes count the device copies;
+#   2. forged handles through the control protocol: EINVAL, ovrdmad
+#      keeps running; cuMem memory without a POSIX_FD handle type:
+#      ibv_reg_mr EOPNOTSUPP;
+#   3. an application holding two GPU registrations killed with -9: the
+#      node's gdr_imports goes back to 0.
+# usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
+set -u
+tb=$1 prog=$2 fake=$3
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "gdr: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+if [ ! -e "$fake" ]; then
+	echo "gdr: no fake CUDA driver at $fake; skipped"
+	exit 77
+fi
+export OVRDMA_LIBCUDA=$fake
+export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-gdr-test.$$}
+export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrgdr$$}
+work=$(mktemp -d /tmp/ovrdma-gdr.XXXXXX)
+trap '"$tb" down >/dev/null 2>&1; rm -rf "$work"' EXIT
+nfail=0
+fail() {
+	echo "gdr: FAIL: $*"
+	nfail=$((nfail + 1))
+}
+counter() { # node name
+	"$tb" ctl "$1" show counters | awk -v n="$2" '$1 == n {print $2}'
+}
+
+"$tb" up 2 --loss 1% --reorder 1%/50us >"$work/up.log" 2>&1 || {
+	cat "$work/up.log"
+	echo "gdr: FAIL: testbed up"
+	exit 1
+}
+
+# ---- 1. WRITE, READ, SEND between GPU buffers ------------------------------
+t0=$SECONDS
+timeout -k 5 120 "$tb" run 1 "$prog" server >"$work/srv.log" 2>&1 &
+spid=$!
+for _ in $(seq 150); do
+	"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':18531 ' && break
+	sleep 0.1
+done
+timeout -k 5 120 "$tb" run 2 "$prog" client "$("$tb" addr 1)" \
+	>"$work/cli.log" 2>&1
+crc=$?
+wait $spid
+src=$?
+cat "$work/srv.log" "$work/cli.log" | grep -E 'differ|FETCH_ADD'
+echo "gdr: transfers: server exit $src, client exit $crc ($((SECONDS - t0)) s)"
+if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
+	fail "transfers between GPU buffers"
+	cat "$work/srv.log" "$work/cli.log"
+fi
+for n in 1 2; do
+	c=$(counter $n engine_dev_copies)
+	echo "gdr: node $n: engine_dev_copies ${c:-none}, engine_dev_copy_bytes $(counter $n engine_dev_copy_bytes), engine_dev_atomic_refused $(counter $n engine_dev_atomic_refused)"
+	[ "${c:-0}" -gt 0 ] || fail "node $n made no device copies"
+done
+[ "$(counter 1 engine_dev_atomic_refused)" = 1 ] ||
+	fail "node 1 did not refuse the atomic on GPU memory"
+
+# ---- 2. bad handles ------------------------------------------------------
+"$tb" run 1 "$prog" badhandle >"$work/bad.log" 2>&1 ||
+	fail "forged handles: $(cat "$work/bad.log")"
+grep 'verbs_gdr:' "$work/bad.log"
+"$tb" run 1 "$prog" nofd >"$work/nofd.log" 2>&1 ||
+	fail "cuMem without POSIX_FD: $(cat "$work/nofd.log")"
+grep 'verbs_gdr:' "$work/nofd.log"
+"$tb" ctl 1 show counters >/dev/null || fail "ovrdmad on node 1 is gone"
+
+# ---- 3. release on application death --------------------------------------
+"$tb" run 2 "$prog" hold >"$work/hold.log" 2>&1 &
+hpid=$!
+for _ in $(seq 100); do
+	grep -q registered "$work/hold.log" && break
+	sleep 0.1
+done
+held=$(counter 2 gdr_imports)
+app=$(pgrep -f "$prog hold" | head -1)
+[ -n "$app" ] && kill -9 $(pgrep -f "$prog hold")
+wait $hpid 2>/dev/null
+after=x
+for _ in $(seq 50); do
+	after=$(counter 2 gdr_imports)
+	[ "$after" = 0 ] && break
+	sleep 0.1
+done
+echo "gdr: node 2: gdr_imports while held $held, after kill -9 $after"
+[ "$held" = 2 ] || fail "the held registrations were not imported ($held)"
+[ "$after" = 0 ] || fail "imports not released after the application died"
+
+[ $nfail -eq 0 ] && echo "gdr: ok" && exit 0
+for n in 1 2; do
+	echo "--- node $n ovrdmad log"
+	tail -20 "$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" 2>/dev/null
+done
+exit 1

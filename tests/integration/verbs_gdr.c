@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+/*
+ * verbs_gdr: GPU memory through ovrdma, end to end, on the fake CUDA
+ * driver ($OVRDMA_LIBCUDA, tests/fakecuda; docs/GPU.md). Two processes
+ * on two testbed nodes, every buffer "GPU" memory, only ever touched
+ * through the driver's cuMemcpy:
+ *   server: S1 (cuMemAlloc: exported as an IPC handle), S2 (cuMem with
+ *           a POSIX fd handle: exported as an fd), a RECV posted into
+ *           the tail of S1;
+ *   client: C1 (cuMemAlloc) as the source, C2 (cuMem fd) as the READ
+ *           target;
+ *   1. RDMA WRITE C1[0, 3 MB) -> S1[0, 3 MB)
+ *   2. RDMA READ  S2[0, 4 MB) -> C2
+ *   3. SEND       C1[3 MB, 4 MB - 17) -> the RECV in S1[3 MB, 4 MB)
+ *   every byte checked through cuMemcpyDtoH on the side that received;
+ *   4. a FETCH_ADD on S2: refused (IBV_WC_REM_OP_ERR).
+ * Modes: server, client HOST; hold (registers GPU memory and waits to
+ * be killed: the service must release the import); badhandle (a forged
+ * IPC handle and a forged fd sent straight through the control
+ * protocol: errors, no crash); nopd (cuMem memory without a POSIX_FD
+ * handle type: ibv_reg_mr fails with EOPNOTSUPP).
+ * Exit 0 ok, 1 failure, 77 no fake driver.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <ovrdma/client.h>
+#include <ovrdma/gdr.h>
+
+#include "verbs_common.h"
+
+#define MB (1ull << 20)
+#define PORT 18531
+#define SEND_LEN (MB - 17)
+
+typedef int cures;
+typedef unsigned long long dptr;
+static struct {
+	cures (*init)(unsigned int);
+	cures (*retain)(void **, int);
+	cures (*set)(void *);
+	cures (*alloc)(dptr *, size_t);
+	cures (*htod)(dptr, const void *, size_t);
+	cures (*dtoh)(void *, dptr, size_t);
+	cures (*create)(unsigned long long *, size_t, const void *,
+			unsigned long long);
+	cures (*reserve)(dptr *, size_t, size_t, dptr, unsigned long long);
+	cures (*map)(dptr, size_t, size_t, unsigned long long,
+		     unsigned long long);
+	cures (*access)(dptr, size_t, const void *, size_t);
+} cu;
+
+/* CUmemAllocationProp and CUmemAccessDesc, as the driver lays them out */
+struct prop {
+	int type, handle_types, loc_type, loc_id;
+	void *win32;
+	unsigned char flags[8];
+};
+struct accdesc {
+	int loc_type, loc_id, flags;
+};
+
+static void cuda_up(void)
+{
+	const char *path = getenv("OVRDMA_LIBCUDA");
+	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+	void *ctx;
+
+	if (!lib) {
+		printf("verbs_gdr: no fake CUDA driver ($OVRDMA_LIBCUDA): %s\n",
+		       path ? dlerror() : "unset");
+		exit(77);
+	}
+	*(void **)&cu.init = dlsym(lib, "cuInit");
+	*(void **)&cu.retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+	*(void **)&cu.set = dlsym(lib, "cuCtxSetCurrent");
+	*(void **)&cu.alloc = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)&cu.htod = dlsym(lib, "cuMemcpyHtoD_v2");
+	*(void **)&cu.dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
+	*(void **)&cu.create = dlsym(lib, "cuMemCreate");
+	*(void **)&cu.reserve = dlsym(lib, "cuMemAddressReserve");
+	*(void **)&cu.map = dlsym(lib, "cuMemMap");
+	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
+	if (!cu.access || cu.init(0) || cu.retain(&ctx, 0) || cu.set(ctx))
+		vc_die("fake CUDA driver unusable");
+}
+
+static dptr gpu_alloc(size_t len)
+{
+	dptr d;
+
+	if (cu.alloc(&d, len))
+		vc_die("cuMemAlloc");
+	return d;
+}
+
+/* A cuMem allocation mapped and accessible (@fd: POSIX_FD handle type). */
+static dptr gpu_vmm(size_t len, int fd)
+{
+	struct prop p = { .type = 1, .handle_types = fd, .loc_type = 1 };
+	struct accdesc a = { .loc_type = 1, .flags = 3 };
+	unsigned long long h;
+	dptr d;
+
+	if (cu.create(&h, len, &p, 0) || cu.reserve(&d, len, 0, 0, 0) ||
+	    cu.map(d, len, 0, h, 0) || cu.access(d, len, &a, 1))
+		vc_die("cuMem allocation");
+	return d;
+}
+
+static void gpu_fill(dptr d, size_t len, uint64_t seed)
+{
+	uint8_t *b = malloc(len);
+
+	if (!b)
+		vc_die("malloc");
+	vc_fill(b, len, seed, 0);
+	if (cu.htod(d, b, len))
+		vc_die("cuMemcpyHtoD");
+	free(b);
+}
+
+/* Bytes of GPU [d, d + len) that differ from pattern @seed at @at. */
+static size_t gpu_diff(dptr d, size_t len, uint64_t seed, size_t at)
+{
+	uint8_t *got = malloc(len), *want = malloc(at + len);
+	size_t bad = 0;
+
+	if (!got || !want || cu.dtoh(got, d, len))
+		vc_die("cuMemcpyDtoH");
+	vc_fill(want, at + len, seed, 0);
+	for (size_t i = 0; i < len; i++)
+		bad += got[i] != want[at + i];
+	free(got);
+	free(want);
+	return bad;
+}
+
+static struct ibv_mr *reg(struct ibv_pd *pd, dptr d, size_t len)
+{
+	struct ibv_mr *mr = ibv_reg_mr(
+		pd, (void *)(uintptr_t)d, len,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+
+	if (!mr)
+		vc_die("ibv_reg_mr of GPU memory: %s", strerror(errno));
+	return mr;
+}
+
+struct hello {
+	struct vc_qpinfo qp;
+	uint64_t s1, s2;
+	uint32_t rk1, rk2;
+};
+
+struct side {
+	struct vc_dev d;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+};
+
+static void side_up(struct side *s)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = 16,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+
+	vc_open(&s->d, NULL);
+	s->pd = ibv_alloc_pd(s->d.ctx);
+	s->cq = s->pd ? ibv_create_cq(s->d.ctx, 64, NULL, NULL, 0) : NULL;
+	ia.send_cq = ia.recv_cq = s->cq;
+	s->qp = s->cq ? ibv_create_qp(s->pd, &ia) : NULL;
+	if (!s->qp)
+		vc_die("pd/cq/qp: %s", strerror(errno));
+}
+
+static struct ibv_wc wait_wc(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	double t0 = vc_now();
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0)
+		if (vc_now() - t0 > 60)
+			vc_die("no completion in 60 s");
+	if (n < 0)
+		vc_die("ibv_poll_cq");
+	return wc;
+}
+
+static void post(struct ibv_qp *qp, enum ibv_wr_opcode op, struct ibv_mr *mr,
+		 uint64_t laddr, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = laddr, .length = len, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = op,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 1;
+	}
+	if (ibv_post_send(qp, &wr, &bad))
+		vc_die("ibv_post_send: %s", strerror(errno));
+}
+
+static int server(void)
+{
+	struct side s;
+	struct hello h = { 0 }, peer;
+	dptr s1 = gpu_alloc(4 * MB), s2 = gpu_vmm(4 * MB, 1);
+	struct ibv_mr *m1, *m2;
+	int fd;
+	size_t bad;
+	char c;
+
+	side_up(&s);
+	gpu_fill(s1, 4 * MB, 0); /* overwritten by the transfers */
+	gpu_fill(s2, 4 * MB, 22);
+	m1 = reg(s.pd, s1, 4 * MB);
+	m2 = reg(s.pd, s2, 4 * MB);
+	vc_qpinfo_of(&s.d, s.qp, 100, &h.qp);
+	h.s1 = s1;
+	h.s2 = s2;
+	h.rk1 = m1->rkey;
+	h.rk2 = m2->rkey;
+	fd = vc_tcp_server(PORT); /* listens and accepts one */
+	vc_recv_must(fd, &peer, sizeof(peer));
+	vc_send_all(fd, &h, sizeof(h));
+	if (vc_connect(&s.d, s.qp, 100, &peer.qp,
+		       &(struct vc_path){ 14, 7, 7, 12, 16,
+					  IBV_ACCESS_LOCAL_WRITE |
+						  IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC },
+		       true))
+		vc_die("connect");
+	/* the RECV the client's SEND lands in (the QP is in RTS now) */
+	{
+		struct ibv_sge sge = { .addr = s1 + 3 * MB,
+				       .length = MB,
+				       .lkey = m1->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 7,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *badwr;
+
+		if (ibv_post_recv(s.qp, &wr, &badwr))
+			vc_die("ibv_post_recv");
+	}
+	vc_recv_must(fd, &c, 1); /* WRITE, READ and SEND done */
+	{
+		struct ibv_wc wc = wait_wc(s.cq);
+
+		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != SEND_LEN ||
+		    wc.opcode != IBV_WC_RECV)
+			vc_die("RECV: %s, %u bytes", vc_st(wc.status),
+			       wc.byte_len);
+	}
+	/* after the completion: the SEND's bytes are in GPU memory */
+	bad = gpu_diff(s1, 3 * MB, 11, 0);
+	printf("verbs_gdr: server: WRITE into GPU memory (IPC): %zu of %llu bytes differ\n",
+	       bad, 3 * MB);
+	{
+		size_t b2 = gpu_diff(s1 + 3 * MB, SEND_LEN, 11, 3 * MB);
+
+		printf("verbs_gdr: server: SEND into GPU memory (IPC): %zu of %llu bytes differ\n",
+		       b2, SEND_LEN);
+		bad += b2;
+	}
+	c = bad ? 'F' : 'K';
+	vc_send_all(fd, &c, 1);
+	vc_recv_must(fd, &c, 1); /* the atomic was tried */
+	return bad ? 1 : 0;
+}
+
+static int client(const char *host)
+{
+	struct side s;
+	struct hello h = { 0 }, peer;
+	dptr c1 = gpu_alloc(4 * MB), c2 = gpu_vmm(4 * MB, 1);
+	struct ibv_mr *m1, *m2;
+	struct ibv_wc wc;
+	size_t bad;
+	int fd;
+	char c;
+
+	side_up(&s);
+	gpu_fill(c1, 4 * MB, 11);
+	gpu_fill(c2, 4 * MB, 0);
+	m1 = reg(s.pd, c1, 4 * MB);
+	m2 = reg(s.pd, c2, 4 * MB);
+	vc_qpinfo_of(&s.d, s.qp, 200, &h.qp);
+	fd = vc_tcp_client(host, PORT);
+	vc_send_all(fd, &h, sizeof(h));
+	vc_recv_must(fd, &peer, sizeof(peer));
+	if (vc_connect(&s.d, s.qp, 200, &peer.qp,
+		       &(struct vc_path){ 14, 7, 7, 12, 16,
+					  IBV_ACCESS_LOCAL_WRITE |
+						  IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC },
+		       true))
+		vc_die("connect");
+	sleep(1); /* the server's RTR */
+	post(s.qp, IBV_WR_RDMA_WRITE, m1, c1, 3 * MB, peer.s1, peer.rk1);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("WRITE: %s", vc_st(wc.status));
+	post(s.qp, IBV_WR_RDMA_READ, m2, c2, 4 * MB, peer.s2, peer.rk2);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("READ: %s", vc_st(wc.status));
+	/* after the completion: the READ's bytes are in GPU memory */
+	bad = gpu_diff(c2, 4 * MB, 22, 0);
+	printf("verbs_gdr: client: READ from GPU (fd) into GPU memory (fd): %zu of %llu bytes differ\n",
+	       bad, 4 * MB);
+	post(s.qp, IBV_WR_SEND, m1, c1 + 3 * MB, SEND_LEN, 0, 0);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("SEND: %s", vc_st(wc.status));
+	c = 'D';
+	vc_send_all(fd, &c, 1);
+	vc_recv_must(fd, &c, 1);
+	if (c != 'K')
+		bad++;
+	/* atomics on GPU memory are refused by the responder */
+	post(s.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, m2, c2, 8, peer.s2, peer.rk2);
+	wc = wait_wc(s.cq);
+	printf("verbs_gdr: client: FETCH_ADD on GPU memory: %s\n",
+	       vc_st(wc.status));
+	if (wc.status != IBV_WC_REM_OP_ERR)
+		bad++;
+	vc_send_all(fd, &c, 1);
+	printf("verbs_gdr: client: %s\n", bad ? "FAILED" : "ok");
+	return bad ? 1 : 0;
+}
+
+/* Registers GPU memory both ways and waits to be killed. */
+static int hold(void)
+{
+	struct side s;
+
+	side_up(&s);
+	reg(s.pd, gpu_alloc(2 * MB), 2 * MB);
+	reg(s.pd, gpu_vmm(2 * MB, 1), 2 * MB);
+	printf("verbs_gdr: hold: registered\n");
+	fflush(stdout);
+	pause();
+	return 0;
+}
+
+/* Forged handles straight through the control protocol. */
+static int badhandle(void)
+{
+	struct ovr_cl *cl = ovr_cl_connect(NULL, "verbs_gdr");
+	struct ovr_gdr_export ex = { .base = 1 << 30,
+				     .size = 2 * MB,
+				     .kind = OVR_GDR_KIND_IPC,
+				     .fd = -1 };
+	struct ovr_ctl_dev dev;
+	uint32_t pd;
+	int fails = 0;
+
+	if (!cl || ovr_cl_open(cl, "ovrdma0", &dev) || ovr_cl_alloc_pd(cl, &pd))
+		vc_die("client library: %s", strerror(errno));
+	memcpy(ex.ipc, "FAKECUDA", 8); /* the fake's magic, nonsense after */
+	memset(ex.ipc + 8, 0x77, sizeof(ex.ipc) - 8);
+	if (ovr_cl_reg_mr_gpu(cl, pd, 1 << 30, MB, 1, &ex, 0) ||
+	    errno != EINVAL) {
+		printf("verbs_gdr: forged IPC handle: not EINVAL (%s)\n",
+		       strerror(errno));
+		fails++;
+	} else {
+		printf("verbs_gdr: forged IPC handle: EINVAL\n");
+	}
+	ex.kind = OVR_GDR_KIND_FD;
+	ex.fd = open("/dev/null", O_RDONLY);
+	if (ovr_cl_reg_mr_gpu(cl, pd, 1 << 30, MB, 1, &ex, 0) ||
+	    errno != EINVAL) {
+		printf("verbs_gdr: /dev/null as an allocation: not EINVAL (%s)\n",
+		       strerror(errno));
+		fails++;
+	} else {
+		printf("verbs_gdr: /dev/null as an allocation: EINVAL\n");
+	}
+	ex.kind = 9;
+	if (ovr_cl_reg_mr_gpu(cl, pd, 1 << 30, MB, 1, &ex, 0) ||
+	    errno != EINVAL)
+		fails++;
+	ovr_cl_close(cl);
+	return fails ? 1 : 0;
+}
+
+/* cuMem memory not exportable as an fd: the provider says no. */
+static int nofd(void)
+{
+	struct side s;
+	dptr d = gpu_vmm(2 * MB, 0);
+	struct ibv_mr *mr;
+
+	side_up(&s);
+	mr = ibv_reg_mr(s.pd, (void *)(uintptr_t)d, MB, IBV_ACCESS_LOCAL_WRITE);
+	printf("verbs_gdr: cuMem without POSIX_FD: %s\n",
+	       mr ? "registered?" : strerror(errno));
+	return !mr && errno == EOPNOTSUPP ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	vc_prog = "verbs_gdr";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|nofd");
+	if (!strcmp(argv[1], "badhandle"))
+		return badhandle();
+	cuda_up();
+	if (!strcmp(argv[1], "server"))
+		return server();
+	if (!strcmp(argv[1], "client") && argc > 2)
+		return client(argv[2]);
+	if (!strcmp(argv[1], "hold"))
+		return hold();
+	if (!strcmp(argv[1], "nofd"))
+		return nofd();
+	vc_die("unknown mode %s", argv[1]);
+	return 1;
+}

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gdr/ against the fake CUDA driver (tests/fakecuda, path in
+ * $OVRDMA_LIBCUDA, set by meson): loading and its failures, telling
+ * device pointers from host ones, export of cuMemAlloc memory (IPC
+ * handle, to a forked child, since a process cannot open its own) and
+ * of cuMem memory (POSIX fd), import, copies both ways byte-exact,
+ * shared IPC imports, release, and the errors of bad handles.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <ovrdma/gdr.h>
+
+#include "cudadrv.h"
+
+#define MB (1ull << 20)
+
+/* What a CUDA program would call (the fake's own entry points). */
+static struct {
+	gdr_CUresult (*init)(unsigned int);
+	gdr_CUresult (*retain)(gdr_CUcontext *, gdr_CUdevice);
+	gdr_CUresult (*set)(gdr_CUcontext);
+	gdr_CUresult (*alloc)(gdr_CUdeviceptr *, size_t);
+	gdr_CUresult (*free)(gdr_CUdeviceptr);
+	gdr_CUresult (*htod)(gdr_CUdeviceptr, const void *, size_t);
+	gdr_CUresult (*dtoh)(void *, gdr_CUdeviceptr, size_t);
+	gdr_CUresult (*create)(gdr_CUmemGenericAllocationHandle *, size_t,
+			       const gdr_CUmemAllocationProp *,
+			       unsigned long long);
+	gdr_CUresult (*reserve)(gdr_CUdeviceptr *, size_t, size_t,
+				gdr_CUdeviceptr, unsigned long long);
+	gdr_CUresult (*map)(gdr_CUdeviceptr, size_t, size_t,
+			    gdr_CUmemGenericAllocationHandle,
+			    unsigned long long);
+	gdr_CUresult (*access)(gdr_CUdeviceptr, size_t,
+			       const gdr_CUmemAccessDesc *, size_t);
+	gdr_CUresult (*release)(gdr_CUmemGenericAllocationHandle);
+} cu;
+
+static void load_app_side(void)
+{
+	const char *path = getenv(OVR_GDR_ENV);
+	void *lib;
+	gdr_CUcontext ctx;
+
+	assert_non_null(path);
+	lib = dlopen(path, RTLD_NOW);
+	assert_non_null(lib);
+	*(void **)&cu.init = dlsym(lib, "cuInit");
+	*(void **)&cu.retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
+	*(void **)&cu.set = dlsym(lib, "cuCtxSetCurrent");
+	*(void **)&cu.alloc = dlsym(lib, "cuMemAlloc_v2");
+	*(void **)&cu.free = dlsym(lib, "cuMemFree_v2");
+	*(void **)&cu.htod = dlsym(lib, "cuMemcpyHtoD_v2");
+	*(void **)&cu.dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
+	*(void **)&cu.create = dlsym(lib, "cuMemCreate");
+	*(void **)&cu.reserve = dlsym(lib, "cuMemAddressReserve");
+	*(void **)&cu.map = dlsym(lib, "cuMemMap");
+	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
+	*(void **)&cu.release = dlsym(lib, "cuMemRelease");
+	assert_non_null(cu.release);
+	assert_int_equal(cu.init(0), 0);
+	assert_int_equal(cu.retain(&ctx, 0), 0);
+	assert_int_equal(cu.set(ctx), 0);
+}
+
+static void fill(uint8_t *b, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i * 131 + seed + (i >> 9));
+}
+
+static void test_open_failures(void **state)
+{
+	const char *real = getenv(OVR_GDR_ENV);
+	char saved[512], why[256] = "";
+	struct ovr_gdr *g = NULL;
+
+	(void)state;
+	snprintf(saved, sizeof(saved), "%s", real);
+	setenv(OVR_GDR_ENV, "/nonexistent/libcuda.so.1", 1);
+	assert_int_equal(ovr_gdr_open(0, &g, why, sizeof(why)), -EOPNOTSUPP);
+	assert_non_null(strstr(why, "no CUDA driver"));
+	/* NOLOAD: the fake is not loaded in this process yet */
+	setenv(OVR_GDR_ENV, saved, 1);
+	why[0] = 0;
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, why, sizeof(why)),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(why, "not loaded"));
+	/* a library without the driver's entry points */
+	setenv(OVR_GDR_ENV, "libm.so.6", 1);
+	assert_int_equal(ovr_gdr_open(0, &g, why, sizeof(why)), -EOPNOTSUPP);
+	assert_non_null(strstr(why, "has no cuInit"));
+	setenv(OVR_GDR_ENV, saved, 1);
+	assert_null(g);
+}
+
+static void test_probe(void **state)
+{
+	struct ovr_gdr *g;
+	gdr_CUdeviceptr d;
+	uint64_t base, size;
+	int dev = -1;
+	static uint8_t host[64];
+
+	(void)state;
+	load_app_side();
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	assert_int_equal(cu.alloc(&d, 3 * MB), 0);
+	assert_int_equal(ovr_gdr_probe(g, (uintptr_t)host, sizeof(host), NULL,
+				       NULL, NULL),
+			 0);
+	assert_int_equal(ovr_gdr_probe(g, d + 4096, MB, &base, &size, &dev), 1);
+	assert_int_equal(base, d);
+	assert_int_equal(size, 3 * MB);
+	assert_int_equal(dev, 0);
+	/* crosses the end of the allocation, empty, wrapping */
+	assert_int_equal(ovr_gdr_probe(g, d + MB, 3 * MB, NULL, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(ovr_gdr_probe(g, d, 0, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(ovr_gdr_probe(g, UINT64_MAX - 4, 16, NULL, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(cu.free(d), 0);
+	assert_int_equal(ovr_gdr_probe(g, d, 1, NULL, NULL, NULL), 0);
+	ovr_gdr_close(g);
+}
+
+/* A child allocates and exports; the parent imports, reads, writes. */
+static void test_ipc_cross_process(void **state)
+{
+	int to_parent[2], to_child[2];
+	struct ovr_gdr_export ex, bad;
+	struct ovr_gdr_mem *m, *m2;
+	const size_t len = 5 * MB + 123;
+	uint8_t *want = malloc(len), *got = malloc(len);
+	struct ovr_gdr *g;
+	int status;
+	pid_t pid;
+	char c;
+
+	(void)state;
+	assert_non_null(want);
+	assert_non_null(got);
+	load_app_side();
+	assert_int_equal(pipe(to_parent), 0);
+	assert_int_equal(pipe(to_child), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ovr_gdr *cg;
+		gdr_CUdeviceptr d;
+		int bad_bytes = 0;
+
+		if (ovr_gdr_open(OVR_GDR_NOLOAD, &cg, NULL, 0) ||
+		    cu.alloc(&d, len))
+			_exit(2);
+		fill(want, len, 7);
+		if (cu.htod(d, want, len) ||
+		    ovr_gdr_export(cg, d + 100, 4096, &ex) ||
+		    ex.kind != OVR_GDR_KIND_IPC || ex.base != d ||
+		    ex.size != len || ex.fd != -1)
+			_exit(3);
+		if (write(to_parent[1], &ex, sizeof(ex)) != sizeof(ex) ||
+		    read(to_child[0], &c, 1) != 1)
+			_exit(4);
+		/* the parent wrote seed 9 over [1 MB, 2 MB) */
+		if (cu.dtoh(got, d, len))
+			_exit(5);
+		fill(want + MB, MB, 9);
+		for (size_t i = 0; i < len; i++)
+			bad_bytes += got[i] != want[i];
+		_exit(bad_bytes ? 6 : 0);
+	}
+	assert_int_equal(read(to_parent[0], &ex, sizeof(ex)), sizeof(ex));
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+
+	/* a made-up handle and one with a wrong nonce are refused */
+	bad = ex;
+	memset(bad.ipc, 0x5a, sizeof(bad.ipc));
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+	assert_non_null(strstr(ovr_gdr_last_error(g), "cuIpcOpenMemHandle"));
+	bad = ex;
+	bad.ipc[24] ^= 1;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+	bad = ex;
+	bad.kind = 7;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+	bad = ex;
+	bad.device = 3;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -ENODEV);
+	assert_int_equal(ovr_gdr_nimports(g), 0);
+
+	assert_int_equal(ovr_gdr_import(g, &ex, &m), 0);
+	assert_int_equal(ovr_gdr_mem_size(m), len);
+	/* the same handle again shares the mapping */
+	assert_int_equal(ovr_gdr_import(g, &ex, &m2), 0);
+	assert_ptr_equal(m, m2);
+	assert_int_equal(ovr_gdr_nimports(g), 1);
+	assert_int_equal(ovr_gdr_nrefs(g), 2);
+	ovr_gdr_release(m2);
+	assert_int_equal(ovr_gdr_nrefs(g), 1);
+
+	fill(want, len, 7);
+	assert_int_equal(ovr_gdr_read(m, 0, got, len), 0);
+	assert_memory_equal(got, want, len);
+	assert_int_equal(ovr_gdr_read(m, len - 10, got, 11), -ERANGE);
+	assert_int_equal(ovr_gdr_read(m, len + 1, got, 0), -ERANGE);
+	fill(want, MB, 9);
+	assert_int_equal(ovr_gdr_write(m, MB, want, MB), 0);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	/* the exporter is gone: the mapping stays valid until released... */
+	assert_int_equal(ovr_gdr_read(m, MB, got, MB), 0);
+	assert_memory_equal(got, want, MB);
+	ovr_gdr_release(m);
+	assert_int_equal(ovr_gdr_nimports(g), 0);
+	assert_int_equal(ovr_gdr_nrefs(g), 0);
+	/* ...and its handle no longer opens */
+	assert_int_equal(ovr_gdr_import(g, &ex, &m), -EINVAL);
+	ovr_gdr_close(g);
+	free(want);
+	free(got);
+}
+
+/* cuMem memory: exported as a file descriptor (only if created so). */
+static void test_fd_export(void **state)
+{
+	gdr_CUmemAllocationProp prop = {
+		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
+		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = 0 },
+	};
+	gdr_CUmemAccessDesc acc = {
+		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = 0 },
+		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	gdr_CUmemGenericAllocationHandle h1, h2;
+	gdr_CUdeviceptr va1, va2;
+	struct ovr_gdr_export ex, bad;
+	struct ovr_gdr_mem *m;
+	uint8_t *want = malloc(4 * MB), *got = malloc(4 * MB);
+	struct ovr_gdr *g;
+
+	(void)state;
+	load_app_side();
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	/* without POSIX_FD among its handle types: not exportable */
+	assert_int_equal(cu.create(&h1, 2 * MB, &prop, 0), 0);
+	assert_int_equal(cu.reserve(&va1, 2 * MB, 0, 0, 0), 0);
+	assert_int_equal(cu.map(va1, 2 * MB, 0, h1, 0), 0);
+	assert_int_equal(cu.access(va1, 2 * MB, &acc, 1), 0);
+	assert_int_equal(ovr_gdr_probe(g, va1, 64, NULL, NULL, NULL), 1);
+	assert_int_equal(ovr_gdr_export(g, va1, 64, &ex), -EOPNOTSUPP);
+	assert_int_equal(ex.fd, -1);
+
+	prop.requestedHandleTypes =
+		GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	assert_int_equal(cu.create(&h2, 4 * MB, &prop, 0), 0);
+	assert_int_equal(cu.reserve(&va2, 4 * MB, 0, 0, 0), 0);
+	assert_int_equal(cu.map(va2, 4 * MB, 0, h2, 0), 0);
+	assert_int_equal(cu.access(va2, 4 * MB, &acc, 1), 0);
+	/* NCCL releases its handle once mapped */
+	assert_int_equal(cu.release(h2), 0);
+	fill(want, 4 * MB, 3);
+	assert_int_equal(cu.htod(va2, want, 4 * MB), 0);
+	assert_int_equal(ovr_gdr_export(g, va2 + MB, MB, &ex), 0);
+	assert_int_equal(ex.kind, OVR_GDR_KIND_FD);
+	assert_true(ex.fd >= 0);
+	assert_int_equal(ex.base, va2);
+	assert_int_equal(ex.size, 4 * MB);
+
+	/* an fd that is not exported device memory is refused */
+	bad = ex;
+	bad.fd = 0;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+	bad.fd = -1;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+
+	assert_int_equal(ovr_gdr_import(g, &ex, &m), 0);
+	close(ex.fd);
+	assert_int_equal(ovr_gdr_read(m, 0, got, 4 * MB), 0);
+	assert_memory_equal(got, want, 4 * MB);
+	fill(want, 100, 11);
+	assert_int_equal(ovr_gdr_write(m, 4 * MB - 100, want, 100), 0);
+	assert_int_equal(cu.dtoh(got, va2 + 4 * MB - 100, 100), 0);
+	assert_memory_equal(got, want, 100);
+	assert_int_equal(ovr_gdr_nimports(g), 1);
+	ovr_gdr_release(m);
+	assert_int_equal(ovr_gdr_nimports(g), 0);
+	ovr_gdr_close(g);
+	free(want);
+	free(got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_failures),
+		cmocka_unit_test(test_probe),
+		cmocka_unit_test(test_ipc_cross_process),
+		cmocka_unit_test(test_fd_export),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
