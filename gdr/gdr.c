@@ -79,6 +79,9 @@ static int cu_fail(struct ovr_gdr *g, const char *call, gdr_CUresult rc)
 }
 
 static void say(char *why, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 
