@@ -681,6 +681,27 @@ fail : {
 }
 }
 
+/* The client's side of a region the service registered (reply @r); if
+ * that fails, the registration is undone. */
+static struct ovr_cl_mr *mr_new(struct ovr_cl *cl,
+				const struct ovr_ctl_reg_mr_rep *r, void *addr,
+				size_t len)
+{
+	struct ovr_cl_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr) {
+		handle_op(cl, OVR_CTL_DEREG_MR, r->handle);
+		errno = ENOMEM;
+		return NULL;
+	}
+	*mr = (struct ovr_cl_mr){ .handle = r->handle,
+				  .lkey = r->lkey,
+				  .rkey = r->rkey,
+				  .addr = addr,
+				  .length = len };
+	return mr;
+}
+
 struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				size_t len, unsigned int access)
 {
@@ -691,7 +712,6 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 	uint64_t start = va & ~(PAGE - 1), end, at;
 	struct maps_line *maps = NULL;
 	size_t nmaps = 0;
-	struct ovr_cl_mr *mr;
 	int rc;
 
 	if (!len || va + len < va) {
@@ -760,18 +780,7 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 		errno = -rc;
 		return NULL;
 	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		handle_op(cl, OVR_CTL_DEREG_MR, r.handle);
-		errno = ENOMEM;
-		return NULL;
-	}
-	*mr = (struct ovr_cl_mr){ .handle = r.handle,
-				  .lkey = r.lkey,
-				  .rkey = r.rkey,
-				  .addr = addr,
-				  .length = len };
-	return mr;
+	return mr_new(cl, &r, addr, len);
 }
 
 struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
@@ -792,7 +801,6 @@ struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
 		.kind = ex->kind,
 	};
 	struct ovr_ctl_reg_mr_rep r;
-	struct ovr_cl_mr *mr;
 	bool fd = ex->kind == OVR_GDR_KIND_FD;
 	int rc;
 
@@ -808,18 +816,7 @@ struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
 		errno = -rc;
 		return NULL;
 	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		handle_op(cl, OVR_CTL_DEREG_MR, r.handle);
-		errno = ENOMEM;
-		return NULL;
-	}
-	*mr = (struct ovr_cl_mr){ .handle = r.handle,
-				  .lkey = r.lkey,
-				  .rkey = r.rkey,
-				  .addr = (void *)(uintptr_t)iova,
-				  .length = len };
-	return mr;
+	return mr_new(cl, &r, (void *)(uintptr_t)iova, len);
 }
 
 int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr)
