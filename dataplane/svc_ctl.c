@@ -823,6 +823,7 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 	ex.kind = q->kind;
 	ex.fd = q->kind == OVR_GDR_KIND_FD ? r->fds[0] : -1;
 	memcpy(ex.ipc, q->ipc, sizeof(ex.ipc));
+	memcpy(ex.uuid, q->uuid, sizeof(ex.uuid));
 	rc = ovr_gdr_import(s->gdr, &ex, &mr->gpu);
 	if (rc) {
 		fprintf(stderr,

@@ -91,6 +91,13 @@ typedef struct {
 	} allocFlags;
 } gdr_CUmemAllocationProp;
 
+typedef struct {
+	unsigned char bytes[16];
+} gdr_CUuuid;
+
+/* CUmemRangeHandleType */
+#define GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD 0x1
+
 _Static_assert(sizeof(gdr_CUipcMemHandle) == 64, "CUipcMemHandle");
 _Static_assert(sizeof(gdr_CUmemAccessDesc) == 12, "CUmemAccessDesc");
 _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
@@ -144,5 +151,14 @@ _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
 	  (gdr_CUdeviceptr dst, const void *src, size_t len))                  \
 	X("cuMemcpyDtoH_v2", cuMemcpyDtoH,                                     \
 	  (void *dst, gdr_CUdeviceptr src, size_t len))
+
+/*
+ * Entry points gdr/ uses when the driver has them and does without
+ * otherwise (same form): cuDeviceGetUuid_v2 (CUDA 11.4) names devices
+ * across processes whose device numbering differs.
+ */
+#define GDR_CUDA_OPT_FUNCS(X)                    \
+	X("cuDeviceGetUuid_v2", cuDeviceGetUuid, \
+	  (gdr_CUuuid * uuid, gdr_CUdevice dev))
 
 #endif /* OVR_GDR_CUDADRV_H */

@@ -25,6 +25,7 @@
 struct gdr_fns {
 #define GDR_FN_PTR(sym, name, args) gdr_CUresult(*name) args;
 	GDR_CUDA_FUNCS(GDR_FN_PTR)
+	GDR_CUDA_OPT_FUNCS(GDR_FN_PTR)
 #undef GDR_FN_PTR
 };
 
@@ -52,7 +53,7 @@ struct ovr_gdr_mem {
 };
 
 /* Per thread: probe and export may run on several application threads. */
-static _Thread_local char last_err[96];
+static _Thread_local char last_err[160];
 
 static int cu_fail(struct ovr_gdr *g, const char *call, gdr_CUresult rc)
 {
@@ -127,6 +128,9 @@ int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
 	}
 	GDR_CUDA_FUNCS(GDR_FN_SYM)
 #undef GDR_FN_SYM
+#define GDR_FN_OPT(sym, name, args) *(void **)&g->f.name = dlsym(g->lib, sym);
+	GDR_CUDA_OPT_FUNCS(GDR_FN_OPT)
+#undef GDR_FN_OPT
 	rc = g->f.cuInit(0);
 	if (rc == GDR_CUDA_SUCCESS)
 		rc = g->f.cuDeviceGetCount(&g->ndev);
@@ -199,6 +203,42 @@ int ovr_gdr_probe(struct ovr_gdr *g, uint64_t addr, uint64_t len,
 	return 1;
 }
 
+/* Device @dev's UUID into @uuid; all zero when the driver cannot say. */
+static int device_uuid(struct ovr_gdr *g, int dev, uint8_t *uuid)
+{
+	gdr_CUdevice d;
+	gdr_CUuuid u;
+	gdr_CUresult rc;
+
+	memset(uuid, 0, OVR_GDR_UUID_LEN);
+	if (!g->f.cuDeviceGetUuid)
+		return 0;
+	rc = g->f.cuDeviceGet(&d, dev);
+	if (rc == GDR_CUDA_SUCCESS)
+		rc = g->f.cuDeviceGetUuid(&u, d);
+	if (rc != GDR_CUDA_SUCCESS)
+		return cu_fail(g, "cuDeviceGetUuid", rc);
+	memcpy(uuid, u.bytes, OVR_GDR_UUID_LEN);
+	return 0;
+}
+
+void ovr_gdr_uuid_str(const uint8_t *uuid, char *buf, size_t len)
+{
+	static const int dash[] = { 4, 6, 8, 10 };
+	size_t at = 0;
+
+	at += (size_t)snprintf(buf, len, "GPU-");
+	for (int i = 0, k = 0; i < (int)OVR_GDR_UUID_LEN && at < len; i++) {
+		if (k < 4 && i == dash[k]) {
+			at += (size_t)snprintf(buf + at, len - at, "-");
+			k++;
+		}
+		if (at < len)
+			at += (size_t)snprintf(buf + at, len - at, "%02x",
+					       uuid[i]);
+	}
+}
+
 int ovr_gdr_export(struct ovr_gdr *g, uint64_t addr, uint64_t len,
 		   struct ovr_gdr_export *ex)
 {
@@ -213,6 +253,9 @@ int ovr_gdr_export(struct ovr_gdr *g, uint64_t addr, uint64_t len,
 	err = ovr_gdr_probe(g, addr, len, &ex->base, &ex->size, &ex->device);
 	if (err <= 0)
 		return err ? err : -EINVAL;
+	err = device_uuid(g, ex->device, ex->uuid);
+	if (err)
+		return err;
 	/* a cuMem allocation has an allocation handle; cudaMalloc's has not */
 	rc = g->f.cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)addr);
 	if (rc == GDR_CUDA_SUCCESS) {
@@ -302,9 +345,35 @@ err_import:
 	return cu_fail(g, call, rc);
 }
 
-int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
+/*
+ * This process's ordinal of the exporter's device: the one with the same
+ * UUID (the two may see different numberings, CUDA_VISIBLE_DEVICES), or
+ * the exporter's ordinal where either side cannot tell UUIDs.
+ */
+static int find_device(struct ovr_gdr *g, const struct ovr_gdr_export *ex)
+{
+	static const uint8_t unknown[OVR_GDR_UUID_LEN];
+	uint8_t u[OVR_GDR_UUID_LEN];
+	char name[48];
+
+	if (!memcmp(ex->uuid, unknown, sizeof(unknown)) ||
+	    !g->f.cuDeviceGetUuid)
+		return ex->device;
+	for (int i = 0; i < g->ndev; i++)
+		if (!device_uuid(g, i, u) && !memcmp(u, ex->uuid, sizeof(u)))
+			return i;
+	ovr_gdr_uuid_str(ex->uuid, name, sizeof(name));
+	snprintf(last_err, sizeof(last_err),
+		 "%s is not visible to this process (CUDA_VISIBLE_DEVICES?)",
+		 name);
+	return -ENODEV;
+}
+
+int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex0,
 		   struct ovr_gdr_mem **out)
 {
+	struct ovr_gdr_export x = *ex0;
+	const struct ovr_gdr_export *ex = &x;
 	struct ovr_gdr_mem *m;
 	gdr_CUipcMemHandle ipc;
 	gdr_CUresult rc;
@@ -315,6 +384,9 @@ int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
 		snprintf(last_err, sizeof(last_err), "malformed export");
 		return -EINVAL;
 	}
+	x.device = find_device(g, ex0);
+	if (x.device < 0)
+		return x.device;
 	if (ex->kind == OVR_GDR_KIND_IPC)
 		for (m = g->mems; m; m = m->next)
 			if (m->kind == OVR_GDR_KIND_IPC &&

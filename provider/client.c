@@ -810,6 +810,7 @@ struct ovr_cl_mr *ovr_cl_reg_mr_gpu(struct ovr_cl *cl, uint32_t pd,
 	}
 	if (!fd)
 		memcpy(q.ipc, ex->ipc, sizeof(q.ipc));
+	memcpy(q.uuid, ex->uuid, sizeof(q.uuid));
 	rc = req_exact(cl, OVR_CTL_REG_MR_GPU, &q, sizeof(q),
 		       fd ? &ex->fd : NULL, fd ? 1 : 0, &r, sizeof(r), NULL, 0);
 	if (rc) {

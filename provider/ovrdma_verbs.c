@@ -16,11 +16,13 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <ovrdma/compiler.h>
 #include <ovrdma/gdr.h>
@@ -240,6 +242,23 @@ static struct ovr_gdr *provider_gdr(void)
 	return g;
 }
 
+/* ibv_reg_mr(3)'s checks; false with errno set */
+static bool access_ok(size_t length, int access)
+{
+	/* remote write or atomic access needs local write */
+	if (!length ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
+		errno = EINVAL;
+		return false;
+	}
+	if (access & ~ACCESS_SUPPORTED) {
+		errno = EOPNOTSUPP;
+		return false;
+	}
+	return true;
+}
+
 static struct ibv_mr *mr_done(struct ovrdma_mr *mr, int access)
 {
 	mr->vmr.ibv_mr.handle = mr->mr->handle;
@@ -294,17 +313,8 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 	struct ovr_gdr *g;
 	int gpu;
 
-	/* ibv_reg_mr(3): remote write or atomic access needs local write */
-	if (!length ||
-	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(access & IBV_ACCESS_LOCAL_WRITE))) {
-		errno = EINVAL;
+	if (!access_ok(length, access))
 		return NULL;
-	}
-	if (access & ~ACCESS_SUPPORTED) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	/* GPU memory: what cuPointerGetAttribute says (any iova is fine) */
 	g = provider_gdr();
 	gpu = g ? ovr_gdr_probe(g, (uintptr_t)addr, length, NULL, NULL, NULL) :
@@ -337,31 +347,56 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
 }
 
 /*
- * dma-buf regions: not in phase 1 (docs/GPU.md). A dma-buf fd of GPU
- * memory (cuMemGetHandleForAddressRange) can be imported only by a
- * device driver; ovrdmad would need the allocation itself, which the fd
- * does not name. So the verb answers what ibv_reg_dmabuf_mr(3) says a
- * device without the support answers, after rejecting an fd that is no
- * file at all (EBADF, as the kernel's dma_buf_get does). NCCL's probe
- * (fd -1) therefore reads "dma-buf supported"; in phase 1 NCCL must run
- * with NCCL_DMABUF_ENABLE=0 so that it registers with ibv_reg_mr
- * (docs/GPU.md).
+ * dma-buf regions (docs/GPU.md). A dma-buf fd can be imported only by a
+ * kernel driver, and ovrdmad needs the CUDA allocation itself, which the
+ * fd does not name; but every client that registers GPU dma-bufs (NCCL,
+ * UCX, perftest --use_cuda_dmabuf) passes iova = the buffer's GPU
+ * virtual address in this process, and an fd made from that allocation
+ * (cuMemGetHandleForAddressRange). So the region is the GPU memory at
+ * [iova, iova + length), exported as ibv_reg_mr exports it; the fd must
+ * be open (EBADF otherwise, as the kernel's dma_buf_get answers: NCCL's
+ * probe with fd -1 reads that as "dma-buf supported"), and @offset, the
+ * position of iova in the dma-buf, must lie in it. A dma-buf that is not
+ * GPU memory of this process at iova is EOPNOTSUPP, with a message.
  */
 static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 					   size_t length, uint64_t iova, int fd,
 					   int access)
 {
-	(void)ibpd;
-	(void)offset;
-	(void)length;
-	(void)iova;
-	(void)access;
-	if (fd < 0 || fcntl(fd, F_GETFD) < 0) {
+	struct ovr_gdr *g;
+	struct stat st;
+	int gpu;
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		errno = EBADF;
 		return NULL;
 	}
-	errno = EOPNOTSUPP;
-	return NULL;
+	if (!access_ok(length, access))
+		return NULL;
+	/* a dma-buf's size is its st_size (dma-buf fds report it) */
+	if (S_ISREG(st.st_mode) || st.st_size > 0) {
+		if (offset > (uint64_t)st.st_size ||
+		    length > (uint64_t)st.st_size - offset) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	g = provider_gdr();
+	gpu = g ? ovr_gdr_probe(g, iova, length, NULL, NULL, NULL) : 0;
+	if (gpu < 0) {
+		errno = -gpu;
+		return NULL;
+	}
+	if (!gpu) {
+		fprintf(stderr,
+			"ovrdma: ibv_reg_dmabuf_mr: iova 0x%" PRIx64
+			" is not CUDA device memory of this process; ovrdma registers GPU dma-bufs by their GPU address only\n",
+			iova);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return reg_gpu_mr(ibpd, g, (void *)(uintptr_t)iova, length, iova,
+			  access);
 }
 
 static int ovrdma_dereg_mr(struct verbs_mr *vmr)

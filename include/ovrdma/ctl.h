@@ -28,7 +28,9 @@
 
 #include <stdint.h>
 
-#define OVR_CTL_VERSION 3u /* 2: SRQs, UD QPs, address handles; 3: GPU MRs */
+#define OVR_CTL_VERSION \
+	4u /* 2: SRQs, UD QPs, address handles; 3: GPU MRs;
+			    4: GPU device UUIDs */
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
@@ -194,9 +196,10 @@ struct ovr_ctl_reg_mr_gpu_req {
 	uint64_t offset;
 	uint64_t alloc_base;
 	uint64_t alloc_size;
-	int32_t device; /* CUDA device ordinal */
+	int32_t device; /* the client's CUDA device ordinal */
 	uint32_t kind; /* enum ovr_gdr_kind */
 	uint8_t ipc[64];
+	uint8_t uuid[16]; /* the device's UUID (version 4); zero: unknown */
 };
 
 /* ---- CQs ---------------------------------------------------------------- */
@@ -456,7 +459,7 @@ _Static_assert(sizeof(struct ovr_ctl_async_event) == 16, "async event");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_req) == 32, "create srq");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_rep) == 56, "srq rep");
 _Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
-_Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 120, "reg mr gpu");
+_Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 136, "reg mr gpu");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==
 		       40 + 16 * OVR_CTL_MR_MAX_SEG,
 	       "reg mr");

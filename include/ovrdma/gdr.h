@@ -42,6 +42,7 @@ extern "C" {
 #define OVR_GDR_LIBCUDA "libcuda.so.1"
 #define OVR_GDR_IPC_LEN 64u /* CU_IPC_HANDLE_SIZE */
 #define OVR_GDR_MAX_DEV 64u /* devices an importer keeps contexts for */
+#define OVR_GDR_UUID_LEN 16u /* CUuuid */
 
 /* ovr_gdr_open flags */
 enum {
@@ -62,7 +63,10 @@ enum ovr_gdr_kind {
 struct ovr_gdr_export {
 	uint64_t base; /* allocation start in the exporter's address space */
 	uint64_t size; /* allocation bytes */
-	int32_t device; /* CUDA device ordinal (same numbering both sides) */
+	int32_t device; /* the exporter's CUDA device ordinal */
+	/* the device's UUID (all zero: unknown; the importer then trusts
+	 * @device, which assumes both sides number devices alike) */
+	uint8_t uuid[OVR_GDR_UUID_LEN];
 	uint32_t kind; /* enum ovr_gdr_kind */
 	int fd; /* KIND_FD: the caller's to close; else -1 */
 	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: the driver's handle */
@@ -105,10 +109,11 @@ int ovr_gdr_export(struct ovr_gdr *g, uint64_t addr, uint64_t len,
 
 /*
  * Map an exported allocation into this process (@ex->fd is not taken:
- * close it afterwards). IPC imports of the same handle share one mapping
- * and count references. -EINVAL: malformed @ex or a handle the driver
- * refuses (unknown, stale, from a process that exited); -ENODEV: no such
- * device; -ENOMEM.
+ * close it afterwards), on the device whose UUID is @ex->uuid (or, where
+ * UUIDs are unknown, the one numbered @ex->device). IPC imports of the
+ * same handle share one mapping and count references. -EINVAL: malformed
+ * @ex or a handle the driver refuses (unknown, stale, from a process
+ * that exited); -ENODEV: no such device (not visible here); -ENOMEM.
  */
 int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex,
 		   struct ovr_gdr_mem **out);
@@ -127,6 +132,10 @@ uint64_t ovr_gdr_mem_size(const struct ovr_gdr_mem *m);
 int ovr_gdr_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
 		  size_t len);
 int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len);
+
+/* @uuid as nvidia-smi writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+ * (@len ≥ 41 for all of it). */
+void ovr_gdr_uuid_str(const uint8_t *uuid, char *buf, size_t len);
 
 /* Imported allocations (distinct mappings) and references held now. */
 uint32_t ovr_gdr_nimports(const struct ovr_gdr *g);

@@ -17,6 +17,8 @@
  *    foreign handle is CUDA_ERROR_INVALID_VALUE;
  *  - POSIX_FD export hands a dup of the memfd, only for allocations
  *    created with that handle type; import accepts only fakecuda memfds;
+ *  - cuMemGetHandleForAddressRange makes an empty memfd of the range's
+ *    size as its "dma-buf"; cuDeviceGetUuid_v2 answers $FAKECUDA_UUID;
  *  - one device (ordinal 0); everything but cuInit, cuGetErrorString
  *    and cuDeviceGetCount needs cuInit first (NOT_INITIALIZED); copies
  *    need a current context (cuCtxSetCurrent of the primary context,
@@ -176,6 +178,30 @@ FAKE(cuDeviceGet, (gdr_CUdevice * dev, int ordinal))
 	if (ordinal != 0)
 		return GDR_CUDA_ERROR_INVALID_DEVICE;
 	*dev = 0;
+	return GDR_CUDA_SUCCESS;
+}
+
+/* The device's UUID: $FAKECUDA_UUID (32 hex digits) where set, so that a
+ * test can make two processes disagree about which GPU they see. */
+FAKE(cuDeviceGetUuid_v2, (gdr_CUuuid * uuid, gdr_CUdevice dev))
+{
+	static const unsigned char fixed[16] = "fakecuda-gpu-0\0";
+	const char *env = getenv("FAKECUDA_UUID");
+
+	if (need_init())
+		return need_init();
+	if (!uuid)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (dev != 0)
+		return GDR_CUDA_ERROR_INVALID_DEVICE;
+	memcpy(uuid->bytes, fixed, sizeof(uuid->bytes));
+	for (int i = 0; env && strlen(env) == 32 && i < 16; i++) {
+		unsigned int b;
+
+		if (sscanf(env + 2 * i, "%2x", &b) != 1)
+			return GDR_CUDA_ERROR_INVALID_VALUE;
+		uuid->bytes[i] = (unsigned char)b;
+	}
 	return GDR_CUDA_SUCCESS;
 }
 
@@ -789,6 +815,40 @@ FAKE(cuMemUnmap, (gdr_CUdeviceptr ptr, size_t size))
 		phys_put(m->p);
 		memset(m, 0, sizeof(*m));
 		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/*
+ * A dma-buf of [dptr, dptr + size) (page-aligned, inside one mapping),
+ * as the driver makes one for an RDMA driver to import. The fake's is an
+ * empty memfd of that size: nothing in ovrdma may read the bytes through
+ * it (a GPU's dma-buf cannot be mmapped either), only its size.
+ */
+FAKE(cuMemGetHandleForAddressRange,
+     (void *handle, gdr_CUdeviceptr dptr, size_t size, int type,
+      unsigned long long flags))
+{
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+	int fd;
+
+	if (need_init())
+		return need_init();
+	if (!handle || type != GDR_CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD ||
+	    flags || !size || (dptr | size) & 4095)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (map_find(dptr, size)) {
+		fd = memfd_create("fakecuda-dmabuf", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, (off_t)size) == 0) {
+			*(int *)handle = fd;
+			rc = GDR_CUDA_SUCCESS;
+		} else {
+			if (fd >= 0)
+				close(fd);
+			rc = GDR_CUDA_ERROR_OUT_OF_MEMORY;
+		}
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;

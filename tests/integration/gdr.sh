@@ -11,21 +11,34 @@
 #   2. forged handles through the control protocol: EINVAL, ovrdmad
 #      keeps running; cuMem memory without a POSIX_FD handle type:
 #      ibv_reg_mr EOPNOTSUPP;
+#      ibv_reg_dmabuf_mr's errors and a window of a dma-buf (the client
+#      registers its READ target through a dma-buf too); a GPU UUID
+#      ovrdmad does not know: ENODEV and a log line;
 #   3. an application holding two GPU registrations killed with -9: the
 #      node's gdr_imports goes back to 0.
 # usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
+#
+# gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
+# "gpu" (the gpu suite) it is the real driver (libcuda.so.1), the test
+# skips (77) where it sees no device, and the fake-only steps (forged
+# handles in the fake's format, a second UUID) are left out.
 set -u
-tb=$1 prog=$2 fake=$3
+tb=$1 prog=$2 fake=$3 mode=${4:-fake}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "gdr: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-if [ ! -e "$fake" ]; then
+export OVRDMA_LIBCUDA=$fake
+if [ "$mode" = gpu ]; then
+	"$prog" probe || {
+		echo "gdr: no GPU here (needs an NVIDIA GPU and its driver); skipped"
+		exit 77
+	}
+elif [ ! -e "$fake" ]; then
 	echo "gdr: no fake CUDA driver at $fake; skipped"
 	exit 77
 fi
-export OVRDMA_LIBCUDA=$fake
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-gdr-test.$$}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrgdr$$}
 work=$(mktemp -d /tmp/ovrdma-gdr.XXXXXX)
@@ -39,7 +52,8 @@ counter() { # node name
 	"$tb" ctl "$1" show counters | awk -v n="$2" '$1 == n {print $2}'
 }
 
-"$tb" up 2 --loss 1% --reorder 1%/50us >"$work/up.log" 2>&1 || {
+# shellcheck disable=SC2086 # options, split on purpose
+"$tb" up 2 --loss 1% --reorder 1%/50us ${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
 	cat "$work/up.log"
 	echo "gdr: FAIL: testbed up"
 	exit 1
@@ -73,9 +87,23 @@ done
 	fail "node 1 did not refuse the atomic on GPU memory"
 
 # ---- 2. bad handles ------------------------------------------------------
-"$tb" run 1 "$prog" badhandle >"$work/bad.log" 2>&1 ||
-	fail "forged handles: $(cat "$work/bad.log")"
-grep 'verbs_gdr:' "$work/bad.log"
+if [ "$mode" != gpu ]; then
+	"$tb" run 1 "$prog" badhandle >"$work/bad.log" 2>&1 ||
+		fail "forged handles: $(cat "$work/bad.log")"
+	grep 'verbs_gdr:' "$work/bad.log"
+fi
+"$tb" run 1 "$prog" dmabuf >"$work/dmabuf.log" 2>&1 ||
+	fail "ibv_reg_dmabuf_mr: $(cat "$work/dmabuf.log")"
+grep 'verbs_gdr:' "$work/dmabuf.log"
+if [ "$mode" != gpu ]; then
+	FAKECUDA_UUID=0123456789abcdef0123456789abcdef \
+		"$tb" run 1 "$prog" otherdev >"$work/otherdev.log" 2>&1 ||
+		fail "GPU unknown to ovrdmad: $(cat "$work/otherdev.log")"
+	grep 'verbs_gdr:' "$work/otherdev.log"
+	grep -q 'GPU-01234567-89ab-cdef-0123-456789abcdef is not visible' \
+		"$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" ||
+		fail "ovrdmad did not say which GPU it cannot see"
+fi
 "$tb" run 1 "$prog" nofd >"$work/nofd.log" 2>&1 ||
 	fail "cuMem without POSIX_FD: $(cat "$work/nofd.log")"
 grep 'verbs_gdr:' "$work/nofd.log"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * verbs_gdr: GPU memory through ovrdma, end to end, on the fake CUDA
- * driver ($OVRDMA_LIBCUDA, tests/fakecuda; docs/GPU.md). Two processes
+ * verbs_gdr: GPU memory through ovrdma, end to end, on the CUDA driver
+ * $OVRDMA_LIBCUDA names: the fake (tests/fakecuda) in the integration
+ * suite, libcuda.so.1 in the gpu suite (docs/GPU.md). Two processes
  * on two testbed nodes, every buffer "GPU" memory, only ever touched
  * through the driver's cuMemcpy:
  *   server: S1 (cuMemAlloc: exported as an IPC handle), S2 (cuMem with
@@ -17,9 +18,13 @@
  * Modes: server, client HOST; hold (registers GPU memory and waits to
  * be killed: the service must release the import); badhandle (a forged
  * IPC handle and a forged fd sent straight through the control
- * protocol: errors, no crash); nopd (cuMem memory without a POSIX_FD
+ * protocol: errors, no crash); dmabuf (ibv_reg_dmabuf_mr's errors and
+ * a window of a dma-buf; the client registers C2 through a dma-buf
+ * too); otherdev (a GPU whose UUID ovrdmad does not know: ENODEV); nofd
+ * (cuMem memory without a POSIX_FD
  * handle type: ibv_reg_mr fails with EOPNOTSUPP).
- * Exit 0 ok, 1 failure, 77 no fake driver.
+ * probe: exit 0 when the driver sees a device, 77 when not.
+ * Exit 0 ok, 1 failure, 77 no driver.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -53,6 +58,7 @@ static struct {
 	cures (*map)(dptr, size_t, size_t, unsigned long long,
 		     unsigned long long);
 	cures (*access)(dptr, size_t, const void *, size_t);
+	cures (*dmabuf)(void *, dptr, size_t, int, unsigned long long);
 } cu;
 
 /* CUmemAllocationProp and CUmemAccessDesc, as the driver lays them out */
@@ -86,8 +92,32 @@ static void cuda_up(void)
 	*(void **)&cu.reserve = dlsym(lib, "cuMemAddressReserve");
 	*(void **)&cu.map = dlsym(lib, "cuMemMap");
 	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
-	if (!cu.access || cu.init(0) || cu.retain(&ctx, 0) || cu.set(ctx))
+	*(void **)&cu.dmabuf = dlsym(lib, "cuMemGetHandleForAddressRange");
+	if (!cu.access || !cu.dmabuf || cu.init(0) || cu.retain(&ctx, 0) ||
+	    cu.set(ctx))
 		vc_die("fake CUDA driver unusable");
+}
+
+/* Is there a driver with a device? 0 yes, 77 no (the gpu suite's skip). */
+static int probe(void)
+{
+	const char *path = getenv("OVRDMA_LIBCUDA");
+	void *lib = dlopen(path ? path : "libcuda.so.1", RTLD_NOW);
+	cures (*count)(int *);
+	int n = 0;
+
+	if (!lib) {
+		printf("verbs_gdr: no CUDA driver: %s\n", dlerror());
+		return 77;
+	}
+	*(void **)&cu.init = dlsym(lib, "cuInit");
+	*(void **)&count = dlsym(lib, "cuDeviceGetCount");
+	if (!cu.init || !count || cu.init(0) || count(&n) || n < 1) {
+		printf("verbs_gdr: the CUDA driver sees no device\n");
+		return 77;
+	}
+	printf("verbs_gdr: %d CUDA device(s)\n", n);
+	return 0;
 }
 
 static dptr gpu_alloc(size_t len)
@@ -150,6 +180,42 @@ static struct ibv_mr *reg(struct ibv_pd *pd, dptr d, size_t len)
 
 	if (!mr)
 		vc_die("ibv_reg_mr of GPU memory: %s", strerror(errno));
+	return mr;
+}
+
+#define ACC_ALL                                             \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* A dma-buf fd of GPU [d, d + len), as NCCL makes one; -1: the driver
+ * has no dma-buf support (CUDA_ERROR_NOT_SUPPORTED; real GPUs only). */
+static int gpu_dmabuf(dptr d, size_t len)
+{
+	int fd = -1;
+	cures rc = cu.dmabuf(&fd, d, len, 1, 0);
+
+	if (rc == 801) {
+		printf("verbs_gdr: this GPU driver makes no dma-bufs\n");
+		return -1;
+	}
+	if (rc)
+		vc_die("cuMemGetHandleForAddressRange: %d", rc);
+	return fd;
+}
+
+/* [d, d + len) registered as NCCL does with dma-buf support: an fd for
+ * the range, iova = the GPU address, offset 0. */
+static struct ibv_mr *reg_dmabuf(struct ibv_pd *pd, dptr d, size_t len)
+{
+	int fd = gpu_dmabuf(d, len);
+	struct ibv_mr *mr;
+
+	if (fd < 0)
+		return reg(pd, d, len);
+	mr = ibv_reg_dmabuf_mr(pd, 0, len, d, fd, ACC_ALL);
+	if (!mr)
+		vc_die("ibv_reg_dmabuf_mr of GPU memory: %s", strerror(errno));
+	close(fd); /* the registration does not keep it */
 	return mr;
 }
 
@@ -306,7 +372,7 @@ static int client(const char *host)
 	gpu_fill(c1, 4 * MB, 11);
 	gpu_fill(c2, 4 * MB, 0);
 	m1 = reg(s.pd, c1, 4 * MB);
-	m2 = reg(s.pd, c2, 4 * MB);
+	m2 = reg_dmabuf(s.pd, c2, 4 * MB); /* the READ's target */
 	vc_qpinfo_of(&s.d, s.qp, 200, &h.qp);
 	fd = vc_tcp_client(host, PORT);
 	vc_send_all(fd, &h, sizeof(h));
@@ -406,6 +472,75 @@ static int badhandle(void)
 	return fails ? 1 : 0;
 }
 
+/* ibv_reg_dmabuf_mr's answers, each as a client would meet it. */
+static int dmabuf(void)
+{
+	struct side s;
+	dptr d = gpu_alloc(4 * MB);
+	int fd = gpu_dmabuf(d, 4 * MB), gone, fails = 0;
+	static char host[8192] __attribute__((aligned(4096)));
+	struct ibv_mr *mr;
+	struct {
+		const char *what;
+		uint64_t off, len, iova;
+		int fd, err;
+	} t[] = {
+		{ "NCCL's probe (fd -1)", 0, 0, 0, -1, EBADF },
+		{ "a closed fd", 0, MB, d, 0, EBADF },
+		{ "host memory at iova", 0, 4096, (uintptr_t)host, fd,
+		  EOPNOTSUPP },
+		{ "offset + length past the dma-buf", MB, 4 * MB, d, fd,
+		  EINVAL },
+		{ "iova range past the allocation", 0, 2 * MB, d + 3 * MB, fd,
+		  EINVAL },
+		{ "remote write without local write", 0, MB, d, fd, EINVAL },
+	};
+
+	if (fd < 0)
+		return 0; /* nothing to register through */
+	side_up(&s);
+	gone = dup(fd);
+	close(gone);
+	t[1].fd = gone;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int acc = i == 5 ? IBV_ACCESS_REMOTE_WRITE : ACC_ALL;
+
+		errno = 0;
+		mr = ibv_reg_dmabuf_mr(s.pd, t[i].off, t[i].len, t[i].iova,
+				       t[i].fd, acc);
+		printf("verbs_gdr: dmabuf: %s: %s\n", t[i].what,
+		       mr ? "registered" : strerror(errno));
+		if (mr || errno != t[i].err)
+			fails++;
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+	/* a window of the dma-buf, as UCX registers one: offset = where
+	 * iova lies in it */
+	mr = ibv_reg_dmabuf_mr(s.pd, MB, 2 * MB, d + MB, fd, ACC_ALL);
+	printf("verbs_gdr: dmabuf: [1 MB, 3 MB) of it: %s\n",
+	       mr ? "registered" : strerror(errno));
+	if (!mr || mr->length != 2 * MB || ibv_dereg_mr(mr))
+		fails++;
+	close(fd);
+	return fails ? 1 : 0;
+}
+
+/* GPU memory of a device ovrdmad does not see (another UUID, as when
+ * CUDA_VISIBLE_DEVICES differs): ENODEV, not another GPU's memory. */
+static int otherdev(void)
+{
+	struct side s;
+	dptr d = gpu_alloc(2 * MB);
+	struct ibv_mr *mr;
+
+	side_up(&s);
+	mr = ibv_reg_mr(s.pd, (void *)(uintptr_t)d, MB, IBV_ACCESS_LOCAL_WRITE);
+	printf("verbs_gdr: GPU unknown to ovrdmad: %s\n",
+	       mr ? "registered?" : strerror(errno));
+	return !mr && errno == ENODEV ? 0 : 1;
+}
+
 /* cuMem memory not exportable as an fd: the provider says no. */
 static int nofd(void)
 {
@@ -425,9 +560,11 @@ int main(int argc, char **argv)
 	vc_prog = "verbs_gdr";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
-		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|nofd");
+		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|dmabuf|otherdev|nofd|probe");
 	if (!strcmp(argv[1], "badhandle"))
 		return badhandle();
+	if (!strcmp(argv[1], "probe"))
+		return probe();
 	cuda_up();
 	if (!strcmp(argv[1], "server"))
 		return server();
@@ -435,6 +572,10 @@ int main(int argc, char **argv)
 		return client(argv[2]);
 	if (!strcmp(argv[1], "hold"))
 		return hold();
+	if (!strcmp(argv[1], "dmabuf"))
+		return dmabuf();
+	if (!strcmp(argv[1], "otherdev"))
+		return otherdev();
 	if (!strcmp(argv[1], "nofd"))
 		return nofd();
 	vc_die("unknown mode %s", argv[1]);

@@ -5,7 +5,8 @@
  * device pointers from host ones, export of cuMemAlloc memory (IPC
  * handle, to a forked child, since a process cannot open its own) and
  * of cuMem memory (POSIX fd), import, copies both ways byte-exact,
- * shared IPC imports, release, and the errors of bad handles.
+ * shared IPC imports, release, the errors of bad handles, and devices
+ * named by UUID.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -198,8 +199,15 @@ static void test_ipc_cross_process(void **state)
 	bad.kind = 7;
 	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
 	bad = ex;
+	memset(bad.uuid, 0, sizeof(bad.uuid)); /* no UUID: the ordinal */
 	bad.device = 3;
 	assert_int_equal(ovr_gdr_import(g, &bad, &m), -ENODEV);
+	assert_int_equal(ovr_gdr_nimports(g), 0);
+	/* the UUID names the device, whatever the exporter numbered it */
+	bad = ex;
+	bad.device = 3;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), 0);
+	ovr_gdr_release(m);
 	assert_int_equal(ovr_gdr_nimports(g), 0);
 
 	assert_int_equal(ovr_gdr_import(g, &ex, &m), 0);
@@ -291,6 +299,18 @@ static void test_fd_export(void **state)
 	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
 	bad.fd = -1;
 	assert_int_equal(ovr_gdr_import(g, &bad, &m), -EINVAL);
+	/* the device travels as its UUID: one this process does not see is
+	 * -ENODEV, said by name, whatever the ordinal */
+	assert_memory_equal(ex.uuid, "fakecuda-gpu-0\0", OVR_GDR_UUID_LEN);
+	bad = ex;
+	bad.uuid[15] ^= 1;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -ENODEV);
+	assert_non_null(strstr(ovr_gdr_last_error(g),
+			       "GPU-66616b65-6375-6461-2d67-7075"));
+	/* unknown UUID (an exporter whose driver cannot tell): ordinal */
+	memset(bad.uuid, 0, sizeof(bad.uuid));
+	bad.device = 5;
+	assert_int_equal(ovr_gdr_import(g, &bad, &m), -ENODEV);
 
 	assert_int_equal(ovr_gdr_import(g, &ex, &m), 0);
 	close(ex.fd);

@@ -1,0 +1,129 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# NCCL all-reduce through ovrdma (the gpu suite and the NCCL benchmark;
+# docs/GPU.md). Two testbed nodes, one rank of nccl_allreduce.py in each,
+# both on the one GPU, made to look like two hosts (distinct
+# NCCL_HOSTID), so NCCL connects them over its network transport:
+#
+#   nccl.sh TESTBED SCRIPT test    sizes 8 B to 1 GB through ovrdma0 at
+#                                  0.1 % loss: every sum right, NCCL's
+#                                  log shows ovrdma0 and GPU Direct RDMA
+#   nccl.sh TESTBED SCRIPT bench   loss-free, the same sweep through
+#                                  ovrdma0 and through NCCL's socket
+#                                  transport (NCCL_IB_DISABLE=1) over the
+#                                  same fabric, one table with the ratio
+#
+# Skips (77) without root, a GPU, or PyTorch with CUDA and NCCL. The
+# testbed needs DPDK and rdma-core's libibverbs where NCCL finds them
+# (LD_LIBRARY_PATH; docs/GPU.md, "The GPU machine").
+# Environment: NCCL_MAX_BYTES (default 1 GB), OVRDMA_TESTBED_OPTS (more
+# `up` options, e.g. --no-hugepages), PYTHON (default python3).
+set -u
+tb=$1 py=$2 what=${3:-test}
+python=${PYTHON:-python3}
+maxb=${NCCL_MAX_BYTES:-1073741824}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "nccl: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	echo "nccl: no GPU here (nvidia-smi sees none); skipped"
+	exit 77
+fi
+if ! "$python" -c 'import sys, torch, torch.distributed as d
+sys.exit(0 if torch.cuda.is_available() and d.is_nccl_available() else 1)' \
+	2>/dev/null; then
+	echo "nccl: no PyTorch with CUDA and NCCL for $python; skipped"
+	exit 77
+fi
+export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-nccl.$$}
+export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrnccl$$}
+work=$(mktemp -d /tmp/ovrdma-nccl.XXXXXX)
+trap '"$tb" down >/dev/null 2>&1; rm -rf "$work"' EXIT
+nfail=0
+fail() {
+	echo "nccl: FAIL: $*"
+	nfail=$((nfail + 1))
+}
+
+loss=
+[ "$what" = test ] && loss="--loss 0.1%"
+# kernel traffic (NCCL's bootstrap, its socket transport) crosses the
+# emulated fabric too, so both transports meet the same links
+# shellcheck disable=SC2086 # options, split on purpose
+"$tb" up 2 --kernel-via-fabric $loss ${OVRDMA_TESTBED_OPTS:-} \
+	>"$work/up.log" 2>&1 || {
+	cat "$work/up.log"
+	echo "nccl: FAIL: testbed up"
+	exit 1
+}
+master=$("$tb" addr 1)
+port=29531
+
+# run_pair LABEL [VAR=VALUE...]: both ranks; their logs in $work/LABEL.*
+run_pair() {
+	local label=$1 r pids=() rc=0
+	shift
+	port=$((port + 1))
+	for r in 0 1; do
+		env "$@" NCCL_HOSTID="ovrdma-testbed-n$((r + 1))" \
+			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+			NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-^lo}" \
+			timeout -k 10 800 "$tb" run $((r + 1)) "$python" "$py" \
+			--rank $r --master "$master" --port $port \
+			--max-bytes "$maxb" >"$work/$label.$r.log" 2>&1 &
+		pids+=($!)
+	done
+	for r in 0 1; do
+		wait "${pids[$r]}" || rc=1
+	done
+	grep -E '^ +[0-9]+ ' "$work/$label.0.log" >"$work/$label.table"
+	return $rc
+}
+
+ib_env=(NCCL_IB_HCA=ovrdma0 NCCL_IB_GID_INDEX=0 NCCL_NET_GDR_LEVEL=SYS)
+t0=$SECONDS
+run_pair ovrdma "${ib_env[@]}" || fail "all-reduce through ovrdma0"
+echo "nccl: through ovrdma0 ($((SECONDS - t0)) s):"
+head -1 "$work/ovrdma.0.log" | grep bytes
+cat "$work/ovrdma.table"
+grep -q WRONG "$work/ovrdma.table" && fail "wrong sums through ovrdma0"
+[ "$(tail -1 "$work/ovrdma.table" | awk '{print $1}')" = "$maxb" ] ||
+	fail "the sweep did not reach $maxb bytes"
+for r in 0 1; do
+	log=$work/ovrdma.$r.log
+	grep -q 'NET/IB : Using \[0\]ovrdma0' "$log" ||
+		fail "rank $r: NCCL did not use ovrdma0"
+	grep -q 'GPU Direct RDMA Enabled for HCA' "$log" ||
+		fail "rank $r: no 'GPU Direct RDMA Enabled for HCA' in NCCL's log"
+	grep -q 'GDRDMA' "$log" ||
+		fail "rank $r: no channel via NET/IB/.../GDRDMA"
+	grep -E 'NET/IB : Using|GPU Direct RDMA|GDRDMA' "$log" | head -3 |
+		sed "s/^/nccl: rank $r: /"
+done
+for n in 1 2; do
+	echo "nccl: node $n: $("$tb" ctl $n show counters |
+		awk '$1 ~ /^(gdr_imports|engine_dev_copy_bytes|engine_retransmits)$/ {printf "%s %s  ", $1, $2}')"
+done
+
+if [ "$what" = bench ]; then
+	t0=$SECONDS
+	run_pair socket NCCL_IB_DISABLE=1 || fail "all-reduce over sockets"
+	echo "nccl: NCCL's socket transport ($((SECONDS - t0)) s):"
+	cat "$work/socket.table"
+	echo
+	echo "NCCL all-reduce, 2 ranks, bus bandwidth (GB/s), one run:"
+	printf '%12s %12s %12s %8s\n' bytes ovrdma0 socket ratio
+	awk 'NR == FNR { s[$1] = $5; next }
+		($1 in s) { printf "%12d %12.3f %12.3f %8.2f\n", $1, $5, s[$1],
+			(s[$1] > 0 ? $5 / s[$1] : 0) }' \
+		"$work/socket.table" "$work/ovrdma.table"
+fi
+
+[ $nfail -eq 0 ] && echo "nccl: ok" && exit 0
+for f in "$work"/*.log; do
+	echo "--- $f"
+	tail -30 "$f"
+done
+exit 1
