@@ -543,6 +543,9 @@ static void tx_release(struct ovr_eng *e, const struct eng_held_tx *h)
  * @seal, else already sealed - or keep it while device copies are
  * queued (its payload may be one of them; or what it acknowledges).
  * @len 0 releases the buffer (in turn: a copy may still target it).
+ * A PDU of no QP (@qpn 0: a TERMINATE answering a packet for a QP that
+ * does not exist) carries neither and goes at once: its destination is
+ * only known during the ovr_eng_rx_from call.
  */
 static void tx_out(struct ovr_eng *e, uint32_t qpn, void *tok, uint8_t *buf,
 		   uint32_t len, bool seal, uint64_t peer, uint64_t user)
@@ -555,9 +558,9 @@ static void tx_out(struct ovr_eng *e, uint32_t qpn, void *tok, uint8_t *buf,
 				 .peer = peer,
 				 .user = user };
 
-	if (e->dev_queued && e->nhtx == ENG_HOLD)
+	if (e->dev_queued && qpn && e->nhtx == ENG_HOLD)
 		dev_sync(e);
-	if (e->dev_queued) {
+	if (e->dev_queued && qpn) {
 		e->htx[e->nhtx++] = h;
 		e->st.dev_held++;
 		return;

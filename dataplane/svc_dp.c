@@ -542,6 +542,9 @@ static void wqe_fail(struct svc *s, struct svc_qp *qp, bool recv, uint32_t idx)
 	};
 
 	s->cnt.wqe_bad++;
+	/* after the completions the engine holds for GPU copies: the
+	 * application sees a queue's completions in order */
+	ovr_eng_fence(s->eng);
 	cq_write(s, recv ? qp->rcq : qp->scq, &wc);
 }
 
