@@ -169,6 +169,8 @@ static void qp_deactivate(struct eng_qp *qp)
 
 /* ---- create / destroy --------------------------------------------------- */
 
+static void dev_sync(struct ovr_eng *e);
+
 struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 			       const struct ovr_eng_ops *ops, void *ctx)
 {
@@ -222,8 +224,16 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 		e->srq_gen = (uint32_t)(seed >> 20);
 		e->srqs = calloc(n, sizeof(*e->srqs));
 	}
+	if (ops->dev_fence) {
+		e->dev_qpn = calloc(maxqp, sizeof(*e->dev_qpn));
+		e->dev_failq = calloc(maxqp, sizeof(*e->dev_failq));
+		e->htx = calloc(ENG_HOLD, sizeof(*e->htx));
+		e->hcqe = calloc(ENG_HOLD, sizeof(*e->hcqe));
+	}
 	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem ||
-	    (cfg->max_srq && !e->srqs)) {
+	    (cfg->max_srq && !e->srqs) ||
+	    (ops->dev_fence &&
+	     (!e->dev_qpn || !e->dev_failq || !e->htx || !e->hcqe))) {
 		ovr_eng_destroy(e);
 		errno = ENOMEM;
 		return NULL;
@@ -274,6 +284,12 @@ void ovr_eng_destroy(struct ovr_eng *e)
 
 	if (!e)
 		return;
+	if (e->qps && e->htx)
+		dev_sync(e); /* the held buffers go back */
+	free(e->dev_qpn);
+	free(e->dev_failq);
+	free(e->htx);
+	free(e->hcqe);
 	if (e->qps)
 		for (i = 0; i < (1u << e->qp_bits); i++)
 			qp_free_queues(&e->qps[i]);
@@ -313,6 +329,9 @@ int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
 
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 {
+	/* the service may unmap it next: no queued copy may still use it */
+	if (e->dev_queued)
+		dev_sync(e);
 	return ovr_mr_dereg(e->mrs, key);
 }
 
@@ -374,27 +393,49 @@ static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- scatter / gather ------------------------------------------------- */
 
-/* A copy to or from device memory through ops.dev_copy; false: failed
- * (counted; the caller puts the QP in ERROR). */
-static bool dev_copy(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
-		     uint32_t len, bool to_dev)
+/*
+ * A copy to or from device memory through ops.dev_copy for @qp; @rpsn:
+ * the PSN of the request this side serves as responder, -1 for its own
+ * work. False: failed (counted; the caller puts the QP in ERROR). A
+ * queued copy lists the QP in the batch the next fence settles.
+ */
+static bool dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
+		     void *dev, uint64_t off, void *buf, uint32_t len,
+		     bool to_dev)
 {
-	if (e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev)) {
+	int rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev);
+
+	if (rc < 0) {
 		e->st.dev_copy_err++;
 		return false;
 	}
 	e->st.dev_copies++;
 	e->st.dev_copy_bytes += len;
+	if (rc > 0 && e->ops.dev_fence) {
+		e->st.dev_async++;
+		e->dev_queued++;
+		if (!qp->dev_listed) {
+			qp->dev_listed = true;
+			qp->dev_resp = false;
+			e->dev_qpn[e->ndev_qpn++] = qp->qpn;
+		}
+		if (rpsn >= 0 &&
+		    (!qp->dev_resp || PSN_LT((uint32_t)rpsn, qp->dev_psn))) {
+			qp->dev_resp = true;
+			qp->dev_psn = (uint32_t)rpsn;
+		}
+	}
 	return true;
 }
 
 /* Copy @len bytes between @buf and the location @host / @dev + @dev_off
  * (what ovr_mr_check_dev resolved): into it when @to_loc. */
-static bool loc_copy(struct ovr_eng *e, uint8_t *host, void *dev,
-		     uint64_t dev_off, uint8_t *buf, uint32_t len, bool to_loc)
+static bool loc_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
+		     uint8_t *host, void *dev, uint64_t dev_off, uint8_t *buf,
+		     uint32_t len, bool to_loc)
 {
 	if (dev)
-		return dev_copy(e, dev, dev_off, buf, len, to_loc);
+		return dev_copy(e, qp, rpsn, dev, dev_off, buf, len, to_loc);
 	if (to_loc)
 		memcpy(host, buf, len);
 	else
@@ -405,9 +446,9 @@ static bool loc_copy(struct ovr_eng *e, uint8_t *host, void *dev,
 /* Copy @len bytes between @buf and offset @off of a scatter list:
  * out of the list when @to_list is false, into it when true. False: a
  * device copy failed. */
-static bool sge_copy(struct ovr_eng *e, const struct eng_lsge *s,
-		     unsigned int n, uint32_t off, uint8_t *buf, uint32_t len,
-		     bool to_list)
+static bool sge_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
+		     const struct eng_lsge *s, unsigned int n, uint32_t off,
+		     uint8_t *buf, uint32_t len, bool to_list)
 {
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
@@ -418,8 +459,8 @@ static bool sge_copy(struct ovr_eng *e, const struct eng_lsge *s,
 		}
 		c = min32(s[i].len - off, len);
 		if (s[i].dev) {
-			if (!dev_copy(e, s[i].dev, s[i].dev_off + off, buf, c,
-				      to_list))
+			if (!dev_copy(e, qp, rpsn, s[i].dev, s[i].dev_off + off,
+				      buf, c, to_list))
 				return false;
 		} else if (to_list) {
 			memcpy(s[i].host + off, buf, c);
@@ -433,17 +474,137 @@ static bool sge_copy(struct ovr_eng *e, const struct eng_lsge *s,
 	return true;
 }
 
-static bool sge_read(struct ovr_eng *e, const struct eng_lsge *s,
-		     unsigned int n, uint32_t off, uint8_t *dst, uint32_t len)
+static bool sge_read(struct ovr_eng *e, struct eng_qp *qp,
+		     const struct eng_lsge *s, unsigned int n, uint32_t off,
+		     uint8_t *dst, uint32_t len)
 {
-	return sge_copy(e, s, n, off, dst, len, false);
+	return sge_copy(e, qp, -1, s, n, off, dst, len, false);
 }
 
-static bool sge_write(struct ovr_eng *e, const struct eng_lsge *s,
-		      unsigned int n, uint32_t off, const uint8_t *src,
-		      uint32_t len)
+static bool sge_write(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
+		      const struct eng_lsge *s, unsigned int n, uint32_t off,
+		      const uint8_t *src, uint32_t len)
 {
-	return sge_copy(e, s, n, off, (uint8_t *)(uintptr_t)src, len, true);
+	return sge_copy(e, qp, rpsn, s, n, off, (uint8_t *)(uintptr_t)src, len,
+			true);
+}
+
+/* ---- what waits for device copies ------------------------------------------ */
+
+/* A QP whose batch of device copies failed (ovr_eng_fence fails it). */
+static bool dev_failed(struct ovr_eng *e, uint32_t qpn)
+{
+	struct eng_qp *qp;
+
+	if (!e->ndev_fail || !qpn)
+		return false;
+	qp = qp_get(e, qpn);
+	return qp && qp->dev_fail;
+}
+
+static void cqe_out(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
+{
+	if (wc->status == OVR_WC_SUCCESS && dev_failed(e, wc->qp_num)) {
+		wc->status = OVR_WC_LOC_QP_OP_ERR;
+		wc->vendor_err = OVR_VERR_DEV_COPY;
+		wc->byte_len = 0;
+		wc->wc_flags = 0;
+	}
+	e->ops.cqe(e->ctx, cq, wc);
+}
+
+/* Hand a completion out, or keep it while device copies are queued. */
+static void emit_cqe(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
+{
+	if (e->dev_queued && e->nhcqe == ENG_HOLD)
+		dev_sync(e);
+	if (e->dev_queued) {
+		e->hcqe[e->nhcqe].cq = cq;
+		e->hcqe[e->nhcqe++].wc = *wc;
+		e->st.dev_held++;
+		return;
+	}
+	cqe_out(e, cq, wc);
+}
+
+static void tx_release(struct ovr_eng *e, const struct eng_held_tx *h)
+{
+	uint32_t len = h->len;
+
+	if (len && dev_failed(e, h->qpn))
+		len = 0; /* it may carry wrong bytes, or acknowledge them */
+	else if (len && h->seal)
+		len = (uint32_t)ovr_wire_seal(h->buf, len);
+	e->ops.tx(e->ctx, h->tok, len, h->peer, h->user);
+}
+
+/*
+ * Hand the PDU of @len bytes in @buf (@tok) to ops.tx - sealed here when
+ * @seal, else already sealed - or keep it while device copies are
+ * queued (its payload may be one of them; or what it acknowledges).
+ * @len 0 releases the buffer (in turn: a copy may still target it).
+ * A PDU of no QP (@qpn 0: a TERMINATE answering a packet for a QP that
+ * does not exist) carries neither and goes at once: its destination is
+ * only known during the ovr_eng_rx_from call.
+ */
+static void tx_out(struct ovr_eng *e, uint32_t qpn, void *tok, uint8_t *buf,
+		   uint32_t len, bool seal, uint64_t peer, uint64_t user)
+{
+	struct eng_held_tx h = { .tok = tok,
+				 .buf = buf,
+				 .len = len,
+				 .qpn = qpn,
+				 .seal = seal,
+				 .peer = peer,
+				 .user = user };
+
+	if (e->dev_queued && qpn && e->nhtx == ENG_HOLD)
+		dev_sync(e);
+	if (e->dev_queued && qpn) {
+		e->htx[e->nhtx++] = h;
+		e->st.dev_held++;
+		return;
+	}
+	tx_release(e, &h);
+}
+
+/*
+ * Wait for the queued copies (one ops.dev_fence) and release what waits
+ * for them, in order. A failed fence marks every QP of the batch
+ * dev_fail: its held PDUs are dropped and its successful completions
+ * turned into errors, here and until ovr_eng_fence fails the QP.
+ */
+static void dev_sync(struct ovr_eng *e)
+{
+	int rc = 0;
+
+	if (!e->dev_queued && !e->nhtx && !e->nhcqe)
+		return;
+	if (e->dev_queued) {
+		rc = e->ops.dev_fence(e->ctx);
+		e->st.dev_fences++;
+		if (rc)
+			e->st.dev_fence_err++;
+	}
+	e->dev_queued = 0;
+	for (uint32_t i = 0; i < e->ndev_qpn; i++) {
+		struct eng_qp *qp = qp_get(e, e->dev_qpn[i]);
+
+		if (!qp)
+			continue;
+		qp->dev_listed = false;
+		if (rc && !qp->dev_fail) {
+			qp->dev_fail = true;
+			e->dev_failq[e->ndev_fail++] = qp->qpn;
+		}
+	}
+	e->ndev_qpn = 0;
+	for (uint32_t i = 0; i < e->nhtx; i++)
+		tx_release(e, &e->htx[i]);
+	e->nhtx = 0;
+	for (uint32_t i = 0; i < e->nhcqe; i++)
+		cqe_out(e, e->hcqe[i].cq, &e->hcqe[i].wc);
+	e->nhcqe = 0;
 }
 
 static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
@@ -535,7 +696,7 @@ static void complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 			.vendor_err = verr,
 		};
 
-		e->ops.cqe(e->ctx, qp->send_cq, &wc);
+		emit_cqe(e, qp->send_cq, &wc);
 	}
 	swqe_put_refs(e, qp, idx);
 }
@@ -560,7 +721,7 @@ static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 
 	if (status != OVR_WC_SUCCESS)
 		wc.opcode = OVR_WC_RECV;
-	e->ops.cqe(e->ctx, qp->recv_cq, &wc);
+	emit_cqe(e, qp->recv_cq, &wc);
 	rwqe_put_refs(e, qp, idx);
 }
 
@@ -1101,6 +1262,9 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 
 	if (!qp)
 		return -EINVAL;
+	/* nothing held may name it (its user value) once it is gone */
+	if (e->dev_queued)
+		dev_sync(e);
 	/* tell a connected peer now: there will be no later chance */
 	if (term_can_tell(qp) || qp->term_pending)
 		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
@@ -1570,17 +1734,17 @@ static bool tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 	if (ovr_unlikely(h < 0)) {
 		/* a bug, not an input problem: never send a bad PDU */
 		e->st.tx_nobuf++;
-		e->ops.tx(e->ctx, tok, 0, qp->peer, qp->user);
+		tx_out(e, qp->qpn, tok, buf, 0, false, qp->peer, qp->user);
 		return false;
 	}
 	if (p->payload_len && !fill(e, qp, buf + h, off, p->payload_len, idx)) {
 		/* a device copy failed: fill() has failed the QP */
-		e->ops.tx(e->ctx, tok, 0, qp->peer, qp->user);
+		tx_out(e, qp->qpn, tok, buf, 0, false, qp->peer, qp->user);
 		return false;
 	}
-	e->ops.tx(e->ctx, tok,
-		  (uint32_t)ovr_wire_seal(buf, (size_t)h + p->payload_len),
-		  qp->peer, qp->user);
+	/* sealed when it leaves: the payload may still be on its way */
+	tx_out(e, qp->qpn, tok, buf, (uint32_t)h + p->payload_len, true,
+	       qp->peer, qp->user);
 	e->st.tx_pkts++;
 	qp->st.tx_pkts++;
 	qp->st.tx_bytes += p->payload_len;
@@ -1610,7 +1774,7 @@ static bool fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		       len);
 		return true;
 	}
-	if (sge_read(e, swqe_sge(qp, idx), w->nsge, off, dst, len))
+	if (sge_read(e, qp, swqe_sge(qp, idx), w->nsge, off, dst, len))
 		return true;
 	/* the source could not be read: this WR fails, the QP with it */
 	qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
@@ -1626,7 +1790,7 @@ static bool fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		memcpy(dst, q->host + off, len);
 		return true;
 	}
-	if (dev_copy(e, q->dev, q->dev_off + off, dst, len, false))
+	if (dev_copy(e, qp, q->psn, q->dev, q->dev_off + off, dst, len, false))
 		return true;
 	qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
 	return false;
@@ -1830,9 +1994,8 @@ static bool tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 		return false;
 	}
 	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
-	e->ops.tx(e->ctx, tok,
-		  h < 0 ? 0 : (uint32_t)ovr_wire_seal(buf, (size_t)h), peer,
-		  user);
+	tx_out(e, ackq ? ackq->qpn : 0, tok, buf, h < 0 ? 0 : (uint32_t)h, true,
+	       peer, user);
 	if (h < 0)
 		return false;
 	e->st.tx_pkts++;
@@ -2079,10 +2242,10 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 
 /* ---- unreliable datagrams ------------------------------------------- */
 
-static void fill_ud(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+static bool fill_ud(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		    uint32_t off, uint32_t len, uint32_t idx)
 {
-	fill_req(e, qp, dst, off, len, idx);
+	return fill_req(e, qp, dst, off, len, idx);
 }
 
 /* Send the datagram of SQ slot @idx; false when no buffer was free. */
@@ -2113,13 +2276,16 @@ static bool tx_ud(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 	}
 	h = ovr_wire_build_hdr(&p, buf, e->cfg.max_pdu);
 	if (ovr_unlikely(h < 0)) {
-		e->ops.tx(e->ctx, tok, 0, w->raddr, qp->user);
+		tx_out(e, qp->qpn, tok, buf, 0, false, w->raddr, qp->user);
 		return true; /* cannot happen: len <= MTU was checked */
 	}
-	if (w->len)
-		fill_ud(e, qp, buf + h, 0, w->len, idx);
-	e->ops.tx(e->ctx, tok, (uint32_t)ovr_wire_seal(buf, (size_t)h + w->len),
-		  w->raddr, qp->user);
+	if (w->len && !fill_ud(e, qp, buf + h, 0, w->len, idx)) {
+		/* the source could not be read: fill_req failed the QP */
+		tx_out(e, qp->qpn, tok, buf, 0, false, w->raddr, qp->user);
+		return true;
+	}
+	tx_out(e, qp->qpn, tok, buf, (uint32_t)h + w->len, true, w->raddr,
+	       qp->user);
 	e->st.tx_pkts++;
 	qp->st.tx_pkts++;
 	qp->st.tx_bytes += w->len;
@@ -2209,14 +2375,14 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 	r->wc_flags = 0;
 	if (e->ops.ud_grh) {
 		e->ops.ud_grh(e->ctx, qp->user, from, grh);
-		if (!sge_write(e, rwqe_sge(qp, idx), r->nsge, 0, grh,
+		if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, 0, grh,
 			       sizeof(grh))) {
 			complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
 			return;
 		}
 		r->wc_flags = OVR_WC_GRH;
 	}
-	if (!sge_write(e, rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN,
+	if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN,
 		       p->payload, p->payload_len)) {
 		/* the datagram is lost with the receive; no connection */
 		complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
@@ -2709,8 +2875,8 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 			qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
 			return;
 		}
-		if (!loc_copy(e, loc.host, loc.dev, loc.dev_off, best->data,
-			      best->len, true)) {
+		if (!loc_copy(e, qp, best->psn, loc.host, loc.dev, loc.dev_off,
+			      best->data, best->len, true)) {
 			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, best->psn);
 			return;
 		}
@@ -2803,8 +2969,8 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 
 	*failed = false;
 	if (!(p->flags & OVR_F_LAST) || inorder || !len) {
-		*failed = !loc_copy(e, dst->host, dst->dev, dst->dev_off, src,
-				    len, true);
+		*failed = !loc_copy(e, qp, p->psn, dst->host, dst->dev,
+				    dst->dev_off, src, len, true);
 		return !*failed;
 	}
 	/* the last segment arrived ahead of others: hold its tail back */
@@ -2816,8 +2982,8 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 	if (!s)
 		return false;
 	tail = min32(len, OVR_ENG_TAIL);
-	if (!loc_copy(e, dst->host, dst->dev, dst->dev_off, src, len - tail,
-		      true)) {
+	if (!loc_copy(e, qp, p->psn, dst->host, dst->dev, dst->dev_off, src,
+		      len - tail, true)) {
 		*failed = true;
 		return false;
 	}
@@ -2958,8 +3124,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 			return;
 		}
-		if (!sge_write(e, rwqe_sge(qp, ridx), r->nsge, p->u.send.mo,
-			       p->payload, p->payload_len)) {
+		if (!sge_write(e, qp, p->psn, rwqe_sge(qp, ridx), r->nsge,
+			       p->u.send.mo, p->payload, p->payload_len)) {
 			/* device memory could not be written */
 			r->bad = OVR_WC_LOC_QP_OP_ERR;
 			violation(e, qp, OVR_NAK_REM_OP, p->psn);
@@ -3076,7 +3242,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		if (read) {
 			if (w->inl)
 				return;
-			if (!sge_write(e, swqe_sge(qp, idx), w->nsge,
+			if (!sge_write(e, qp, -1, swqe_sge(qp, idx), w->nsge,
 				       p->u.rresp.mo, p->payload,
 				       p->payload_len)) {
 				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
@@ -3087,7 +3253,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		} else {
 			uint64_t orig = p->u.aresp.orig;
 
-			if (!sge_write(e, swqe_sge(qp, idx), w->nsge, 0,
+			if (!sge_write(e, qp, -1, swqe_sge(qp, idx), w->nsge, 0,
 				       (const uint8_t *)&orig, 8)) {
 				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
 					       0);
@@ -3248,8 +3414,9 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 					return;
 				n = ovr_wire_build_reject(pdu, len, buf,
 							  e->cfg.max_pdu);
-				e->ops.tx(e->ctx, tok, n > 0 ? (uint32_t)n : 0,
-					  qp->peer, qp->user);
+				tx_out(e, qp->qpn, tok, buf,
+				       n > 0 ? (uint32_t)n : 0, false, qp->peer,
+				       qp->user);
 			}
 		}
 		return;
@@ -3582,6 +3749,30 @@ uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now, uint32_t budget)
 	if (total >= budget)
 		return now;
 	return next;
+}
+
+void ovr_eng_fence(struct ovr_eng *e)
+{
+	if (!e->ops.dev_fence)
+		return;
+	dev_sync(e);
+	/* the QPs whose copies failed, as a failed synchronous copy would */
+	while (e->ndev_fail) {
+		struct eng_qp *qp = qp_get(e, e->dev_failq[--e->ndev_fail]);
+
+		if (!qp || !qp->dev_fail)
+			continue;
+		qp->dev_fail = false;
+		e->st.dev_copy_err++;
+		if (qp->type == OVR_ENG_QPT_UD || qp->state == OVR_QPS_ERR ||
+		    qp->state == OVR_QPS_RESET)
+			continue; /* a UD QP only lost those receives */
+		if (qp->dev_resp)
+			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, qp->dev_psn);
+		else
+			qp_error_local(e, qp, qp->sq_cons, OVR_WC_LOC_QP_OP_ERR,
+				       OVR_VERR_DEV_COPY);
+	}
 }
 
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st)

@@ -279,11 +279,35 @@ struct eng_qp {
 
 	struct eng_stash stash[OVR_ENG_STASH];
 
+	/* device copies queued in this batch (engine.c, dev_copy): listed
+	 * in e->dev_qpn; dev_resp: some as responder, the first at PSN
+	 * dev_psn; dev_fail: the batch failed, ovr_eng_fence fails it */
+	bool dev_listed, dev_resp, dev_fail;
+	uint32_t dev_psn;
+
 	/* engine bookkeeping */
 	struct eng_qp *act_next, *act_prev;
 	bool active;
 	struct ovr_eng_qp_stats st;
 };
+
+/* What waits for queued device copies (ops.dev_fence): a PDU, ... */
+struct eng_held_tx {
+	void *tok;
+	uint8_t *buf;
+	uint32_t len; /* unsealed when seal */
+	uint32_t qpn; /* 0: none */
+	bool seal;
+	uint64_t peer, user;
+};
+
+/* ... or a completion. */
+struct eng_held_cqe {
+	uint32_t cq;
+	struct ovr_eng_wc wc;
+};
+
+#define ENG_HOLD 512 /* held of each kind; a fence when full */
 
 struct ovr_eng {
 	struct ovr_eng_cfg cfg;
@@ -310,6 +334,17 @@ struct ovr_eng {
 	/* token bucket of TERMINATE answers (cfg.term_rate, term_burst) */
 	uint32_t term_tokens;
 	uint64_t term_refill_ns; /* time the tokens were last counted up to */
+	/* device copies queued since the last fence and what waits for
+	 * them (only with ops.dev_fence) */
+	uint32_t dev_queued;
+	uint32_t *dev_qpn; /* QPs with queued copies: ndev_qpn */
+	uint32_t ndev_qpn;
+	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
+	uint32_t ndev_fail;
+	struct eng_held_tx *htx;
+	uint32_t nhtx;
+	struct eng_held_cqe *hcqe;
+	uint32_t nhcqe;
 };
 
 #endif /* OVR_DP_ENGINE_IMPL_H */

@@ -272,7 +272,36 @@ static void p_stats(void *port, struct svc_port_stats *st)
 		st->rx_missed = es.imissed + es.rx_nombuf;
 }
 
+struct buf_mem_walk {
+	int (*fn)(void *arg, void *addr, size_t len);
+	void *arg;
+	int rc;
+};
+
+static void buf_mem_chunk(struct rte_mempool *mp, void *opaque,
+			  struct rte_mempool_memhdr *memhdr, unsigned int idx)
+{
+	struct buf_mem_walk *w = opaque;
+
+	(void)mp;
+	(void)idx;
+	if (!w->rc)
+		w->rc = w->fn(w->arg, memhdr->addr, memhdr->len);
+}
+
+/* The mbuf pool's memory chunks: every frame buffer, both ways. */
+static int p_buf_mem(void *port, int (*fn)(void *arg, void *addr, size_t len),
+		     void *arg)
+{
+	struct dport *p = port;
+	struct buf_mem_walk w = { .fn = fn, .arg = arg };
+
+	rte_mempool_mem_iter(p->mp, buf_mem_chunk, &w);
+	return w.rc;
+}
+
 static const struct svc_port_ops dport_ops = {
+	.buf_mem = p_buf_mem,
 	.stats = p_stats,
 	.link_up = p_link_up,
 	.tick = p_tick,

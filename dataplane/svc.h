@@ -114,6 +114,11 @@ struct svc_port_ops {
 	void (*tick)(void *port, uint64_t now_ns);
 	/* Frames the port lost on its own (optional). */
 	void (*stats)(void *port, struct svc_port_stats *st);
+	/* (optional) Call @fn for each piece of memory the port's frame
+	 * buffers (received and transmitted) live in: what the GPU copy
+	 * engine pins. Stops at, and returns, the first nonzero @fn. */
+	int (*buf_mem)(void *port, int (*fn)(void *arg, void *addr, size_t len),
+		       void *arg);
 };
 
 /* ---- objects ------------------------------------------------------------ */
@@ -297,7 +302,10 @@ struct svc_loop_frame {
 struct svc {
 	struct svc_conf conf;
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
-	uint32_t loop_head, loop_tail; /* free-running */
+	/* free-running: [loop_free, loop_head) received, their buffers
+	 * released after the loop's device-copy fence (ovr_eng_fence);
+	 * [loop_head, loop_tail) to receive */
+	uint32_t loop_free, loop_head, loop_tail;
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];

@@ -768,6 +768,38 @@ static int do_reg_mr(struct svc *s, struct svc_ctx *c, struct req *r)
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
+static int gdr_pin(void *arg, void *addr, size_t len)
+{
+	return ovr_gdr_host_register(arg, addr, len);
+}
+
+/*
+ * The copy engine's frame buffers: pinned, so that copies between them
+ * and GPU memory are queued (docs/GPU.md). Without it (a driver without
+ * the async calls, a port that does not say where its buffers live, or
+ * a refusal), copies stay synchronous: logged, not fatal.
+ */
+static void gdr_pin_bufs(struct svc *s)
+{
+	struct ovr_gdr_stats st;
+	int rc = -EOPNOTSUPP;
+
+	if (s->port_ops->buf_mem)
+		rc = s->port_ops->buf_mem(s->port, gdr_pin, s->gdr);
+	ovr_gdr_get_stats(s->gdr, &st);
+	if (rc == 0 && st.pinned_ranges)
+		fprintf(stderr,
+			"ovrdmad: GPU copy engine: %llu bytes of frame buffers "
+			"pinned (%u ranges), asynchronous copies\n",
+			(unsigned long long)st.pinned_bytes, st.pinned_ranges);
+	else
+		fprintf(stderr,
+			"ovrdmad: GPU copy engine: synchronous copies (frame "
+			"buffers not pinned: %s%s%s)\n",
+			strerror(rc ? -rc : EOPNOTSUPP), rc ? ": " : "",
+			rc ? ovr_gdr_last_error(s->gdr) : "");
+}
+
 /* The CUDA driver, loaded at the first GPU registration (not at start:
  * a node without GPUs never pays for it). 0 or -EOPNOTSUPP / -ENODEV,
  * logged once. */
@@ -785,6 +817,8 @@ static int gdr_ready(struct svc *s)
 	else
 		fprintf(stderr,
 			"ovrdmad: GPU memory registration: CUDA driver loaded\n");
+	if (!s->gdr_err)
+		gdr_pin_bufs(s);
 	return s->gdr_err;
 }
 
@@ -1780,9 +1814,12 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 	} else if (!strcmp(what, "counters")) {
 		const struct svc_counters *k = &s->cnt;
 		struct ovr_eng_stats es;
+		struct ovr_gdr_stats gs = { 0 };
 		uint64_t drops[OVR_VPC_NDROP];
 
 		ovr_eng_get_stats(s->eng, &es);
+		if (s->gdr)
+			ovr_gdr_get_stats(s->gdr, &gs);
 		ovr_vpc_drop_stats(s->vpc, drops);
 #define C(name, v) OUT("%-22s %llu\n", name, (unsigned long long)(v))
 		C("port_link_up",
@@ -1834,8 +1871,19 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_dev_copy_bytes", es.dev_copy_bytes);
 		C("engine_dev_copy_err", es.dev_copy_err);
 		C("engine_dev_atomic_refused", es.dev_atomic_refused);
+		C("engine_dev_async", es.dev_async);
+		C("engine_dev_fences", es.dev_fences);
+		C("engine_dev_fence_err", es.dev_fence_err);
+		C("engine_dev_held", es.dev_held);
 		C("gdr_imports", s->gdr ? ovr_gdr_nimports(s->gdr) : 0);
 		C("gdr_refs", s->gdr ? ovr_gdr_nrefs(s->gdr) : 0);
+		C("gdr_async_copies", gs.async_copies);
+		C("gdr_async_bytes", gs.async_bytes);
+		C("gdr_sync_copies", gs.sync_copies);
+		C("gdr_fences", gs.fences);
+		C("gdr_fence_errors", gs.fence_errors);
+		C("gdr_stream_waits", gs.waits);
+		C("gdr_pinned_bytes", gs.pinned_bytes);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {

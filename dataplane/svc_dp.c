@@ -360,7 +360,7 @@ static void loop_queue(struct svc *s, void *token, const uint8_t *frame,
 {
 	struct svc_loop_frame *f;
 
-	if (s->loop_tail - s->loop_head >= SVC_LOOP_DEPTH) {
+	if (s->loop_tail - s->loop_free >= SVC_LOOP_DEPTH) {
 		/* as a full port queue: the transport retransmits */
 		s->cnt.tx_loopback_full++;
 		s->port_ops->tx_free(s->port, token);
@@ -377,7 +377,8 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		     uint64_t now);
 
 /* Receives the frames queued so far (those that their reception queues
- * wait for the next round). */
+ * wait for the next round). Their buffers stay until loop_release(): a
+ * copy to GPU memory may still read them. */
 static bool loop_receive(struct svc *s, uint64_t now)
 {
 	uint32_t end = s->loop_tail;
@@ -389,9 +390,17 @@ static bool loop_receive(struct svc *s, uint64_t now)
 			s->loop[s->loop_head++ % SVC_LOOP_DEPTH];
 
 		rx_frame(s, f.frame, f.len, now);
-		s->port_ops->tx_free(s->port, f.token);
 	}
 	return true;
+}
+
+/* After the engine's fence: the received loopback frames' buffers. */
+static void loop_release(struct svc *s)
+{
+	while (s->loop_free != s->loop_head)
+		s->port_ops->tx_free(
+			s->port,
+			s->loop[s->loop_free++ % SVC_LOOP_DEPTH].token);
 }
 
 static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
@@ -533,6 +542,9 @@ static void wqe_fail(struct svc *s, struct svc_qp *qp, bool recv, uint32_t idx)
 	};
 
 	s->cnt.wqe_bad++;
+	/* after the completions the engine holds for GPU copies: the
+	 * application sees a queue's completions in order */
+	ovr_eng_fence(s->eng);
 	cq_write(s, recv ? qp->rcq : qp->scq, &wc);
 }
 
@@ -815,13 +827,22 @@ static int ep_add(struct svc *s, int fd, uint64_t tag)
 }
 
 /* GPU memory regions: @dev is the struct ovr_gdr_mem of the MR's import
- * (svc_ctl.c). Synchronous cuMemcpy for phase 1 (docs/GPU.md). */
+ * (svc_ctl.c). The copy engine (docs/GPU.md): a copy between GPU memory
+ * and a frame buffer (pinned by svc_ctl.c's gdr_ready) is queued (1);
+ * the loop's ovr_eng_fence waits for the batch. Others are synchronous. */
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev)
 {
 	(void)ctx;
-	return to_dev ? ovr_gdr_write(dev, off, host, len) :
-			ovr_gdr_read(dev, off, host, len);
+	return to_dev ? ovr_gdr_write_async(dev, off, host, len) :
+			ovr_gdr_read_async(dev, off, host, len);
+}
+
+static int eng_dev_fence(void *ctx)
+{
+	struct svc *s = ctx;
+
+	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
@@ -837,6 +858,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.srq_event = eng_srq_event,
 		.ud_grh = eng_ud_grh,
 		.dev_copy = eng_dev_copy,
+		.dev_fence = eng_dev_fence,
 	};
 	int pdu_mtu, lrc;
 	uint32_t maxqp = 1;
@@ -976,10 +998,12 @@ void svc_fini(struct svc *s)
 {
 	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
-	while (s->loop_head != s->loop_tail)
+	if (s->eng)
+		ovr_eng_fence(s->eng);
+	while (s->loop_free != s->loop_tail)
 		s->port_ops->tx_free(
 			s->port,
-			s->loop[s->loop_head++ % SVC_LOOP_DEPTH].token);
+			s->loop[s->loop_free++ % SVC_LOOP_DEPTH].token);
 	if (s->eng)
 		ovr_eng_destroy(s->eng);
 	/* every context, hence every GPU import, is gone */
@@ -1183,13 +1207,17 @@ int svc_run(struct svc *s)
 		n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
 		for (unsigned int i = 0; i < n; i++)
 			rx_frame(s, frames[i], lens[i], now);
-		if (n)
-			s->port_ops->rx_done(s->port, bufs, n);
 		work = n > 0;
 		work |= loop_receive(s, now);
 		work |= db_scan(s, now);
 		work |= stalled_retry(s, now);
 		next = ovr_eng_poll(s->eng, now, 0);
+		/* the GPU copies of this round are done: the frames they read
+		 * may go, the PDUs and completions behind them out */
+		ovr_eng_fence(s->eng);
+		if (n)
+			s->port_ops->rx_done(s->port, bufs, n);
+		loop_release(s);
 		if (lost_fail(s))
 			next = now; /* what the flushes and TERMINATE need */
 		s->port_ops->flush(s->port);

@@ -22,6 +22,8 @@ typedef unsigned long long gdr_CUdeviceptr;
 typedef int gdr_CUdevice;
 typedef struct gdr_CUctx_st *gdr_CUcontext;
 typedef unsigned long long gdr_CUmemGenericAllocationHandle;
+typedef struct gdr_CUstream_st *gdr_CUstream;
+typedef struct gdr_CUevent_st *gdr_CUevent;
 
 /* CUresult values used */
 enum {
@@ -34,8 +36,16 @@ enum {
 	GDR_CUDA_ERROR_INVALID_CONTEXT = 201,
 	GDR_CUDA_ERROR_INVALID_HANDLE = 400,
 	GDR_CUDA_ERROR_NOT_FOUND = 500,
+	GDR_CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+	GDR_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+	GDR_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
 	GDR_CUDA_ERROR_NOT_SUPPORTED = 801,
 };
+
+/* CUstream_flags, CUevent_flags, cuMemHostRegister flags */
+#define GDR_CU_STREAM_NON_BLOCKING 0x1u
+#define GDR_CU_EVENT_DISABLE_TIMING 0x2u
+#define GDR_CU_MEMHOSTREGISTER_PORTABLE 0x1u
 
 /* CUpointer_attribute values used */
 enum {
@@ -160,5 +170,31 @@ _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
 #define GDR_CUDA_OPT_FUNCS(X)                    \
 	X("cuDeviceGetUuid_v2", cuDeviceGetUuid, \
 	  (gdr_CUuuid * uuid, gdr_CUdevice dev))
+
+/*
+ * The copy engine's entry points (phase 2): pinned host memory, streams,
+ * asynchronous copies, events. Optional: a driver that lacks one of them
+ * gets synchronous copies, as in phase 1.
+ */
+#define GDR_CUDA_ASYNC_FUNCS(X)                                              \
+	X("cuMemHostRegister_v2", cuMemHostRegister,                         \
+	  (void *p, size_t len, unsigned int flags))                         \
+	X("cuMemHostUnregister", cuMemHostUnregister, (void *p))             \
+	X("cuStreamCreate", cuStreamCreate,                                  \
+	  (gdr_CUstream * stream, unsigned int flags))                       \
+	X("cuStreamDestroy_v2", cuStreamDestroy, (gdr_CUstream stream))      \
+	X("cuStreamSynchronize", cuStreamSynchronize, (gdr_CUstream stream)) \
+	X("cuStreamWaitEvent", cuStreamWaitEvent,                            \
+	  (gdr_CUstream stream, gdr_CUevent ev, unsigned int flags))         \
+	X("cuEventCreate", cuEventCreate,                                    \
+	  (gdr_CUevent * ev, unsigned int flags))                            \
+	X("cuEventDestroy_v2", cuEventDestroy, (gdr_CUevent ev))             \
+	X("cuEventRecord", cuEventRecord,                                    \
+	  (gdr_CUevent ev, gdr_CUstream stream))                             \
+	X("cuMemcpyHtoDAsync_v2", cuMemcpyHtoDAsync,                         \
+	  (gdr_CUdeviceptr dst, const void *src, size_t len,                 \
+	   gdr_CUstream stream))                                             \
+	X("cuMemcpyDtoHAsync_v2", cuMemcpyDtoHAsync,                         \
+	  (void *dst, gdr_CUdeviceptr src, size_t len, gdr_CUstream stream))
 
 #endif /* OVR_GDR_CUDADRV_H */

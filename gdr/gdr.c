@@ -9,6 +9,18 @@
  * linearly at import (O(imports), on the control path only). FD imports
  * are one mapping each: reserve a device address range, map the
  * imported allocation handle into it, grant the device read/write.
+ *
+ * Copies (the copy engine, docs/GPU.md §1.1): per device two non-blocking
+ * streams, one per direction (GPUs copy each way on its own engine), and
+ * an event each. A copy whose host side lies in memory pinned through
+ * ovr_gdr_host_register is queued on its direction's stream; anything
+ * else is queued too and waited for at once (ordered after what is
+ * queued), and without the driver's async calls it is a plain cuMemcpy.
+ * Copies in one direction keep their order (one stream); a copy to or
+ * from an allocation that has copies of the other direction queued since
+ * the last fence waits for them first (event + cuStreamWaitEvent), so a
+ * READ of bytes a WRITE just placed sees them. ovr_gdr_fence waits for
+ * every stream with work and reports any failure since the last fence.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,10 +41,41 @@ struct gdr_fns {
 #undef GDR_FN_PTR
 };
 
+struct gdr_afns {
+#define GDR_FN_PTR(sym, name, args) gdr_CUresult(*name) args;
+	GDR_CUDA_ASYNC_FUNCS(GDR_FN_PTR)
+#undef GDR_FN_PTR
+};
+
+enum { D_H2D = 0, D_D2H = 1 };
+
+/* A device's copy streams: [D_H2D], [D_D2H]. */
+struct gdr_dev_streams {
+	gdr_CUstream st[2];
+	gdr_CUevent ev[2];
+	bool busy[2]; /* work queued since the last fence */
+	bool ready; /* created */
+	bool broken; /* creation failed: synchronous copies only */
+};
+
+struct gdr_hostreg {
+	uint8_t *p;
+	size_t len;
+};
+
 struct ovr_gdr {
 	void *lib;
 	struct gdr_fns f;
+	struct gdr_afns a;
+	bool async; /* the driver has every GDR_CUDA_ASYNC_FUNCS call */
 	int ndev;
+	uint64_t gen; /* fences so far + 1 */
+	int async_err; /* a queued copy failed since the last fence */
+	uint32_t pending; /* copies queued since the last fence */
+	struct gdr_dev_streams *streams; /* [ndev], created on first use */
+	struct gdr_hostreg *hr; /* pinned host ranges */
+	uint32_t nhr, hr_cap, hr_last;
+	struct ovr_gdr_stats st;
 	uint32_t nimports, nrefs;
 	struct ovr_gdr_mem *mems; /* every live import */
 	/* primary contexts retained by imports, per device ordinal */
@@ -50,6 +93,9 @@ struct ovr_gdr_mem {
 	uint32_t refs;
 	int device;
 	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: what was opened */
+	/* g->gen when copies of each direction were last queued and not
+	 * yet ordered before the other direction's stream */
+	uint64_t qgen[2];
 };
 
 /* Per thread: probe and export may run on several application threads. */
@@ -131,6 +177,16 @@ int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
 #define GDR_FN_OPT(sym, name, args) *(void **)&g->f.name = dlsym(g->lib, sym);
 	GDR_CUDA_OPT_FUNCS(GDR_FN_OPT)
 #undef GDR_FN_OPT
+	/* the copy engine's calls are optional: without one of them,
+	 * copies stay synchronous */
+	g->async = true;
+#define GDR_AFN_SYM(sym, name, args)               \
+	*(void **)&g->a.name = dlsym(g->lib, sym); \
+	if (!g->a.name)                            \
+		g->async = false;
+	GDR_CUDA_ASYNC_FUNCS(GDR_AFN_SYM)
+#undef GDR_AFN_SYM
+	g->gen = 1;
 	rc = g->f.cuInit(0);
 	if (rc == GDR_CUDA_SUCCESS)
 		rc = g->f.cuDeviceGetCount(&g->ndev);
@@ -143,6 +199,13 @@ int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
 		free(g);
 		return -ENODEV;
 	}
+	g->streams = calloc((size_t)g->ndev, sizeof(*g->streams));
+	if (!g->streams) {
+		dlclose(g->lib);
+		free(g);
+		return -ENOMEM;
+	}
+	g->st.async = g->async;
 	*out = g;
 	return 0;
 
@@ -152,14 +215,31 @@ err_sym:
 	return -EOPNOTSUPP;
 }
 
+static int use_device(struct ovr_gdr *g, int dev);
+
 void ovr_gdr_close(struct ovr_gdr *g)
 {
 	if (!g)
 		return;
+	ovr_gdr_fence(g);
+	while (g->nhr)
+		ovr_gdr_host_unregister(g, g->hr[0].p);
+	for (int i = 0; i < g->ndev; i++) {
+		struct gdr_dev_streams *d = &g->streams[i];
+
+		if (!d->ready || use_device(g, i))
+			continue;
+		for (int k = 0; k < 2; k++) {
+			g->a.cuEventDestroy(d->ev[k]);
+			g->a.cuStreamDestroy(d->st[k]);
+		}
+	}
 	for (int i = 0; i < (int)OVR_GDR_MAX_DEV && i < g->ndev; i++)
 		if (g->ctx[i])
 			g->f.cuDevicePrimaryCtxRelease(i);
 	dlclose(g->lib);
+	free(g->streams);
+	free(g->hr);
 	free(g);
 }
 
@@ -453,6 +533,15 @@ void ovr_gdr_release(struct ovr_gdr_mem *m)
 			*pp = m->next;
 			break;
 		}
+	/* nothing may still copy to or from it; a failure stays for the
+	 * next fence to report */
+	if (g->pending &&
+	    (m->qgen[D_H2D] == g->gen || m->qgen[D_D2H] == g->gen)) {
+		int err = ovr_gdr_fence(g);
+
+		if (err)
+			g->async_err = err;
+	}
 	if (use_device(g, m->device) == 0) {
 		if (m->kind == OVR_GDR_KIND_FD) {
 			g->f.cuMemUnmap(m->dptr, m->size);
@@ -472,12 +561,71 @@ uint64_t ovr_gdr_mem_size(const struct ovr_gdr_mem *m)
 	return m->size;
 }
 
-/* Must run on the importing thread (it sets the current context). */
+/* Is [p, p + len) pinned (inside one registered range)? */
+static bool host_pinned(struct ovr_gdr *g, const uint8_t *p, size_t len)
+{
+	if (!g->nhr)
+		return false;
+	for (uint32_t k = 0; k < g->nhr; k++) {
+		uint32_t i = (g->hr_last + k) % g->nhr;
+		const struct gdr_hostreg *r = &g->hr[i];
+
+		if (p >= r->p && (size_t)(p - r->p) < r->len &&
+		    len <= r->len - (size_t)(p - r->p)) {
+			g->hr_last = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The device's streams, created on first use; NULL: none (broken). The
+ * device's context must be current. */
+static struct gdr_dev_streams *dev_streams(struct ovr_gdr *g, int dev)
+{
+	struct gdr_dev_streams *d = &g->streams[dev];
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+	int k;
+
+	if (d->ready)
+		return d;
+	if (d->broken || !g->async)
+		return NULL;
+	for (k = 0; k < 2 && rc == GDR_CUDA_SUCCESS; k++) {
+		rc = g->a.cuStreamCreate(&d->st[k], GDR_CU_STREAM_NON_BLOCKING);
+		if (rc != GDR_CUDA_SUCCESS)
+			break;
+		rc = g->a.cuEventCreate(&d->ev[k], GDR_CU_EVENT_DISABLE_TIMING);
+		if (rc != GDR_CUDA_SUCCESS)
+			g->a.cuStreamDestroy(d->st[k]);
+	}
+	if (rc != GDR_CUDA_SUCCESS) {
+		cu_fail(g, "cuStreamCreate", rc);
+		while (k-- > 0) {
+			g->a.cuEventDestroy(d->ev[k]);
+			g->a.cuStreamDestroy(d->st[k]);
+		}
+		d->broken = true;
+		return NULL;
+	}
+	d->ready = true;
+	g->st.streams += 2;
+	return d;
+}
+
+/*
+ * Copy between @host and offset @off of @m; queued when @may_queue and
+ * the host side is pinned (1), else done when it returns (0). -ERANGE,
+ * -EIO. Must run on the importing thread (it sets the current context).
+ */
 static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
-		bool to_dev)
+		bool to_dev, bool may_queue)
 {
 	struct ovr_gdr *g = m->g;
+	struct gdr_dev_streams *d;
+	int dir = to_dev ? D_H2D : D_D2H, o = !dir;
 	gdr_CUresult rc;
+	const char *call;
 	int err;
 
 	if (off > m->size || len > m->size - off)
@@ -487,12 +635,66 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	err = use_device(g, m->device);
 	if (err)
 		return -EIO;
-	if (to_dev)
-		rc = g->f.cuMemcpyHtoD(m->dptr + off, host, len);
-	else
-		rc = g->f.cuMemcpyDtoH(host, m->dptr + off, len);
+	d = dev_streams(g, m->device);
+	if (!d) {
+		/* phase 1: the driver's synchronous copies */
+		if (to_dev)
+			rc = g->f.cuMemcpyHtoD(m->dptr + off, host, len);
+		else
+			rc = g->f.cuMemcpyDtoH(host, m->dptr + off, len);
+		if (rc != GDR_CUDA_SUCCESS) {
+			cu_fail(g, to_dev ? "cuMemcpyHtoD" : "cuMemcpyDtoH",
+				rc);
+			return -EIO;
+		}
+		g->st.sync_copies++;
+		return 0;
+	}
+	/* after the other direction's copies of this allocation */
+	if (m->qgen[o] == g->gen) {
+		call = "cuEventRecord";
+		rc = g->a.cuEventRecord(d->ev[o], d->st[o]);
+		if (rc == GDR_CUDA_SUCCESS) {
+			call = "cuStreamWaitEvent";
+			rc = g->a.cuStreamWaitEvent(d->st[dir], d->ev[o], 0);
+		}
+		if (rc != GDR_CUDA_SUCCESS) {
+			cu_fail(g, call, rc);
+			return -EIO;
+		}
+		m->qgen[o] = 0;
+		g->st.waits++;
+	}
+	if (to_dev) {
+		call = "cuMemcpyHtoDAsync";
+		rc = g->a.cuMemcpyHtoDAsync(m->dptr + off, host, len,
+					    d->st[dir]);
+	} else {
+		call = "cuMemcpyDtoHAsync";
+		rc = g->a.cuMemcpyDtoHAsync(host, m->dptr + off, len,
+					    d->st[dir]);
+	}
 	if (rc != GDR_CUDA_SUCCESS) {
-		cu_fail(g, to_dev ? "cuMemcpyHtoD" : "cuMemcpyDtoH", rc);
+		cu_fail(g, call, rc);
+		return -EIO;
+	}
+	d->busy[dir] = true;
+	m->qgen[dir] = g->gen;
+	if (may_queue && host_pinned(g, host, len)) {
+		g->pending++;
+		g->st.async_copies++;
+		g->st.async_bytes += len;
+		return 1;
+	}
+	/* pageable, or asked to be synchronous: wait for it (and for what
+	 * went before it on its stream: a failure of theirs is reported
+	 * here and again by the next fence) */
+	rc = g->a.cuStreamSynchronize(d->st[dir]);
+	g->st.sync_copies++;
+	if (rc != GDR_CUDA_SUCCESS) {
+		cu_fail(g, "cuStreamSynchronize", rc);
+		if (g->pending)
+			g->async_err = -EIO;
 		return -EIO;
 	}
 	return 0;
@@ -501,12 +703,130 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 int ovr_gdr_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
 		  size_t len)
 {
-	return copy(m, off, (void *)(uintptr_t)src, len, true);
+	return copy(m, off, (void *)(uintptr_t)src, len, true, false);
 }
 
 int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len)
 {
-	return copy(m, off, dst, len, false);
+	return copy(m, off, dst, len, false, false);
+}
+
+int ovr_gdr_write_async(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+			size_t len)
+{
+	return copy(m, off, (void *)(uintptr_t)src, len, true, true);
+}
+
+int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
+		       size_t len)
+{
+	return copy(m, off, dst, len, false, true);
+}
+
+int ovr_gdr_fence(struct ovr_gdr *g)
+{
+	int err = g->async_err;
+
+	if (!g->pending && !err)
+		return 0;
+	for (int i = 0; i < g->ndev; i++) {
+		struct gdr_dev_streams *d = &g->streams[i];
+
+		if (!d->busy[0] && !d->busy[1])
+			continue;
+		if (use_device(g, i)) {
+			err = -EIO;
+			continue;
+		}
+		for (int k = 0; k < 2; k++) {
+			gdr_CUresult rc;
+
+			if (!d->busy[k])
+				continue;
+			rc = g->a.cuStreamSynchronize(d->st[k]);
+			d->busy[k] = false;
+			if (rc != GDR_CUDA_SUCCESS) {
+				cu_fail(g, "cuStreamSynchronize", rc);
+				err = -EIO;
+			}
+		}
+	}
+	g->st.fences++;
+	if (err)
+		g->st.fence_errors++;
+	g->pending = 0;
+	g->async_err = 0;
+	g->gen++;
+	return err;
+}
+
+int ovr_gdr_host_register(struct ovr_gdr *g, void *addr, size_t len)
+{
+	uint8_t *p = addr;
+	gdr_CUresult rc;
+	int err;
+
+	if (!g->async)
+		return -EOPNOTSUPP;
+	if (!addr || !len)
+		return -EINVAL;
+	for (uint32_t i = 0; i < g->nhr; i++)
+		if (p < g->hr[i].p + g->hr[i].len && g->hr[i].p < p + len)
+			return -EEXIST;
+	if (g->nhr == g->hr_cap) {
+		uint32_t nc = g->hr_cap ? g->hr_cap * 2 : 8;
+		struct gdr_hostreg *t = realloc(g->hr, nc * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		g->hr = t;
+		g->hr_cap = nc;
+	}
+	/* any context will do: portable registrations serve them all */
+	err = use_device(g, 0);
+	if (err)
+		return err;
+	rc = g->a.cuMemHostRegister(addr, len, GDR_CU_MEMHOSTREGISTER_PORTABLE);
+	if (rc != GDR_CUDA_SUCCESS)
+		return cu_fail(g, "cuMemHostRegister", rc);
+	g->hr[g->nhr].p = p;
+	g->hr[g->nhr].len = len;
+	g->nhr++;
+	g->st.pinned_bytes += len;
+	g->st.pinned_ranges++;
+	return 0;
+}
+
+int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr)
+{
+	gdr_CUresult rc;
+	int err;
+
+	for (uint32_t i = 0; i < g->nhr; i++) {
+		if (g->hr[i].p != addr)
+			continue;
+		/* no queued copy may still use it */
+		err = ovr_gdr_fence(g);
+		if (err)
+			g->async_err = err;
+		g->st.pinned_bytes -= g->hr[i].len;
+		g->st.pinned_ranges--;
+		g->hr[i] = g->hr[--g->nhr];
+		g->hr_last = 0;
+		if (use_device(g, 0))
+			return -EIO;
+		rc = g->a.cuMemHostUnregister(addr);
+		return rc == GDR_CUDA_SUCCESS ?
+			       0 :
+			       cu_fail(g, "cuMemHostUnregister", rc);
+	}
+	return -ENOENT;
+}
+
+void ovr_gdr_get_stats(const struct ovr_gdr *g, struct ovr_gdr_stats *st)
+{
+	*st = g->st;
+	st->pending = g->pending;
 }
 
 uint32_t ovr_gdr_nimports(const struct ovr_gdr *g)

@@ -196,6 +196,8 @@ enum ovr_eng_verr {
 	OVR_VERR_RESP = 0x103, /* malformed or unexpected response */
 	OVR_VERR_VERSION = 0x104, /* no wire version in common with peer */
 	OVR_VERR_LEN = 0x105, /* message longer than the receive buffer */
+	/* a queued copy to or from device memory failed (ops.dev_fence) */
+	OVR_VERR_DEV_COPY = 0x106,
 	/* a TERMINATE ended the QP: OVR_VERR_TERM + its reason (enum
 	 * ovr_wire_term_reason: 1 peer QP destroyed, 2 peer QP in ERROR,
 	 * 3 and 4 peer QP does not exist) */
@@ -320,13 +322,22 @@ struct ovr_eng_ops {
 	 * (optional; needed for ovr_eng_reg_mr_dev) Copy @len bytes between
 	 * @host and offset @off of device memory @dev (the cookie given at
 	 * registration): into the device when @to_dev, out of it otherwise.
-	 * Synchronous: the bytes are in place when it returns, so a
-	 * completion for data placed this way is written only after the
-	 * copy (docs/GPU.md). 0, or -errno: the QP involved goes to ERROR
-	 * (counted in dev_copy_err).
+	 * 0: done, the bytes are in place. 1 (only with dev_fence): queued,
+	 * in place after the next dev_fence; @host is a packet buffer (a tx
+	 * buffer of tx_alloc, or the PDU given to ovr_eng_rx) or engine
+	 * memory, and stays untouched until then. -errno: the QP involved
+	 * goes to ERROR (counted in dev_copy_err).
 	 */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev);
+	/*
+	 * (optional) Wait for every copy dev_copy queued: 0, or -errno when
+	 * one of them failed (which one need not be known). With it the
+	 * engine keeps, from the first queued copy until ovr_eng_fence(),
+	 * every PDU (tx) and completion (cqe) it produces, in order: none
+	 * leaves before the copies that precede it are done (docs/GPU.md).
+	 */
+	int (*dev_fence)(void *ctx);
 };
 
 struct ovr_eng_cfg {
@@ -511,6 +522,26 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
  */
 uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now_ns, uint32_t budget);
 
+/*
+ * Device copies queued by ops.dev_copy: wait for them (one ops.dev_fence)
+ * and release the PDUs and completions held behind them: PDUs go to
+ * ops.tx, sealed only now (their payload may have come from the device),
+ * completions to ops.cqe. Call it after each batch of ovr_eng_rx and
+ * ovr_eng_poll calls, before reusing the buffers of the PDUs given to
+ * ovr_eng_rx (they may be the source of queued copies). Cheap when
+ * nothing is queued; a no-op without ops.dev_fence.
+ *
+ * When the fence fails, every QP with a copy in the batch fails: its
+ * held PDUs are dropped, its held successful completions become
+ * OVR_WC_LOC_QP_OP_ERR (vendor_err OVR_VERR_DEV_COPY), and it goes to
+ * ERROR - NAK REM_OP from the first PSN it was placing or reading for
+ * as responder, else LOC_QP_OP_ERR on its oldest send WR and a
+ * TERMINATE (a UD QP only loses the receives). The engine fences by
+ * itself when it holds too much, and before a QP is destroyed or a
+ * region deregistered.
+ */
+void ovr_eng_fence(struct ovr_eng *e);
+
 /* Engine-wide counters. */
 struct ovr_eng_stats {
 	uint64_t rx_pkts, rx_bad, rx_no_qp, rx_bad_state;
@@ -534,6 +565,10 @@ struct ovr_eng_stats {
 	uint64_t dev_copies; /* copies to / from device-memory regions */
 	uint64_t dev_copy_bytes;
 	uint64_t dev_copy_err; /* ... that failed: the QP went to ERROR */
+	uint64_t dev_async; /* ... that were queued (ops.dev_copy said 1) */
+	uint64_t dev_fences; /* ops.dev_fence calls */
+	uint64_t dev_fence_err; /* ... that failed */
+	uint64_t dev_held; /* PDUs and completions held for a fence */
 	uint64_t dev_atomic_refused; /* atomics on device memory: NAK */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);

@@ -11,8 +11,10 @@
  *    64-byte IPC handle (cuIpcGetMemHandle);
  *  - the importer (ovrdmad) maps that allocation into its own CUDA
  *    address space (ovr_gdr_import) and copies between it and host
- *    buffers (ovr_gdr_write, ovr_gdr_read: synchronous cuMemcpy in
- *    phase 1).
+ *    buffers: synchronously (ovr_gdr_write, ovr_gdr_read), or queued on
+ *    the device's copy streams (ovr_gdr_write_async, ovr_gdr_read_async)
+ *    when the host buffer is pinned (ovr_gdr_host_register), completed
+ *    together by ovr_gdr_fence (phase 2, the copy engine).
  *
  * libcuda is dlopened (path: $OVRDMA_LIBCUDA, else libcuda.so.1), with
  * gdr/'s own declarations of the few driver calls it makes: nothing
@@ -31,6 +33,7 @@
 #ifndef OVRDMA_GDR_H
 #define OVRDMA_GDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +139,57 @@ int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len);
 /* @uuid as nvidia-smi writes it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
  * (@len ≥ 41 for all of it). */
 void ovr_gdr_uuid_str(const uint8_t *uuid, char *buf, size_t len);
+
+/*
+ * Asynchronous copies (the copy engine, docs/GPU.md). The same as
+ * ovr_gdr_write / ovr_gdr_read, except that when the host range lies in
+ * memory pinned with ovr_gdr_host_register (and the driver has the
+ * async calls) the copy is only queued: 1 is returned, and the bytes are
+ * in place (at the device, or in @dst) after the next ovr_gdr_fence; the
+ * host buffer must stay untouched until then. Otherwise the copy is done
+ * when it returns (0). Copies are performed in the order they were
+ * queued with respect to each other where they could conflict (same
+ * direction; or the same allocation). -ERANGE, -EIO (a failure of the
+ * driver, or of an earlier queued copy found while waiting).
+ */
+int ovr_gdr_write_async(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+			size_t len);
+int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
+		       size_t len);
+
+/*
+ * Wait until every copy queued so far is done. 0; -EIO: at least one of
+ * them (or one waited for meanwhile, e.g. by a release) failed - which
+ * is not known, so every user of the batch must treat its copies as
+ * failed. Cheap when nothing is queued.
+ */
+int ovr_gdr_fence(struct ovr_gdr *g);
+
+/*
+ * Pin host memory (cuMemHostRegister, portable to every device's
+ * context) so that copies to and from it may be queued: the packet
+ * buffers. -EOPNOTSUPP: the driver has no asynchronous copies; -EEXIST:
+ * overlaps a registered range; -EINVAL, -ENOMEM, -EIO.
+ * ovr_gdr_host_unregister takes the start of a registered range (fences
+ * first); -ENOENT if none starts there. ovr_gdr_close unregisters all.
+ */
+int ovr_gdr_host_register(struct ovr_gdr *g, void *addr, size_t len);
+int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr);
+
+struct ovr_gdr_stats {
+	uint64_t async_copies; /* queued (pinned host memory) */
+	uint64_t async_bytes;
+	uint64_t sync_copies; /* waited for at once (pageable, or sync API) */
+	uint64_t fences; /* ovr_gdr_fence calls that had work to wait for */
+	uint64_t fence_errors; /* ... that reported a failed copy */
+	uint64_t waits; /* cross-direction orderings (stream waits) */
+	uint64_t pinned_bytes; /* registered now */
+	uint32_t pinned_ranges;
+	uint32_t streams; /* copy streams created */
+	uint32_t pending; /* copies queued since the last fence */
+	bool async; /* the driver has the asynchronous calls */
+};
+void ovr_gdr_get_stats(const struct ovr_gdr *g, struct ovr_gdr_stats *st);
 
 /* Imported allocations (distinct mappings) and references held now. */
 uint32_t ovr_gdr_nimports(const struct ovr_gdr *g);

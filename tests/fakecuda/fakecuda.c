@@ -24,6 +24,21 @@
  *    need a current context (cuCtxSetCurrent of the primary context,
  *    per thread: INVALID_CONTEXT) and, on cuMem mappings, cuMemSetAccess.
  *
+ * The copy engine's calls (phase 2) keep the driver's asynchrony where a
+ * missing synchronisation would hide on a real GPU only by luck:
+ *
+ *  - cuMemcpyHtoDAsync / cuMemcpyDtoHAsync on pinned host memory
+ *    (cuMemHostRegister) are queued on their stream and performed only
+ *    when a cuStreamSynchronize reaches them: until then the destination
+ *    keeps its old bytes. On pageable memory they run at once, after the
+ *    stream's earlier work (the driver stages pageable copies);
+ *  - cuEventRecord marks a stream's position; cuStreamWaitEvent makes
+ *    another stream run the first up to that mark before going on;
+ *  - the Nth async copy can be made to fail (fakecuda.h): it is never
+ *    performed and the synchronisation reaching it returns an error;
+ *  - fakecuda_stats() counts synchronisations, queued copies and pinned
+ *    bytes for tests that check batching and pinning.
+ *
  * Allocation granularity is 2 MiB for cuMemCreate / cuMemMap, as on real
  * GPUs. Device addresses are never reused. One mutex guards the tables.
  */
@@ -42,6 +57,7 @@
 #include <unistd.h>
 
 #include "cudadrv.h"
+#include "fakecuda.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define GRAN (2ull << 20) /* cuMem granularity */
@@ -97,6 +113,40 @@ static struct gdr_CUctx_st {
 static uint32_t primary_refs;
 static _Thread_local gdr_CUcontext current;
 
+/* ---- the copy engine's state (phase 2) ---- */
+enum { OP_COPY = 1, OP_WAIT };
+
+struct op {
+	int kind;
+	bool to_dev, fail;
+	gdr_CUdeviceptr d;
+	uint8_t *h;
+	size_t len;
+	struct gdr_CUstream_st *ws; /* OP_WAIT: run ws up to wpos */
+	uint64_t wpos;
+};
+
+struct gdr_CUstream_st {
+	struct op *q;
+	size_t n, cap, done; /* q[done, n) pending */
+	uint64_t base; /* operations retired before q[0] */
+};
+
+struct gdr_CUevent_st {
+	struct gdr_CUstream_st *s; /* NULL: never recorded */
+	uint64_t pos;
+};
+
+struct hostreg {
+	uint8_t *p;
+	size_t len;
+};
+
+static struct hostreg hostregs[MAX_OBJ];
+static struct fakecuda_stats fst;
+static uint64_t fail_at; /* async copy number that fails; 0: none */
+static uint64_t async_no; /* async copies queued so far */
+
 #define HANDLE_TAG 0xfa4e000000000000ull
 
 /* a prototype first (-Wmissing-prototypes), then the definition */
@@ -125,6 +175,8 @@ FAKE(cuInit, (unsigned int flags))
 		}
 		va_base = p;
 	}
+	if (!inited && getenv("FAKECUDA_FAIL_ASYNC"))
+		fail_at = strtoull(getenv("FAKECUDA_FAIL_ASYNC"), NULL, 10);
 	inited = true;
 	pthread_mutex_unlock(&mu);
 	return GDR_CUDA_SUCCESS;
@@ -146,6 +198,12 @@ FAKE(cuGetErrorString, (gdr_CUresult err, const char **str))
 		{ GDR_CUDA_ERROR_INVALID_HANDLE, "invalid resource handle" },
 		{ GDR_CUDA_ERROR_NOT_FOUND, "named symbol not found" },
 		{ GDR_CUDA_ERROR_NOT_SUPPORTED, "operation not supported" },
+		{ GDR_CUDA_ERROR_ILLEGAL_ADDRESS,
+		  "an illegal memory access was encountered" },
+		{ GDR_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+		  "part or all of the requested memory range is already mapped" },
+		{ GDR_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+		  "pointer does not correspond to a registered memory region" },
 	};
 
 	if (!str)
@@ -886,10 +944,335 @@ static gdr_CUresult copy(gdr_CUdeviceptr d, void *h, size_t len, bool to_dev)
 
 FAKE(cuMemcpyHtoD_v2, (gdr_CUdeviceptr dst, const void *src, size_t len))
 {
+	__atomic_add_fetch(&fst.sync_copies, 1, __ATOMIC_RELAXED);
 	return copy(dst, (void *)(uintptr_t)src, len, true);
 }
 
 FAKE(cuMemcpyDtoH_v2, (void *dst, gdr_CUdeviceptr src, size_t len))
 {
+	__atomic_add_fetch(&fst.sync_copies, 1, __ATOMIC_RELAXED);
 	return copy(src, dst, len, false);
+}
+
+/* ---- pinned host memory ------------------------------------------------- */
+
+/* Is [p, p + len) inside one registration? (must hold mu) */
+static bool host_pinned(const uint8_t *p, size_t len)
+{
+	for (int i = 0; i < MAX_OBJ; i++) {
+		const struct hostreg *r = &hostregs[i];
+
+		if (r->len && p >= r->p && (size_t)(p - r->p) < r->len &&
+		    len <= r->len - (size_t)(p - r->p))
+			return true;
+	}
+	return false;
+}
+
+FAKE(cuMemHostRegister_v2, (void *p, size_t len, unsigned int flags))
+{
+	uint8_t *b = p;
+	struct hostreg *slot = NULL;
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (!p || !len || (flags & ~GDR_CU_MEMHOSTREGISTER_PORTABLE))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ; i++) {
+		struct hostreg *r = &hostregs[i];
+
+		if (!r->len) {
+			if (!slot)
+				slot = r;
+		} else if (b < r->p + r->len && r->p < b + len) {
+			rc = GDR_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+		}
+	}
+	if (rc == GDR_CUDA_SUCCESS && !slot)
+		rc = GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	if (rc == GDR_CUDA_SUCCESS) {
+		slot->p = b;
+		slot->len = len;
+		fst.host_registered += len;
+		fst.host_register_calls++;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemHostUnregister, (void *p))
+{
+	gdr_CUresult rc = GDR_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (hostregs[i].len && hostregs[i].p == p) {
+			fst.host_registered -= hostregs[i].len;
+			hostregs[i].len = 0;
+			hostregs[i].p = NULL;
+			rc = GDR_CUDA_SUCCESS;
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* ---- streams, events, asynchronous copies -------------------------------- */
+
+/* Perform one queued copy (must hold mu). */
+static gdr_CUresult op_copy(const struct op *o)
+{
+	struct map *m;
+
+	if (o->fail) {
+		fst.async_failed++;
+		return GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+	}
+	m = map_find(o->d, o->len);
+	if (!m || !m->access)
+		return GDR_CUDA_ERROR_ILLEGAL_ADDRESS; /* unmapped meanwhile */
+	if (o->to_dev)
+		memcpy(m->p->host + (o->d - m->va), o->h, o->len);
+	else
+		memcpy(o->h, m->p->host + (o->d - m->va), o->len);
+	return GDR_CUDA_SUCCESS;
+}
+
+/* Run @s's queued work up to absolute position @upto (must hold mu);
+ * the first error met, after running everything anyway. */
+static gdr_CUresult run_stream(struct gdr_CUstream_st *s, uint64_t upto)
+{
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	while (s->done < s->n && s->base + s->done < upto) {
+		struct op o = s->q[s->done++];
+		gdr_CUresult r = GDR_CUDA_SUCCESS;
+
+		if (o.kind == OP_COPY) {
+			fst.pending--;
+			r = op_copy(&o);
+			if (r == GDR_CUDA_SUCCESS)
+				fst.async_done++;
+		} else {
+			r = run_stream(o.ws, o.wpos);
+		}
+		if (rc == GDR_CUDA_SUCCESS)
+			rc = r;
+	}
+	if (s->done == s->n) {
+		s->base += s->n;
+		s->n = s->done = 0;
+	}
+	return rc;
+}
+
+static gdr_CUresult enqueue(struct gdr_CUstream_st *s, const struct op *o)
+{
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		struct op *q = realloc(s->q, nc * sizeof(*q));
+
+		if (!q)
+			return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+		s->q = q;
+		s->cap = nc;
+	}
+	s->q[s->n++] = *o;
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuStreamCreate, (gdr_CUstream * stream, unsigned int flags))
+{
+	struct gdr_CUstream_st *s;
+
+	if (need_init())
+		return need_init();
+	if (!stream || (flags & ~GDR_CU_STREAM_NON_BLOCKING))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	fst.streams++;
+	pthread_mutex_unlock(&mu);
+	*stream = s;
+	return GDR_CUDA_SUCCESS;
+}
+
+/* The driver lets a destroyed stream's work finish; so does the fake. */
+FAKE(cuStreamDestroy_v2, (gdr_CUstream s))
+{
+	if (need_init())
+		return need_init();
+	if (!s)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	run_stream(s, UINT64_MAX);
+	fst.streams--;
+	pthread_mutex_unlock(&mu);
+	free(s->q);
+	free(s);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuStreamSynchronize, (gdr_CUstream s))
+{
+	gdr_CUresult rc;
+
+	if (need_init())
+		return need_init();
+	if (!s)
+		return GDR_CUDA_ERROR_INVALID_HANDLE; /* gdr/ never syncs NULL */
+	pthread_mutex_lock(&mu);
+	fst.syncs++;
+	rc = run_stream(s, UINT64_MAX);
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuEventCreate, (gdr_CUevent * ev, unsigned int flags))
+{
+	if (need_init())
+		return need_init();
+	if (!ev || (flags & ~GDR_CU_EVENT_DISABLE_TIMING))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	*ev = calloc(1, sizeof(**ev));
+	if (!*ev)
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	fst.events++;
+	pthread_mutex_unlock(&mu);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuEventDestroy_v2, (gdr_CUevent ev))
+{
+	if (need_init())
+		return need_init();
+	if (!ev)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	fst.events--;
+	pthread_mutex_unlock(&mu);
+	free(ev);
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuEventRecord, (gdr_CUevent ev, gdr_CUstream s))
+{
+	if (need_init())
+		return need_init();
+	if (!ev || !s)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	ev->s = s;
+	ev->pos = s->base + s->n;
+	pthread_mutex_unlock(&mu);
+	return GDR_CUDA_SUCCESS;
+}
+
+/* Waits on the event's most recent record, as the driver does. */
+FAKE(cuStreamWaitEvent, (gdr_CUstream s, gdr_CUevent ev, unsigned int flags))
+{
+	struct op o = { .kind = OP_WAIT };
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (!s || !ev)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	if (flags)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	fst.waits++;
+	if (ev->s && ev->s != s) {
+		o.ws = ev->s;
+		o.wpos = ev->pos;
+		rc = enqueue(s, &o);
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+static gdr_CUresult copy_async(gdr_CUdeviceptr d, void *h, size_t len,
+			       bool to_dev, struct gdr_CUstream_st *s)
+{
+	struct op o = {
+		.kind = OP_COPY, .to_dev = to_dev, .d = d, .h = h, .len = len
+	};
+	struct map *m;
+	gdr_CUresult rc;
+
+	if (need_init())
+		return need_init();
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	if (!s)
+		return GDR_CUDA_ERROR_INVALID_HANDLE; /* gdr/ never uses NULL */
+	if (!len)
+		return GDR_CUDA_SUCCESS;
+	if (!h)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	m = map_find(d, len);
+	if (!m || !m->access) {
+		pthread_mutex_unlock(&mu);
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!host_pinned(h, len)) {
+		/* pageable: after the stream's earlier work, at once */
+		rc = run_stream(s, UINT64_MAX);
+		if (rc == GDR_CUDA_SUCCESS)
+			rc = op_copy(&o);
+		fst.async_pageable++;
+		pthread_mutex_unlock(&mu);
+		return rc;
+	}
+	o.fail = fail_at && ++async_no == fail_at;
+	rc = enqueue(s, &o);
+	if (rc == GDR_CUDA_SUCCESS) {
+		fst.async_queued++;
+		fst.pending++;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuMemcpyHtoDAsync_v2,
+     (gdr_CUdeviceptr dst, const void *src, size_t len, gdr_CUstream s))
+{
+	return copy_async(dst, (void *)(uintptr_t)src, len, true, s);
+}
+
+FAKE(cuMemcpyDtoHAsync_v2,
+     (void *dst, gdr_CUdeviceptr src, size_t len, gdr_CUstream s))
+{
+	return copy_async(src, dst, len, false, s);
+}
+
+/* ---- the fake's own (fakecuda.h) ----------------------------------------- */
+
+EXPORT void fakecuda_stats(struct fakecuda_stats *st);
+EXPORT void fakecuda_stats(struct fakecuda_stats *st)
+{
+	pthread_mutex_lock(&mu);
+	*st = fst;
+	st->sync_copies = __atomic_load_n(&fst.sync_copies, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&mu);
+}
+
+EXPORT void fakecuda_fail_async(uint64_t nth);
+EXPORT void fakecuda_fail_async(uint64_t nth)
+{
+	pthread_mutex_lock(&mu);
+	fail_at = nth ? async_no + nth : 0;
+	pthread_mutex_unlock(&mu);
 }

@@ -7,7 +7,8 @@
 #   1. verbs_gdr server on node 1, client on node 2: RDMA WRITE, READ and
 #      SEND/RECV between fake-GPU buffers (IPC-handle and fd exports),
 #      byte-exact through cuMemcpyDtoH, a FETCH_ADD on GPU memory
-#      refused (REM_OP_ERR); the nodes count the device copies;
+#      refused (REM_OP_ERR); the nodes count the device copies, queued
+#      from pinned frame buffers and fenced in batches;
 #   2. forged handles through the control protocol: EINVAL, ovrdmad
 #      keeps running; cuMem memory without a POSIX_FD handle type:
 #      ibv_reg_mr EOPNOTSUPP;
@@ -82,6 +83,16 @@ for n in 1 2; do
 	c=$(counter $n engine_dev_copies)
 	echo "gdr: node $n: engine_dev_copies ${c:-none}, engine_dev_copy_bytes $(counter $n engine_dev_copy_bytes), engine_dev_atomic_refused $(counter $n engine_dev_atomic_refused)"
 	[ "${c:-0}" -gt 0 ] || fail "node $n made no device copies"
+	# the copy engine: frame buffers pinned, copies queued and waited
+	# for in batches, none failed (docs/GPU.md 1.1)
+	a=$(counter $n engine_dev_async) f=$(counter $n engine_dev_fences)
+	p=$(counter $n gdr_pinned_bytes) e=$(counter $n engine_dev_fence_err)
+	echo "gdr: node $n: engine_dev_async ${a:-none}, engine_dev_fences ${f:-none}, gdr_pinned_bytes ${p:-none}, engine_dev_held $(counter $n engine_dev_held)"
+	[ "${p:-0}" -gt 0 ] || fail "node $n pinned no frame buffers"
+	[ "${a:-0}" -gt 0 ] || fail "node $n queued no device copies"
+	[ "${f:-0}" -gt 0 ] && [ "${f:-0}" -lt "${a:-0}" ] ||
+		fail "node $n: $f fences for $a queued copies"
+	[ "${e:-1}" = 0 ] || fail "node $n: failed fences"
 done
 [ "$(counter 1 engine_dev_atomic_refused)" = 1 ] ||
 	fail "node 1 did not refuse the atomic on GPU memory"

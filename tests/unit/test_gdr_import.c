@@ -5,8 +5,10 @@
  * device pointers from host ones, export of cuMemAlloc memory (IPC
  * handle, to a forked child, since a process cannot open its own) and
  * of cuMem memory (POSIX fd), import, copies both ways byte-exact,
- * shared IPC imports, release, the errors of bad handles, and devices
- * named by UUID.
+ * shared IPC imports, release, the errors of bad handles, devices named
+ * by UUID; the copy
+ * engine's asynchronous copies (queued until a fence, ordered, batched,
+ * pinned memory, failures reported by the fence).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <ovrdma/gdr.h>
 
 #include "cudadrv.h"
+#include "fakecuda.h"
 
 #define MB (1ull << 20)
 
@@ -48,6 +51,8 @@ static struct {
 	gdr_CUresult (*access)(gdr_CUdeviceptr, size_t,
 			       const gdr_CUmemAccessDesc *, size_t);
 	gdr_CUresult (*release)(gdr_CUmemGenericAllocationHandle);
+	fakecuda_stats_fn stats;
+	fakecuda_fail_fn fail_nth;
 } cu;
 
 static void load_app_side(void)
@@ -71,7 +76,11 @@ static void load_app_side(void)
 	*(void **)&cu.map = dlsym(lib, "cuMemMap");
 	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
 	*(void **)&cu.release = dlsym(lib, "cuMemRelease");
+	*(void **)&cu.stats = dlsym(lib, FAKECUDA_STATS_SYM);
+	*(void **)&cu.fail_nth = dlsym(lib, FAKECUDA_FAIL_SYM);
 	assert_non_null(cu.release);
+	assert_non_null(cu.stats);
+	assert_non_null(cu.fail_nth);
 	assert_int_equal(cu.init(0), 0);
 	assert_int_equal(cu.retain(&ctx, 0), 0);
 	assert_int_equal(cu.set(ctx), 0);
@@ -328,6 +337,187 @@ static void test_fd_export(void **state)
 	free(got);
 }
 
+/* A cuMem allocation of @size, exported and imported into @g. */
+static struct ovr_gdr_mem *import_cumem(struct ovr_gdr *g, size_t size,
+					gdr_CUdeviceptr *va)
+{
+	gdr_CUmemAllocationProp prop = {
+		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
+		.requestedHandleTypes =
+			GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = 0 },
+	};
+	gdr_CUmemAccessDesc acc = {
+		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
+			      .id = 0 },
+		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+	};
+	gdr_CUmemGenericAllocationHandle h;
+	struct ovr_gdr_export ex;
+	struct ovr_gdr_mem *m;
+
+	assert_int_equal(cu.create(&h, size, &prop, 0), 0);
+	assert_int_equal(cu.reserve(va, size, 0, 0, 0), 0);
+	assert_int_equal(cu.map(*va, size, 0, h, 0), 0);
+	assert_int_equal(cu.access(*va, size, &acc, 1), 0);
+	assert_int_equal(cu.release(h), 0);
+	assert_int_equal(ovr_gdr_export(g, *va, size, &ex), 0);
+	assert_int_equal(ovr_gdr_import(g, &ex, &m), 0);
+	close(ex.fd);
+	return m;
+}
+
+/*
+ * The copy engine: copies from and to pinned memory are queued and land
+ * at the fence (the fake performs them only then), in an order that
+ * keeps conflicting copies right; one fence waits for a whole batch;
+ * pageable memory is copied at once; a failed queued copy is reported
+ * by the fence and leaves the old bytes.
+ */
+static void test_async_copies(void **state)
+{
+	const size_t pin_len = 2 * MB, K4 = 4096;
+	uint8_t *pin = aligned_alloc(4096, pin_len);
+	uint8_t *want = malloc(MB), *got = malloc(MB), *pageable = malloc(MB);
+	struct fakecuda_stats f0, f1;
+	struct ovr_gdr_stats st;
+	struct ovr_gdr_mem *m;
+	gdr_CUdeviceptr va;
+	struct ovr_gdr *g;
+
+	(void)state;
+	assert_non_null(pin);
+	assert_non_null(want);
+	assert_non_null(got);
+	assert_non_null(pageable);
+	load_app_side();
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	ovr_gdr_get_stats(g, &st);
+	assert_true(st.async);
+	m = import_cumem(g, 4 * MB, &va);
+	memset(want, 0, MB);
+	assert_int_equal(cu.htod(va, want, MB), 0);
+
+	/* not pinned yet: even the async call copies at once */
+	fill(pageable, MB, 1);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pageable, K4), 0);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, pageable, K4);
+
+	cu.stats(&f0);
+	assert_int_equal(ovr_gdr_host_register(g, pin, pin_len), 0);
+	assert_int_equal(ovr_gdr_host_register(g, pin + 4096, 4096), -EEXIST);
+	cu.stats(&f1);
+	assert_int_equal(f1.host_registered - f0.host_registered, pin_len);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.pinned_bytes, pin_len);
+	assert_int_equal(st.pinned_ranges, 1);
+
+	/* queued: the device keeps its old bytes until the fence */
+	fill(pin, 64 * K4, 2);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pin, K4), 1);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, pageable, K4);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, pin, K4);
+
+	/* a message's worth of packets: one fence, one sync per stream */
+	cu.stats(&f0);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(ovr_gdr_write_async(m, MB + i * K4,
+						     pin + i * K4, K4),
+				 1);
+	for (size_t i = 0; i < 64; i++)
+		assert_int_equal(ovr_gdr_read_async(m, i * 1024,
+						    pin + MB + i * 1024, 1024),
+				 1);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.pending, 128);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	cu.stats(&f1);
+	assert_int_equal(f1.async_queued - f0.async_queued, 128);
+	assert_int_equal(f1.async_done - f0.async_done, 128);
+	assert_int_equal(f1.syncs - f0.syncs, 2);
+	assert_int_equal(f1.pending, 0);
+	assert_int_equal(cu.dtoh(got, va + MB, 64 * K4), 0);
+	assert_memory_equal(got, pin, 64 * K4);
+	/* the device's [0, 64 KB): the first write, then zeros */
+	memcpy(want, pin, K4);
+	memset(want + K4, 0, 60 * 1024);
+	assert_memory_equal(pin + MB, want, 64 * 1024);
+	/* nothing queued: a fence is free */
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	cu.stats(&f0);
+	assert_int_equal(f0.syncs, f1.syncs);
+
+	/* a read queued before a write of the same bytes sees the old
+	 * ones, a read queued after it the new ones, whatever order the
+	 * fence takes the streams in */
+	assert_int_equal(cu.dtoh(want, va + 2 * MB, K4), 0);
+	fill(pin, K4, 5);
+	assert_int_equal(ovr_gdr_read_async(m, 2 * MB, pin + MB, K4), 1);
+	assert_int_equal(ovr_gdr_write_async(m, 2 * MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_read_async(m, 2 * MB, pin + MB + K4, K4), 1);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	assert_memory_equal(pin + MB, want, K4);
+	assert_memory_equal(pin + MB + K4, pin, K4);
+	ovr_gdr_get_stats(g, &st);
+	assert_true(st.waits >= 2);
+
+	/* a pageable copy after queued ones to the same bytes lands last;
+	 * the synchronous calls see what was queued before them */
+	fill(pin, K4, 6);
+	fill(pageable, K4, 7);
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB, pageable, K4), 0);
+	assert_int_equal(cu.dtoh(got, va + 3 * MB, K4), 0);
+	assert_memory_equal(got, pageable, K4);
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_read(m, 3 * MB, got, K4), 0);
+	assert_memory_equal(got, pin, K4);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+
+	/* a queued copy that fails: the fence says so, the bytes are old */
+	assert_int_equal(cu.dtoh(want, va + 3 * MB, K4), 0);
+	fill(pin, K4, 8);
+	cu.fail_nth(2);
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB + K4, pin, K4), 1);
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_fence(g), -EIO);
+	assert_non_null(strstr(ovr_gdr_last_error(g), "illegal memory"));
+	assert_int_equal(cu.dtoh(got, va + 3 * MB, K4), 0);
+	assert_memory_equal(got, want, K4);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.fence_errors, 1);
+	/* the next batch is unaffected */
+	assert_int_equal(ovr_gdr_write_async(m, 3 * MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	assert_int_equal(cu.dtoh(got, va + 3 * MB, K4), 0);
+	assert_memory_equal(got, pin, K4);
+
+	/* released with copies queued: they land first */
+	fill(pin, K4, 9);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pin, K4), 1);
+	ovr_gdr_release(m);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, pin, K4);
+
+	assert_int_equal(ovr_gdr_host_unregister(g, pin + 1), -ENOENT);
+	assert_int_equal(ovr_gdr_host_unregister(g, pin), 0);
+	cu.stats(&f1);
+	assert_int_equal(f1.host_registered, 0);
+	ovr_gdr_close(g);
+	cu.stats(&f1);
+	assert_int_equal(f1.streams, 0);
+	assert_int_equal(f1.events, 0);
+	free(pin);
+	free(want);
+	free(got);
+	free(pageable);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_probe),
 		cmocka_unit_test(test_ipc_cross_process),
 		cmocka_unit_test(test_fd_export),
+		cmocka_unit_test(test_async_copies),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

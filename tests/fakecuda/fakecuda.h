@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake CUDA driver's own entry points (not CUDA's): what tests and
+ * the copy-engine benchmark ask of libfakecuda beyond the driver API, by
+ * dlsym on the library $OVRDMA_LIBCUDA names.
+ */
+#ifndef OVR_FAKECUDA_H
+#define OVR_FAKECUDA_H
+
+#include <stdint.h>
+
+struct fakecuda_stats {
+	uint64_t syncs; /* cuStreamSynchronize calls */
+	uint64_t async_queued; /* async copies queued (pinned host memory) */
+	uint64_t async_pageable; /* ... done at once: host memory not pinned */
+	uint64_t async_done; /* queued copies performed */
+	uint64_t async_failed; /* queued copies failed (injected) */
+	uint64_t pending; /* queued copies not performed yet */
+	uint64_t sync_copies; /* cuMemcpyHtoD / cuMemcpyDtoH */
+	uint64_t host_registered; /* bytes registered now */
+	uint64_t host_register_calls;
+	uint64_t waits; /* cuStreamWaitEvent calls */
+	uint32_t streams, events; /* live */
+};
+
+#define FAKECUDA_STATS_SYM "fakecuda_stats"
+typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *st);
+
+/*
+ * The @nth asynchronous copy queued from now on (1: the next one) fails:
+ * it is accepted, never performed, and the synchronisation that reaches
+ * it returns CUDA_ERROR_ILLEGAL_ADDRESS. 0: none. The environment
+ * variable FAKECUDA_FAIL_ASYNC=N does the same from cuInit on.
+ */
+#define FAKECUDA_FAIL_SYM "fakecuda_fail_async"
+typedef void (*fakecuda_fail_fn)(uint64_t nth);
+
+#endif
