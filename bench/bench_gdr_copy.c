@@ -24,27 +24,14 @@
 
 #include <ovrdma/gdr.h>
 
+#include "cuapp.h"
 #include "cudadrv.h"
 
 #define MB (1ull << 20)
 #define DEV_LEN (64 * MB)
 #define HOST_LEN (64 * MB)
 
-static struct {
-	gdr_CUresult (*retain)(gdr_CUcontext *, gdr_CUdevice);
-	gdr_CUresult (*set)(gdr_CUcontext);
-	gdr_CUresult (*create)(gdr_CUmemGenericAllocationHandle *, size_t,
-			       const gdr_CUmemAllocationProp *,
-			       unsigned long long);
-	gdr_CUresult (*reserve)(gdr_CUdeviceptr *, size_t, size_t,
-				gdr_CUdeviceptr, unsigned long long);
-	gdr_CUresult (*map)(gdr_CUdeviceptr, size_t, size_t,
-			    gdr_CUmemGenericAllocationHandle,
-			    unsigned long long);
-	gdr_CUresult (*access)(gdr_CUdeviceptr, size_t,
-			       const gdr_CUmemAccessDesc *, size_t);
-	gdr_CUresult (*release)(gdr_CUmemGenericAllocationHandle);
-} cu;
+static struct cuapp cu;
 
 static double now_s(void)
 {
@@ -58,52 +45,10 @@ static double now_s(void)
  * as ovrdmad imports an application's. */
 static int dev_alloc(struct ovr_gdr *g, struct ovr_gdr_mem **m)
 {
-	const char *path = getenv(OVR_GDR_ENV);
-	gdr_CUmemAllocationProp prop = {
-		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
-		.requestedHandleTypes =
-			GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-	};
-	gdr_CUmemAccessDesc acc = {
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-	};
-	gdr_CUmemGenericAllocationHandle h;
-	struct ovr_gdr_export ex;
 	gdr_CUdeviceptr va;
-	gdr_CUcontext ctx;
-	void *lib;
-	int rc;
+	int rc = cuapp_load(&cu); /* gdr/ has initialised the driver */
 
-	/* the library gdr/ opened: this only takes another reference */
-	lib = dlopen(path && *path ? path : OVR_GDR_LIBCUDA, RTLD_NOW);
-	if (!lib)
-		return -EOPNOTSUPP;
-	*(void **)&cu.retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
-	*(void **)&cu.set = dlsym(lib, "cuCtxSetCurrent");
-	*(void **)&cu.create = dlsym(lib, "cuMemCreate");
-	*(void **)&cu.reserve = dlsym(lib, "cuMemAddressReserve");
-	*(void **)&cu.map = dlsym(lib, "cuMemMap");
-	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
-	*(void **)&cu.release = dlsym(lib, "cuMemRelease");
-	if (!cu.retain || !cu.set || !cu.create || !cu.reserve || !cu.map ||
-	    !cu.access || !cu.release)
-		return -EOPNOTSUPP;
-	if (cu.retain(&ctx, 0) || cu.set(ctx) ||
-	    cu.create(&h, DEV_LEN, &prop, 0) ||
-	    cu.reserve(&va, DEV_LEN, 0, 0, 0) || cu.map(va, DEV_LEN, 0, h, 0) ||
-	    cu.access(va, DEV_LEN, &acc, 1))
-		return -EIO;
-	cu.release(h);
-	rc = ovr_gdr_export(g, va, DEV_LEN, &ex);
-	if (rc)
-		return rc;
-	rc = ovr_gdr_import(g, &ex, m);
-	close(ex.fd);
-	return rc;
+	return rc ? rc : cuapp_import(&cu, g, DEV_LEN, &va, m);
 }
 
 /* GB/s of @n copies of @size each way: one at a time, or in batches. */

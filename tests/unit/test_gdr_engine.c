@@ -28,6 +28,7 @@
 #include <ovrdma/engine.h>
 #include <ovrdma/gdr.h>
 
+#include "cuapp.h"
 #include "cudadrv.h"
 #include "engpair.h"
 #include "fakecuda.h"
@@ -37,26 +38,7 @@
 #define DEV_LEN (8 * MB) /* fake-GPU memory per node */
 #define MAXCQE 4096
 
-static struct {
-	gdr_CUresult (*init)(unsigned int);
-	gdr_CUresult (*retain)(gdr_CUcontext *, gdr_CUdevice);
-	gdr_CUresult (*set)(gdr_CUcontext);
-	gdr_CUresult (*htod)(gdr_CUdeviceptr, const void *, size_t);
-	gdr_CUresult (*dtoh)(void *, gdr_CUdeviceptr, size_t);
-	gdr_CUresult (*create)(gdr_CUmemGenericAllocationHandle *, size_t,
-			       const gdr_CUmemAllocationProp *,
-			       unsigned long long);
-	gdr_CUresult (*reserve)(gdr_CUdeviceptr *, size_t, size_t,
-				gdr_CUdeviceptr, unsigned long long);
-	gdr_CUresult (*map)(gdr_CUdeviceptr, size_t, size_t,
-			    gdr_CUmemGenericAllocationHandle,
-			    unsigned long long);
-	gdr_CUresult (*access)(gdr_CUdeviceptr, size_t,
-			       const gdr_CUmemAccessDesc *, size_t);
-	gdr_CUresult (*release)(gdr_CUmemGenericAllocationHandle);
-	fakecuda_stats_fn stats;
-	fakecuda_fail_fn fail_nth;
-} cu;
+static struct cuapp cu;
 
 struct pdu {
 	uint32_t slot, len;
@@ -211,56 +193,14 @@ static bool run_until(struct rig *r, int i, uint32_t want)
 
 static void load_app_side(void)
 {
-	const char *path = getenv(OVR_GDR_ENV);
-	void *lib;
-	gdr_CUcontext ctx;
-
-	assert_non_null(path);
-	lib = dlopen(path, RTLD_NOW);
-	assert_non_null(lib);
-	*(void **)&cu.init = dlsym(lib, "cuInit");
-	*(void **)&cu.retain = dlsym(lib, "cuDevicePrimaryCtxRetain");
-	*(void **)&cu.set = dlsym(lib, "cuCtxSetCurrent");
-	*(void **)&cu.htod = dlsym(lib, "cuMemcpyHtoD_v2");
-	*(void **)&cu.dtoh = dlsym(lib, "cuMemcpyDtoH_v2");
-	*(void **)&cu.create = dlsym(lib, "cuMemCreate");
-	*(void **)&cu.reserve = dlsym(lib, "cuMemAddressReserve");
-	*(void **)&cu.map = dlsym(lib, "cuMemMap");
-	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
-	*(void **)&cu.release = dlsym(lib, "cuMemRelease");
-	*(void **)&cu.stats = dlsym(lib, FAKECUDA_STATS_SYM);
-	*(void **)&cu.fail_nth = dlsym(lib, FAKECUDA_FAIL_SYM);
+	assert_non_null(getenv(OVR_GDR_ENV));
+	assert_int_equal(cuapp_load(&cu), 0);
 	assert_non_null(cu.fail_nth);
-	assert_int_equal(cu.init(0), 0);
-	assert_int_equal(cu.retain(&ctx, 0), 0);
-	assert_int_equal(cu.set(ctx), 0);
 }
 
 static void dev_alloc(struct ovr_gdr *g, struct node *n)
 {
-	gdr_CUmemAllocationProp prop = {
-		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
-		.requestedHandleTypes =
-			GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-	};
-	gdr_CUmemAccessDesc acc = {
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-	};
-	gdr_CUmemGenericAllocationHandle h;
-	struct ovr_gdr_export ex;
-
-	assert_int_equal(cu.create(&h, DEV_LEN, &prop, 0), 0);
-	assert_int_equal(cu.reserve(&n->va, DEV_LEN, 0, 0, 0), 0);
-	assert_int_equal(cu.map(n->va, DEV_LEN, 0, h, 0), 0);
-	assert_int_equal(cu.access(n->va, DEV_LEN, &acc, 1), 0);
-	assert_int_equal(cu.release(h), 0);
-	assert_int_equal(ovr_gdr_export(g, n->va, DEV_LEN, &ex), 0);
-	assert_int_equal(ovr_gdr_import(g, &ex, &n->dev), 0);
-	close(ex.fd);
+	assert_int_equal(cuapp_import(&cu, g, DEV_LEN, &n->va, &n->dev), 0);
 }
 
 static int setup(void **state)
