@@ -214,17 +214,6 @@ static void test_ipc_cross_process(void **state)
 /* cuMem memory: exported as a file descriptor (only if created so). */
 static void test_fd_export(void **state)
 {
-	gdr_CUmemAllocationProp prop = {
-		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-	};
-	gdr_CUmemAccessDesc acc = {
-		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
-			      .id = 0 },
-		.flags = GDR_CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-	};
-	gdr_CUmemGenericAllocationHandle h1, h2;
 	gdr_CUdeviceptr va1, va2;
 	struct ovr_gdr_export ex, bad;
 	struct ovr_gdr_mem *m;
@@ -235,22 +224,13 @@ static void test_fd_export(void **state)
 	load_app_side();
 	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
 	/* without POSIX_FD among its handle types: not exportable */
-	assert_int_equal(cu.create(&h1, 2 * MB, &prop, 0), 0);
-	assert_int_equal(cu.reserve(&va1, 2 * MB, 0, 0, 0), 0);
-	assert_int_equal(cu.map(va1, 2 * MB, 0, h1, 0), 0);
-	assert_int_equal(cu.access(va1, 2 * MB, &acc, 1), 0);
+	assert_int_equal(cuapp_vmm(&cu, 2 * MB, false, &va1), 0);
 	assert_int_equal(ovr_gdr_probe(g, va1, 64, NULL, NULL, NULL), 1);
 	assert_int_equal(ovr_gdr_export(g, va1, 64, &ex), -EOPNOTSUPP);
 	assert_int_equal(ex.fd, -1);
 
-	prop.requestedHandleTypes =
-		GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-	assert_int_equal(cu.create(&h2, 4 * MB, &prop, 0), 0);
-	assert_int_equal(cu.reserve(&va2, 4 * MB, 0, 0, 0), 0);
-	assert_int_equal(cu.map(va2, 4 * MB, 0, h2, 0), 0);
-	assert_int_equal(cu.access(va2, 4 * MB, &acc, 1), 0);
-	/* NCCL releases its handle once mapped */
-	assert_int_equal(cu.release(h2), 0);
+	/* with it (and its handle released once mapped, as NCCL does) */
+	assert_int_equal(cuapp_vmm(&cu, 4 * MB, true, &va2), 0);
 	fill(want, 4 * MB, 3);
 	assert_int_equal(cu.htod(va2, want, 4 * MB), 0);
 	assert_int_equal(ovr_gdr_export(g, va2 + MB, MB, &ex), 0);
