@@ -5,6 +5,10 @@
 # service through the fabric"). As root, from the source tree:
 #
 #   bench/svc-bench.sh [--runs N] [--iters N] [--seconds T] [--no-reg]
+#                      [--cc NAME]
+#
+# --cc NAME: every ovrdmad runs congestion controller NAME (ovr, dcqcn,
+# timely, swift, fixed; the testbed's --cc), instead of the default.
 #
 # Each run:
 #  1. tools/ovrdma-testbed up 2 (memif fabric, no impairment) under a
@@ -46,7 +50,7 @@ prefix=$OVRDMA_TESTBED_PREFIX
 # header, 4 B of CRC (docs/WIRE.md), 78 B of Ethernet/IPv4/UDP/VXLAN-GPE
 # (docs/VPC.md). The bw phase checks it against the fabric's counters.
 DATA_FRAME=4238
-runs=3 iters=20000 seconds=3 reg=1
+runs=3 iters=20000 seconds=3 reg=1 cc=
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -54,8 +58,9 @@ while [ $# -gt 0 ]; do
 	--iters) iters=$2 && shift ;;
 	--seconds) seconds=$2 && shift ;;
 	--no-reg) reg=0 ;;
+	--cc) cc=$2 && shift ;;
 	*)
-		sed -n '5,6s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '5,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
@@ -116,7 +121,8 @@ counter() { # fabric counter KEY (sum or pN.KEY)
 
 svc_run() { # RUN
 	local r=$1 d=$OVRDMA_TESTBED_DIR pa pb s1 s2 f0 b0
-	run "$tb" up 2 >"$out/up.$r" 2>&1 || fail "testbed up (see $out/up.$r)"
+	run "$tb" up 2 ${cc:+--cc "$cc"} >"$out/up.$r" 2>&1 ||
+		fail "testbed up (see $out/up.$r)"
 	pa=$(cat "$d/n1/ovrdmad.pid")
 	pb=$(cat "$d/n2/ovrdmad.pid")
 	s1=$("$tb" sock 1)
@@ -228,7 +234,8 @@ minmax() { # values on stdin -> "min-max"
 {
 	echo "svc-bench: $(date -u +%FT%TZ), $(nproc) CPUs," \
 		"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)," \
-		"commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
+		"commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)," \
+		"congestion control ${cc:-default}"
 } | tee "$out/about"
 for r in $(seq "$runs"); do
 	echo "run $r/$runs: load average $(cut -d' ' -f1-3 /proc/loadavg)" |

@@ -74,9 +74,12 @@
  *                                        1023/1024 (as modelled by Google's
  *                                        isekai simulator)
  *   K (alpha)      55 us                 paper; HPCC AlphaResumInterval
+ *                                        default (its run.py's
+ *                                        "dcqcn_paper" sets 50 us)
  *   T_INC          55 us                 paper; HPCC "dcqcn_paper" RP_TIMER
  *   B              10^7 bytes (10 MB)    paper; htsim dcqcn.cpp _B
  *   F              5                     paper; HPCC FastRecoveryTimes
+ *                                        default (its run.py sets 1)
  *   R_AI           5 Mbit/s per 25 Gbit/s of line rate (20 Mbit/s at 100G)
  *   R_HAI          50 Mbit/s per 25 Gbit/s (200 Mbit/s at 100G)
  *                                        HPCC simulator run.py: ai = 5 *
@@ -93,6 +96,20 @@
  * bobzhuyb/ns3-rdma, src/point-to-point/model/qbb-net-device.cc. The HPCC
  * simulator's DCQCN is Mellanox's timer-only variant, without a byte
  * counter; the byte counter here follows the paper.)
+ *
+ * Against the HPCC simulator's reaction point (rdma-hw.cc, "Mellanox's
+ * version", read at commit 9f4be2a; tests/unit/test_congestion_dcqcn.c):
+ * one CNP followed by silence gives the same rate at every increase event
+ * (cut, five fast-recovery steps, additive, hyper capped at line rate) and
+ * the same alpha decay. By design it differs in: the cut, made when the
+ * CNP is taken here and at the next RateDecreaseInterval check there;
+ * the target, which a CNP there leaves alone when no timer increase ran
+ * since the last cut (Mellanox's clamp_tgt_rate 0 with
+ * clamp_tgt_rate_after_time_inc 1), the paper sets Rt = Rc on every CNP;
+ * hyper increase, entered on the timer alone there and adding a constant
+ * R_HAI, here once T and BC both passed F, adding i R_HAI; and its alpha
+ * timer, which runs from the first CNP there and restarts at each CNP
+ * here (the paper's "K without a CNP").
  */
 #include <math.h>
 #include <stdbool.h>

@@ -21,7 +21,9 @@
  *
  *     q      = min(last K samples) - b        queueing delay seen
  *     T      = T0 + K_PATH * b                target, grows with path length
- *     alpha  = A0 * sqrt(v / mss) * mss       per-flow share of the queue
+ *     alpha  = A * sqrt(v / mss) * mss        per-flow share of the queue,
+ *                                             A = A0 in a round with a
+ *                                             sample near b, else A_Q
  *     v'     = v * (b + T) / (b + q) + alpha  (FAST-TCP's update)
  *     v'     = clamp(v', v * MD_MAX, v * MI_MAX)
  *     R      = min(v' / (b + T), line rate)
@@ -29,7 +31,12 @@
  * At equilibrium (b + q) = (b + T) * v / (v - alpha): every flow on a
  * bottleneck sees the same q, so v_i / alpha_i is equal for all of them,
  * and because alpha grows with sqrt(v) that makes the rates equal
- * (fairness). The standing queue is T plus sum(alpha_i) / C, which grows
+ * (fairness). A fairness error shrinks by about (q - T) / (2 (b + q)) per
+ * round, q - T being sum(alpha_i) / C: flows that share a standing queue
+ * use the larger A_Q, so that a joining flow reaches its share in tens of
+ * rounds rather than hundreds, while a flow alone on a jittery path
+ * (samples near b every round) keeps the small A0 and its small queue.
+ * The standing queue is T plus sum(alpha_i) / C, which grows
  * with sqrt(N) for N flows of equal share: the target scales with fan-in,
  * but only as its square root (a 64:1 incast holds about 8 times the
  * queue of one flow, not 64 times). A decrease needs MIN_SAMPLES samples
@@ -73,8 +80,11 @@
  *   T0          1 us     12.5 KB at 100 Gbit/s: below the 50 KB p99 goal
  *                        with room for the alpha terms
  *   K_PATH      0.05     longer paths have more queues and more jitter
- *   A0          0.25     one flow queues 0.25 * sqrt(BDP packets) packets;
- *                        64 flows on a 150 KB BDP hold about 48 KB
+ *   A0          0.25     one flow queues 0.25 * sqrt(BDP packets) packets
+ *   A_Q         1.25     with a standing queue: S3's slowest join 51 -> 29
+ *                        RTTs (4 flows), 154 -> 29 (8 flows); 1.0 left
+ *                        8 flows at 63, 2.0 and 3.0 left joins that never
+ *                        converged (docs/CONGESTION.md)
  *   K           16       samples in the filter: the minimum of 16
  *                        U[0,20 us] samples is 1.2 us on average
  *   MIN_SAMPLES 8        before a decrease
@@ -105,6 +115,7 @@
 #define OVR_T0_NS 1000.0
 #define OVR_K_PATH 0.05
 #define OVR_A0 0.25
+#define OVR_A_QUEUE 1.25
 #define OVR_K 16
 #define OVR_MIN_SAMPLES 8
 #define OVR_MI_MAX 2.0
@@ -252,7 +263,7 @@ static void close_round(struct ovr_state *s, uint64_t now)
 	} else if (s->ring_n >= OVR_MIN_SAMPLES) {
 		s->slow_start = 0;
 		nv = v * (b + t) / (b + qf) +
-		     OVR_A0 * sqrt(v / s->mss) * s->mss;
+		     OVR_A_QUEUE * sqrt(v / s->mss) * s->mss;
 	} else {
 		nv = v; /* not enough evidence yet */
 	}

@@ -115,8 +115,11 @@ static void test_ovr_window_ignores_queue(void **state)
 		assert_true(f.cwnd_bytes <
 			    rate_bpns(&f) * (BASE + 200 * US) + 2 * MSS);
 	}
-	/* and the rate fell: the queue is far above the target */
-	assert_true(f.rate_bps < LINE / 40);
+	/* and the rate fell towards where a flow keeps its alpha (A_Q
+	 * 1.25) in that queue: v = v (b + T) / (b + q) + 1.25 sqrt(v / mss)
+	 * mss, v = 7163 B, R = 4.98 Gbit/s, a twentieth of line rate */
+	assert_true(f.rate_bps < LINE / 16);
+	assert_true(f.rate_bps > 4.98e9);
 }
 
 /* Samples alternating b and b + 20 us, one every us, no queue: J climbs
@@ -220,6 +223,38 @@ static void test_ovr_loss(void **state)
 	assert_true(f.cwnd_bytes < rate_bpns(&f) * (BT + 31 * US) + 2 * MSS);
 }
 
+/* The FAST update's alpha: A_Q = 1.25 in a round where every sample saw
+ * a standing queue (flows sharing a bottleneck converge faster), A0 =
+ * 0.25 in a round with a sample near b. v = R (b + T). */
+static void test_ovr_alpha_by_round(void **state)
+{
+	/* samples are kept in 32 ns units: b + 5 us rounds to 469 units */
+	const double rq = 469 * 32.0, q = rq - BASE;
+	struct ovr_cc_flow f;
+	uint64_t t = T0;
+	double v = LINE / 4 / 8e9 * BT, want;
+
+	(void)state;
+	start(&f, t);
+	/* the first round, all 5 us above b (16 samples): the decrease
+	 * branch, which also ends slow start */
+	for (int i = 0; i < 120; i++)
+		ack(&f, t += 100, (uint64_t)rq);
+	want = v * BT / (BASE + q) + 1.25 * sqrt(v / MSS) * MSS;
+	assert_within(rate_bpns(&f) * BT, want, 0.01 * BT / 8);
+	/* 42.7 KB: with A0 it would be 30.6 KB */
+	assert_within(want, 42703, 1);
+	v = want;
+	/* samples of packets sent after the decrease, at b: a round with no
+	 * queue increases with A0 (not slow start's doubling) */
+	t += BASE;
+	for (int i = 0; i < 150; i++) /* one round: b + q = 15 us */
+		ack(&f, t += 100, BASE);
+	want = v * BT / BASE + 0.25 * sqrt(v / MSS) * MSS;
+	assert_within(rate_bpns(&f) * BT, want, 0.01 * BT / 8);
+	assert_within(want, 52415, 1);
+}
+
 /* Whatever the samples, losses and timeouts: the rate within
  * [line / 4096, line], the window within [2 mss, the transport's max]. */
 static void test_ovr_bounds(void **state)
@@ -295,6 +330,7 @@ int main(void)
 		cmocka_unit_test(test_ovr_jitter_needs_samples),
 		cmocka_unit_test(test_ovr_jitter_decay),
 		cmocka_unit_test(test_ovr_loss),
+		cmocka_unit_test(test_ovr_alpha_by_round),
 		cmocka_unit_test(test_ovr_bounds),
 		cmocka_unit_test(test_ovr_reinit),
 	};
