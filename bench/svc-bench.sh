@@ -60,7 +60,7 @@ while [ $# -gt 0 ]; do
 	--no-reg) reg=0 ;;
 	--cc) cc=$2 && shift ;;
 	*)
-		sed -n '5,10s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '5,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
