@@ -171,21 +171,18 @@ static size_t gpu_diff(dptr d, size_t len, uint64_t seed, size_t at)
 	return bad;
 }
 
+#define ACC_ALL                                             \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 static struct ibv_mr *reg(struct ibv_pd *pd, dptr d, size_t len)
 {
-	struct ibv_mr *mr = ibv_reg_mr(
-		pd, (void *)(uintptr_t)d, len,
-		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	struct ibv_mr *mr = ibv_reg_mr(pd, (void *)(uintptr_t)d, len, ACC_ALL);
 
 	if (!mr)
 		vc_die("ibv_reg_mr of GPU memory: %s", strerror(errno));
 	return mr;
 }
-
-#define ACC_ALL                                             \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /* A dma-buf fd of GPU [d, d + len), as NCCL makes one; -1: the driver
  * has no dma-buf support (CUDA_ERROR_NOT_SUPPORTED; real GPUs only). */
@@ -251,6 +248,15 @@ static void side_up(struct side *s)
 		vc_die("pd/cq/qp: %s", strerror(errno));
 }
 
+/* RTR and RTS towards @peer, our first PSN @psn, every access allowed */
+static void side_connect(struct side *s, uint32_t psn,
+			 const struct vc_qpinfo *peer)
+{
+	if (vc_connect(&s->d, s->qp, psn, peer,
+		       &(struct vc_path){ 14, 7, 7, 12, 16, ACC_ALL }, true))
+		vc_die("connect");
+}
+
 static struct ibv_wc wait_wc(struct ibv_cq *cq)
 {
 	struct ibv_wc wc;
@@ -310,14 +316,7 @@ static int server(void)
 	fd = vc_tcp_server(PORT); /* listens and accepts one */
 	vc_recv_must(fd, &peer, sizeof(peer));
 	vc_send_all(fd, &h, sizeof(h));
-	if (vc_connect(&s.d, s.qp, 100, &peer.qp,
-		       &(struct vc_path){ 14, 7, 7, 12, 16,
-					  IBV_ACCESS_LOCAL_WRITE |
-						  IBV_ACCESS_REMOTE_WRITE |
-						  IBV_ACCESS_REMOTE_READ |
-						  IBV_ACCESS_REMOTE_ATOMIC },
-		       true))
-		vc_die("connect");
+	side_connect(&s, 100, &peer.qp);
 	/* the RECV the client's SEND lands in (the QP is in RTS now) */
 	{
 		struct ibv_sge sge = { .addr = s1 + 3 * MB,
@@ -377,14 +376,7 @@ static int client(const char *host)
 	fd = vc_tcp_client(host, PORT);
 	vc_send_all(fd, &h, sizeof(h));
 	vc_recv_must(fd, &peer, sizeof(peer));
-	if (vc_connect(&s.d, s.qp, 200, &peer.qp,
-		       &(struct vc_path){ 14, 7, 7, 12, 16,
-					  IBV_ACCESS_LOCAL_WRITE |
-						  IBV_ACCESS_REMOTE_WRITE |
-						  IBV_ACCESS_REMOTE_READ |
-						  IBV_ACCESS_REMOTE_ATOMIC },
-		       true))
-		vc_die("connect");
+	side_connect(&s, 200, &peer.qp);
 	sleep(1); /* the server's RTR */
 	post(s.qp, IBV_WR_RDMA_WRITE, m1, c1, 3 * MB, peer.s1, peer.rk1);
 	if ((wc = wait_wc(s.cq)).status)
