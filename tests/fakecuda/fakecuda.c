@@ -464,7 +464,8 @@ FAKE(cuMemAlloc_v2, (gdr_CUdeviceptr * dptr, size_t size))
 	return GDR_CUDA_SUCCESS;
 }
 
-FAKE(cuMemFree_v2, (gdr_CUdeviceptr dptr))
+/* cuMemFree and cuIpcCloseMemHandle: the mapping of @kind at @dptr. */
+static gdr_CUresult map_drop(gdr_CUdeviceptr dptr, int kind)
 {
 	struct map *m;
 	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
@@ -473,13 +474,18 @@ FAKE(cuMemFree_v2, (gdr_CUdeviceptr dptr))
 		return need_init();
 	pthread_mutex_lock(&mu);
 	m = map_find(dptr, 1);
-	if (m && m->va == dptr && m->kind == MAP_ALLOC) {
+	if (m && m->va == dptr && m->kind == kind) {
 		phys_put(m->p);
 		memset(m, 0, sizeof(*m));
 		rc = GDR_CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
+}
+
+FAKE(cuMemFree_v2, (gdr_CUdeviceptr dptr))
+{
+	return map_drop(dptr, MAP_ALLOC);
 }
 
 /* ---- IPC ------------------------------------------------------------------ */
@@ -569,20 +575,7 @@ FAKE(cuIpcOpenMemHandle_v2,
 
 FAKE(cuIpcCloseMemHandle, (gdr_CUdeviceptr dptr))
 {
-	struct map *m;
-	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
-
-	if (need_init())
-		return need_init();
-	pthread_mutex_lock(&mu);
-	m = map_find(dptr, 1);
-	if (m && m->va == dptr && m->kind == MAP_IPC) {
-		phys_put(m->p);
-		memset(m, 0, sizeof(*m));
-		rc = GDR_CUDA_SUCCESS;
-	}
-	pthread_mutex_unlock(&mu);
-	return rc;
+	return map_drop(dptr, MAP_IPC);
 }
 
 /* ---- cuMem (virtual memory management) ----------------------------------- */
