@@ -388,6 +388,8 @@ static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
 	qp->nlost = 0;
 	qp->nsacked = 0;
 	qp->rto_at = qp->pto_at = qp->reo_at = 0;
+	qp->rto_fired_ns = 0;
+	qp->rto_probe = false;
 	qp->tlp_out = false;
 }
 
@@ -1461,6 +1463,7 @@ int ovr_eng_qp_stats(struct ovr_eng *e, uint32_t qpn,
 	st->rcv_nxt = qp->rx.ack_psn;
 	st->inflight_pkts = (qp->snd_nxt - qp->snd_una) & M24;
 	st->cwnd_bytes = qp->cc.cwnd_bytes;
+	st->rate_bps = qp->cc.rate_bps;
 	st->srtt_ns = qp->rtt.srtt_ns;
 	st->rto_ns = qp->rtt.rto_ns;
 	return 0;
@@ -2088,7 +2091,9 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 			continue;
 		if ((k->flags & SB_RNR) && qp->rnr_wait)
 			continue;
-		if (!window_open(e, qp, k->len))
+		/* the RTO's resend goes whatever the window: the rest of
+		 * the flight still counts as in flight until rto_verdict */
+		if (!window_open(e, qp, k->len) && !qp->rto_probe)
 			return -1;
 		if (k->flags & SB_RESP)
 			ok = tx_resp_seg(e, qp, k->idx, k->off, k->len, psn,
@@ -2102,11 +2107,13 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 			return -1;
 		k->flags &= (uint8_t) ~(SB_LOST | SB_RNR);
 		k->xmit_ns = now;
+		qp->rto_probe = false;
 		if (k->nretx < 255)
 			k->nretx++;
 		qp->nlost--;
 		qp->pipe += PKT_COST(k->len);
 		qp->st.retx_pkts++;
+		e->st.retx_pkts++;
 		pace(qp, k->len, now);
 		arm_timers(qp, now, e->cfg.ack_delay_ns);
 		return 1;
@@ -2443,12 +2450,25 @@ static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 
 /* ---- acknowledgements and loss detection ----------------------------- */
 
+/*
+ * RACK's "most recently sent packet delivered", from a packet that the
+ * ACK with timestamp echo @tsecr (0: none) newly acknowledges. For a
+ * packet sent more than once the ACK may be for an earlier copy: then it
+ * says nothing about the resend and must not move RACK's clock to the
+ * resend's time (the later RTT would be short by the time between the
+ * copies, and every packet in flight longer than that would be taken
+ * for lost: with RTTs that vary by milliseconds, a cascade of spurious
+ * resends). The echo is the send time of the newest packet the peer had
+ * received: older than the resend means the ACK is for an earlier copy
+ * (RFC 8985 §6.2 step 2, with timestamps as Linux uses them). Without
+ * an echo, an ACK sooner than min_rtt after the resend is taken for the
+ * original's, as RFC 8985 says.
+ */
 static void rack_update(struct eng_qp *qp, const struct eng_pkt *k,
-			uint64_t now)
+			uint64_t now, uint32_t tsecr)
 {
-	/* an ACK of a resent packet sooner than min_rtt after the resend was
-	 * for the original: it says nothing about the resend's fate */
-	if (k->nretx && now - k->xmit_ns < qp->rtt.min_rtt_ns)
+	if (k->nretx && (tsecr ? (int32_t)(tsecr - ts_of(k->xmit_ns)) < 0 :
+				 now - k->xmit_ns < qp->rtt.min_rtt_ns))
 		return;
 	if (k->xmit_ns >= qp->rack_xmit_ns) {
 		qp->rack_xmit_ns = k->xmit_ns;
@@ -2487,6 +2507,7 @@ static uint32_t rack_detect(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 			mark_lost(qp, k);
 			lost += PKT_COST(k->len);
 			qp->st.rack_lost++;
+			e->st.rack_lost++;
 		} else if (!deadline || when < deadline) {
 			deadline = when;
 		}
@@ -2495,6 +2516,51 @@ static uint32_t rack_detect(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	if (lost)
 		e->cc->on_loss(&qp->cc, now, lost);
 	return lost;
+}
+
+/*
+ * The first ACK that delivers something after an RTO tells whether the
+ * timeout was spurious (the Eifel algorithm, RFC 3522): an echo older
+ * than the RTO is the echo of a packet sent before it, so the flight
+ * was not lost, only late (on a host whose scheduler stalls a peer for
+ * longer than the RTO). on_rto resent only the oldest packet; a
+ * spurious timeout ends there (that packet, if not resent yet, goes
+ * back in flight). A real one - the echo is the resend's, or there is
+ * no echo - marks lost every packet sent before the timeout that is
+ * still unacknowledged, as an RTO always did, one round trip later:
+ * resending the whole flight at once would, on every spurious timeout,
+ * send it twice. The congestion controller hears of the timeout here,
+ * and only if it was real (RFC 4015: a spurious timeout says nothing
+ * about the path's capacity).
+ */
+static void rto_verdict(struct ovr_eng *e, struct eng_qp *qp, uint32_t tsecr,
+			uint64_t now)
+{
+	bool spurious = tsecr && (int32_t)(tsecr - ts_of(qp->rto_fired_ns)) < 0;
+	uint32_t psn;
+
+	for (psn = qp->snd_una; psn != qp->snd_nxt; psn = PSN_ADD(psn, 1)) {
+		struct eng_pkt *k = sb_pkt(e, qp, psn);
+
+		if (spurious) {
+			if ((k->flags & (SB_LOST | SB_RNR)) != SB_LOST)
+				continue;
+			k->flags &= (uint8_t)~SB_LOST;
+			qp->nlost--;
+			qp->pipe += PKT_COST(k->len);
+		} else if (!(k->flags & (SB_SACKED | SB_LOST)) &&
+			   k->xmit_ns < qp->rto_fired_ns) {
+			mark_lost(qp, k);
+		}
+	}
+	if (spurious) {
+		qp->st.rto_spurious++;
+		e->st.rto_spurious++;
+	} else {
+		e->cc->on_timeout(&qp->cc, now);
+	}
+	qp->rto_fired_ns = 0;
+	qp->rto_probe = false;
 }
 
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp);
@@ -2519,6 +2585,7 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 {
 	struct ovr_cc_ack ca = { .now_ns = now };
 	uint32_t ack = p->ack_psn, psn, delivered = 0;
+	uint32_t tsecr = p->opcode == OVR_OP_NAK ? 0 : p->tsecr;
 	bool progress = false;
 
 	if (p->flags & OVR_F_CREDIT) {
@@ -2542,7 +2609,7 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 					qp->nlost--;
 				else
 					qp->pipe -= PKT_COST(k->len);
-				rack_update(qp, k, now);
+				rack_update(qp, k, now, tsecr);
 			}
 			pkt_acked(qp, k, psn);
 		}
@@ -2575,7 +2642,7 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 				} else {
 					qp->pipe -= PKT_COST(k->len);
 				}
-				rack_update(qp, k, now);
+				rack_update(qp, k, now, tsecr);
 			}
 			if (!qp->nsacked || PSN_LT(qp->sack_hi, t) ||
 			    PSN_LT(qp->sack_hi, qp->snd_una))
@@ -2619,6 +2686,8 @@ static void on_ack(struct ovr_eng *e, struct eng_qp *qp,
 				ca.rtt_ns = rtt;
 		}
 	}
+	if (delivered && qp->rto_fired_ns)
+		rto_verdict(e, qp, tsecr, now);
 	if (progress) {
 		qp->retries = 0;
 		qp->last_progress_ns = now;
@@ -3070,6 +3139,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	}
 	if (v == OVR_DP_RX_DUP) {
 		qp->st.rx_dup++;
+		e->st.rx_dup++;
 		/* a retransmission of something we have: the immediate ACK
 		 * echoes its send time, not that of the last new packet
 		 * (RFC 7323 §4.3), or the peer would measure its own
@@ -3517,12 +3587,13 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 {
 	uint64_t to = ack_timeout_ns(qp->timeout);
-	uint32_t psn, lost = 0;
+	uint32_t psn;
 
 	qp->rto_at = 0;
 	if (!qp->sb || qp->snd_una == qp->snd_nxt)
 		return;
 	qp->st.rto_count++;
+	e->st.rto_count++;
 	qp->retries++;
 	if (to && qp->retries > qp->retry_cnt &&
 	    now - qp->last_progress_ns >= (uint64_t)(qp->retry_cnt + 1) * to) {
@@ -3539,20 +3610,26 @@ static void on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		}
 		return;
 	}
+	/* resend the oldest packet; the rest waits for rto_verdict */
 	for (psn = qp->snd_una; psn != qp->snd_nxt; psn = PSN_ADD(psn, 1)) {
 		struct eng_pkt *k = sb_pkt(e, qp, psn);
 
 		if (!(k->flags & (SB_SACKED | SB_LOST))) {
 			mark_lost(qp, k);
-			lost += PKT_COST(k->len);
+			break;
 		}
 	}
 	ovr_dp_rtt_backoff(&qp->rtt);
-	e->cc->on_timeout(&qp->cc, now);
+	/* the controller hears of a timeout once it is known not to be
+	 * spurious (rto_verdict), or when the resend went unanswered too */
+	if (!qp->rto_fired_ns)
+		qp->rto_fired_ns = now;
+	else
+		e->cc->on_timeout(&qp->cc, now);
+	qp->rto_probe = true;
 	qp->tlp_out = false;
 	qp->pto_at = 0;
 	qp->rto_at = now + qp->rtt.rto_ns;
-	(void)lost;
 }
 
 static void on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
@@ -3574,6 +3651,7 @@ static void on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 			break;
 	}
 	qp->st.tlp_count++;
+	e->st.tlp_count++;
 	qp->tlp_out = true;
 	if (!qp->rto_at)
 		qp->rto_at = now + qp->rtt.rto_ns;
@@ -3642,6 +3720,7 @@ static void rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	}
 	qp->rsp_probes++;
 	qp->st.retx_pkts++;
+	e->st.retx_pkts++;
 	e->st.rsp_probes++;
 	wait = qp->rtt.rto_ns << (qp->rsp_probes < 8 ? qp->rsp_probes : 8);
 	if (wait > e->cfg.max_rto_ns)

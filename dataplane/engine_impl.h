@@ -216,6 +216,10 @@ struct eng_qp {
 	struct ovr_dp_rtt rtt;
 	struct ovr_cc_flow cc;
 	uint64_t rack_xmit_ns, rack_rtt_ns;
+	/* when the first of the RTOs since the last delivering ACK fired:
+	 * the next ACK tells whether it was spurious (rto_verdict); 0: none */
+	uint64_t rto_fired_ns;
+	bool rto_probe; /* the RTO's one resend may pass a full window */
 	uint64_t rto_at, pto_at, reo_at; /* 0: not armed */
 	uint64_t rnr_until;
 	uint64_t next_tx_ns; /* pacing */

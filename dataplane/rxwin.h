@@ -6,7 +6,7 @@
  * over contiguous arrivals, and produces SACK blocks.
  *
  * Memory: size / 8 bytes of bitmap, owned by the caller (no allocation
- * here), plus this struct. A 1024-packet window costs 128 + 24 bytes.
+ * here), plus this struct. A 1024-packet window costs 128 + 40 bytes.
  * Cost: O(1) per packet plus O(packets advanced / 64) when a hole fills;
  * SACK generation scans the words between ack_psn and the highest PSN
  * received, O(size / 64) at worst.
@@ -18,10 +18,15 @@
 
 #include <ovrdma/wire.h>
 
+#define OVR_DP_RXWIN_PREV 4u
+
 struct ovr_dp_rxwin {
 	uint32_t ack_psn; /* next PSN expected: all before it arrived */
 	uint32_t hi_psn; /* one past the highest PSN that arrived */
 	uint32_t last_psn; /* most recent new arrival (SACK block order) */
+	/* the arrivals before the last jumps out of a run, newest first:
+	 * their blocks follow last_psn's in the SACK (RFC 2018 §4) */
+	uint32_t prev[OVR_DP_RXWIN_PREV];
 	uint32_t mask; /* size - 1; size is a power of two */
 	uint64_t *bits; /* bit (psn & mask): psn arrived, psn >= ack_psn */
 };
@@ -65,8 +70,12 @@ enum ovr_dp_rx_verdict ovr_dp_rxwin_mark(struct ovr_dp_rxwin *w, uint32_t psn);
 
 /*
  * Fill up to @max SACK blocks describing what arrived beyond ack_psn: the
- * block holding the most recent arrival first, then the others in
- * ascending PSN order. Returns the number of blocks (0 when nothing is
+ * block holding the most recent arrival first, then the blocks that
+ * held the arrivals before the last OVR_DP_RXWIN_PREV jumps (newest
+ * first: a run that stopped growing when a loss opened a hole is
+ * repeated in the next ACKs, RFC 2018 §4, so the sender learns how it
+ * ended even with more holes than blocks), then the others in ascending
+ * PSN order. Returns the number of blocks (0 when nothing is
  * missing). The blocks satisfy the wire rules of docs/WIRE.md §3.7.
  */
 unsigned int ovr_dp_rxwin_sack(const struct ovr_dp_rxwin *w,

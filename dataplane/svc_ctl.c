@@ -1811,6 +1811,43 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 				    atomic_load(&qp->ring->rq_prod) -
 					    qp->rq_cons);
 			}
+	} else if (!strcmp(what, "transport")) {
+		/* every RC/UD QP's loss recovery and acknowledgement
+		 * counters (docs/OPERATIONS.md section 8) */
+		OUT("%-8s %-8s %-6s %-9s %-10s %-10s %-8s %-8s %-8s %-8s %-8s "
+		    "%-10s %-8s %-8s %-8s %-10s %-10s\n",
+		    "qpn", "inflight", "cwnd_kb", "rate_mbps", "tx_pkts",
+		    "retx", "rack", "tlp", "rto", "rto_spur", "rto_us",
+		    "rx_pkts", "rx_dup", "rx_ooo", "rx_out", "acks_sent",
+		    "acks_rcvd");
+		for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+			for (uint32_t i = 0; i < c->nobj; i++) {
+				struct svc_qp *qp = c->obj[i].p;
+				struct ovr_eng_qp_stats st;
+
+				if (c->obj[i].type != SVC_OBJ_QP ||
+				    ovr_eng_qp_stats(s->eng, qp->qpn, &st))
+					continue;
+				OUT("%-8u %-8u %-6u %-9llu %-10llu %-10llu "
+				    "%-8llu %-8llu %-8llu %-8llu %-8llu %-10llu %-8llu "
+				    "%-8llu %-8llu %-10llu %-10llu\n",
+				    qp->qpn, st.inflight_pkts,
+				    st.cwnd_bytes >> 10,
+				    (unsigned long long)(st.rate_bps / 1000000),
+				    (unsigned long long)st.tx_pkts,
+				    (unsigned long long)st.retx_pkts,
+				    (unsigned long long)st.rack_lost,
+				    (unsigned long long)st.tlp_count,
+				    (unsigned long long)st.rto_count,
+				    (unsigned long long)st.rto_spurious,
+				    (unsigned long long)(st.rto_ns / 1000),
+				    (unsigned long long)st.rx_pkts,
+				    (unsigned long long)st.rx_dup,
+				    (unsigned long long)st.rx_ooo,
+				    (unsigned long long)st.rx_outside,
+				    (unsigned long long)st.acks_sent,
+				    (unsigned long long)st.acks_rcvd);
+			}
 	} else if (!strcmp(what, "counters")) {
 		const struct svc_counters *k = &s->cnt;
 		struct ovr_eng_stats es;
@@ -1857,6 +1894,12 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_qps", es.qps);
 		C("engine_mrs", es.mrs);
 		C("engine_rx_bad", es.rx_bad);
+		C("engine_retx_pkts", es.retx_pkts);
+		C("engine_rack_lost", es.rack_lost);
+		C("engine_tlp", es.tlp_count);
+		C("engine_rto", es.rto_count);
+		C("engine_rto_spurious", es.rto_spurious);
+		C("engine_rx_dup", es.rx_dup);
 		C("engine_rx_no_qp", es.rx_no_qp);
 		C("engine_tx_nobuf", es.tx_nobuf);
 		C("engine_tx_term", es.tx_term);

@@ -269,10 +269,12 @@ struct ovr_eng_qp_stats {
 	uint32_t rcv_nxt; /* next PSN expected from the peer */
 	uint32_t inflight_pkts;
 	uint32_t cwnd_bytes;
+	uint64_t rate_bps; /* the controller's pacing rate; 0: none */
 	uint64_t srtt_ns, rto_ns;
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes;
 	uint64_t retx_pkts; /* retransmissions, all causes */
 	uint64_t rto_count, tlp_count, rack_lost;
+	uint64_t rto_spurious; /* RTOs the next ACK showed were spurious */
 	uint64_t rx_dup, rx_ooo, rx_outside;
 	uint64_t rnr_naks_sent, rnr_naks_rcvd;
 	uint64_t acks_sent, acks_rcvd;
@@ -547,6 +549,9 @@ struct ovr_eng_stats {
 	uint64_t rx_pkts, rx_bad, rx_no_qp, rx_bad_state;
 	uint64_t tx_pkts, tx_nobuf;
 	uint64_t sb_waits; /* a QP had to wait for a scoreboard */
+	/* loss recovery, all QPs together (ovr_eng_qp_stats per QP) */
+	uint64_t retx_pkts, rack_lost, rto_count, rto_spurious, tlp_count;
+	uint64_t rx_dup; /* sequenced packets that had arrived before */
 	uint32_t qps, mrs;
 	uint64_t tx_term; /* TERMINATEs sent, all reasons */
 	uint64_t rx_term; /* TERMINATEs accepted */

@@ -553,6 +553,83 @@ static void test_retry_exhausted(void **state)
 	assert_true(p->now - t0 < 5000000000ull);
 }
 
+/*
+ * The ACKs stall for longer than the RTO (a peer descheduled for
+ * milliseconds) and then arrive, in order: the RTO was spurious. Its one resend
+ * must be all that is sent twice (not the whole flight), the first ACK
+ * after it must say so (Eifel), and the data must arrive intact.
+ */
+static void test_spurious_rto(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_link_cfg slow, fast;
+	struct ovr_eng_qp_stats s0, s1;
+	uint32_t len = 16u << 20;
+
+	do_send(f, 100); /* the RTT is known: RTO at its 200 us minimum */
+	fill_pattern(p->n[0].mem, len, 11);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, len,
+				  24u << 20, OVR_SEND_SIGNALED),
+			 0);
+	ovr_pair_run_to(p, p->now + 200000);
+	fast = (struct ovr_link_cfg){ .rate_bps = 100000000000ull,
+				      .delay_ns = 15000,
+				      .seed = 8 };
+	/* ACKs of ~100 B at 200 kbit/s: 4 ms each, in order (a FIFO
+	 * serializer, as a stalled host delivers them) */
+	slow = fast;
+	slow.rate_bps = 200000;
+	assert_int_equal(ovr_link_set_cfg(p->n[1].out, &slow), 0);
+	ovr_pair_run_to(p, p->now + 300000);
+	assert_int_equal(ovr_link_set_cfg(p->n[1].out, &fast), 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	assert_memory_equal(p->n[1].mem + (24u << 20), p->n[0].mem, len);
+	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &s0), 0);
+	assert_int_equal(ovr_eng_qp_stats(p->n[1].eng, f->qpn[1], &s1), 0);
+	assert_true(s0.rto_count >= 1);
+	assert_true(s0.rto_spurious >= 1);
+	/* one resend per timer (RTO or tail-loss probe), not the flight */
+	assert_true(s0.retx_pkts <= s0.rto_count + s0.tlp_count);
+	assert_true(s1.rx_dup <= s0.rto_count + s0.tlp_count);
+}
+
+/*
+ * The data path goes dark for 2 ms mid-transfer and comes back: the RTO
+ * is real (its resend is what gets acknowledged), and everything sent
+ * before it that was lost is resent after that first ACK.
+ */
+static void test_real_rto_recovers(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_link_cfg dark = { .blackhole = true }, up;
+	struct ovr_eng_qp_stats s0;
+	uint32_t len = 16u << 20;
+
+	do_send(f, 100);
+	fill_pattern(p->n[0].mem, len, 12);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, len,
+				  24u << 20, OVR_SEND_SIGNALED),
+			 0);
+	ovr_pair_run_to(p, p->now + 200000);
+	up = (struct ovr_link_cfg){ .rate_bps = 100000000000ull,
+				    .delay_ns = 15000,
+				    .seed = 7 };
+	assert_int_equal(ovr_link_set_cfg(p->n[0].out, &dark), 0);
+	ovr_pair_run_to(p, p->now + 2000000);
+	assert_int_equal(ovr_link_set_cfg(p->n[0].out, &up), 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	assert_memory_equal(p->n[1].mem + (24u << 20), p->n[0].mem, len);
+	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &s0), 0);
+	assert_true(s0.rto_count >= 1);
+	assert_int_equal(s0.rto_spurious, 0);
+	/* what was in flight when the path went dark was resent */
+	assert_true(s0.retx_pkts > 16);
+}
+
 static void test_rnr_wait_and_release(void **state)
 {
 	struct fix *f = *state;
@@ -1351,6 +1428,10 @@ int main(void)
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_send_too_long, setup_clean,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_spurious_rto, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_real_rto_recovers,
+						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_exhausted,
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_rnr_wait_and_release,

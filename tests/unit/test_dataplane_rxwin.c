@@ -104,22 +104,24 @@ static void test_sack_order_and_limit(void **state)
 				 OVR_DP_RX_OOO);
 	n = ovr_dp_rxwin_sack(&w, b, 8);
 	assert_int_equal(n, 5);
-	/* most recent (111 joined 110) first, then ascending */
+	/* most recent (111 joined 110) first, then the runs the last
+	 * jumps left (140, 130, 121; 110 is the first's), then ascending */
 	assert_int_equal(b[0].start, 110);
 	assert_int_equal(b[0].end, 112);
-	assert_int_equal(b[1].start, 105);
-	assert_int_equal(b[1].end, 107);
-	assert_int_equal(b[2].start, 120);
-	assert_int_equal(b[2].end, 122);
-	assert_int_equal(b[3].start, 130);
-	assert_int_equal(b[4].start, 140);
-	assert_int_equal(b[4].end, 141);
-	/* limited to 3: recent first, then the lowest two */
+	assert_int_equal(b[1].start, 140);
+	assert_int_equal(b[1].end, 141);
+	assert_int_equal(b[2].start, 130);
+	assert_int_equal(b[2].end, 131);
+	assert_int_equal(b[3].start, 120);
+	assert_int_equal(b[3].end, 122);
+	assert_int_equal(b[4].start, 105);
+	assert_int_equal(b[4].end, 107);
+	/* limited to 3: recent first, then the last jumps' */
 	n = ovr_dp_rxwin_sack(&w, b, 3);
 	assert_int_equal(n, 3);
 	assert_int_equal(b[0].start, 110);
-	assert_int_equal(b[1].start, 105);
-	assert_int_equal(b[2].start, 120);
+	assert_int_equal(b[1].start, 140);
+	assert_int_equal(b[2].start, 130);
 	/* the blocks are valid on the wire */
 	memset(&ack, 0, sizeof(ack));
 	ack.version = OVR_WIRE_VERSION;
@@ -133,6 +135,48 @@ static void test_sack_order_and_limit(void **state)
 		ack.u.ack.sack[i].end = b[i].end;
 	}
 	assert_true(ovr_wire_build(&ack, buf, sizeof(buf)) > 0);
+}
+
+/*
+ * A stream with more holes than SACK blocks (one loss every 10 packets,
+ * 30 holes): every ACK must still report how the run before the newest
+ * hole ended, or a sender that sees a later packet delivered takes that
+ * run's tail for lost (RACK) and sends it twice.
+ */
+static void test_sack_more_holes_than_blocks(void **state)
+{
+	struct ovr_dp_rxwin w;
+	struct ovr_dp_sack b[OVR_WIRE_MAX_SACK];
+	uint32_t psn, run_start = 0, prev_end = 0;
+	unsigned int n, i;
+
+	(void)state;
+	win(&w, 1024, 0);
+	assert_int_equal(ovr_dp_rxwin_mark(&w, 0), OVR_DP_RX_INORDER);
+	for (psn = 1; psn < 300; psn++) {
+		bool found = false;
+
+		if (psn % 10 == 1)
+			continue; /* lost */
+		if (psn % 10 == 2) {
+			prev_end = psn - 1 > 10 ? psn - 1 : 0;
+			run_start = psn;
+		}
+		assert_int_equal(ovr_dp_rxwin_mark(&w, psn), OVR_DP_RX_OOO);
+		n = ovr_dp_rxwin_sack(&w, b, OVR_WIRE_MAX_SACK);
+		assert_int_equal(n,
+				 psn < 72 ? (psn + 8) / 10 : OVR_WIRE_MAX_SACK);
+		/* the newest run first, whole */
+		assert_int_equal(b[0].start, run_start);
+		assert_int_equal(b[0].end, psn + 1);
+		/* and the run before it, as it ended */
+		if (!prev_end)
+			continue;
+		for (i = 1; i < n; i++)
+			if (b[i].start == prev_end - 9 && b[i].end == prev_end)
+				found = true;
+		assert_true(found);
+	}
 }
 
 static void test_wraparound(void **state)
@@ -232,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_in_order),
 		cmocka_unit_test(test_hole_dup_outside),
 		cmocka_unit_test(test_sack_order_and_limit),
+		cmocka_unit_test(test_sack_more_holes_than_blocks),
 		cmocka_unit_test(test_wraparound),
 		cmocka_unit_test(test_random_against_model),
 	};
