@@ -1875,6 +1875,12 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_dev_fences", es.dev_fences);
 		C("engine_dev_fence_err", es.dev_fence_err);
 		C("engine_dev_held", es.dev_held);
+		C("engine_dev_batches", es.dev_batches);
+		C("engine_dev_batch_max_inflight", es.dev_batch_max_inflight);
+		C("engine_dev_batch_waits", es.dev_batch_waits);
+		C("engine_dev_batch_not_ready", es.dev_batch_not_ready);
+		C("dev_parked", k->dev_parked);
+		C("dev_naps", k->dev_naps);
 		C("gdr_imports", s->gdr ? ovr_gdr_nimports(s->gdr) : 0);
 		C("gdr_refs", s->gdr ? ovr_gdr_nrefs(s->gdr) : 0);
 		C("gdr_async_copies", gs.async_copies);
@@ -1883,6 +1889,11 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("gdr_fences", gs.fences);
 		C("gdr_fence_errors", gs.fence_errors);
 		C("gdr_stream_waits", gs.waits);
+		C("gdr_batches", gs.batches);
+		C("gdr_batch_events", gs.batch_events);
+		C("gdr_batch_not_ready", gs.batch_not_ready);
+		C("gdr_batch_waits", gs.batch_waits);
+		C("gdr_batch_errors", gs.batch_errors);
 		C("gdr_pinned_bytes", gs.pinned_bytes);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
