@@ -822,6 +822,21 @@ static int gdr_ready(struct svc *s)
 	return s->gdr_err;
 }
 
+/*
+ * What a GPU registration counts against pinned_mb_per_context: the GPU
+ * pages covering it (64 KiB, what nvidia_p2p_get_pages pins for a NIC),
+ * within its allocation. An IPC import shared by several registrations
+ * counts for each, as host registrations of the same pages do.
+ */
+#define GPU_PAGE (64ull << 10)
+static uint64_t gpu_pinned(const struct ovr_ctl_reg_mr_gpu_req *q)
+{
+	uint64_t lo = q->offset & ~(GPU_PAGE - 1);
+	uint64_t hi = (q->offset + q->len + GPU_PAGE - 1) & ~(GPU_PAGE - 1);
+
+	return (hi < q->alloc_size ? hi : q->alloc_size) - lo;
+}
+
 static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 {
 	const struct ovr_ctl_reg_mr_gpu_req *q = r->body;
@@ -829,6 +844,7 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 	struct ovr_gdr_export ex = { 0 };
 	struct svc_pd *pd;
 	struct svc_mr *mr;
+	uint64_t pinned;
 	int rc;
 
 	if (r->blen != sizeof(*q) ||
@@ -845,6 +861,11 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, -EINVAL);
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return limit(c, r->h, LIM_MR, s->conf.ctx_max_mr, -ENOSPC);
+	pinned = gpu_pinned(q);
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + pinned > s->conf.ctx_max_pinned)
+		return limit(c, r->h, LIM_PINNED, s->conf.ctx_max_pinned >> 20,
+			     -ENOMEM);
 	rc = gdr_ready(s);
 	if (rc)
 		return status(c, r->h, rc);
@@ -879,8 +900,10 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr->map_len = pinned; /* counted, not mapped: mr_destroy */
 	pd->users++;
 	c->nmr++;
+	c->pinned += pinned;
 	rep.lkey = rep.rkey = mr->key;
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }

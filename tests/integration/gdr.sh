@@ -18,7 +18,10 @@
 #      registers its READ target through a dma-buf too); a GPU UUID
 #      ovrdmad does not know: ENODEV and a log line;
 #   3. an application holding two GPU registrations killed with -9: the
-#      node's gdr_imports goes back to 0.
+#      node's gdr_imports goes back to 0;
+#   4. GPU registrations count against pinned_mb_per_context (10 on
+#      both nodes) with host ones: ENOMEM beyond, room again after a
+#      deregistration.
 # usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
 #
 # gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
@@ -48,6 +51,7 @@ fi
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-gdr-test.$$}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrgdr$$}
 work=$(mktemp -d /tmp/ovrdma-gdr.XXXXXX)
+pinned_mb=10 # each application registers at most 8 MB at once
 trap '"$tb" down >/dev/null 2>&1; rm -rf "$work"' EXIT
 nfail=0
 fail() {
@@ -59,7 +63,8 @@ counter() { # node name
 }
 
 # shellcheck disable=SC2086 # options, split on purpose
-"$tb" up 2 --loss 1% --reorder 1%/50us ${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
+"$tb" up 2 --loss 1% --reorder 1%/50us --limit pinned_mb_per_context=$pinned_mb \
+	${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
 	cat "$work/up.log"
 	echo "gdr: FAIL: testbed up"
 	exit 1
@@ -155,6 +160,14 @@ done
 echo "gdr: node 2: gdr_imports while held $held, after kill -9 $after"
 [ "$held" = 2 ] || fail "the held registrations were not imported ($held)"
 [ "$after" = 0 ] || fail "imports not released after the application died"
+
+# ---- 4. the pinned memory limit counts GPU registrations --------------------
+"$tb" run 2 "$prog" pinned $pinned_mb >"$work/pinned.log" 2>&1 ||
+	fail "pinned_mb_per_context: $(cat "$work/pinned.log")"
+grep 'verbs_gdr:' "$work/pinned.log"
+grep -q 'limit pinned_mb_per_context = 10 reached' \
+	"$OVRDMA_TESTBED_DIR/n2/ovrdmad.log" ||
+	fail "ovrdmad did not log the pinned limit"
 
 [ $nfail -eq 0 ] && echo "gdr: ok" && exit 0
 for n in 1 2; do
