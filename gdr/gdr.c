@@ -655,6 +655,21 @@ static struct gdr_dev_streams *dev_streams(struct ovr_gdr *g, int dev)
 }
 
 /*
+ * The driver failed a call while copies are queued: the error may be one
+ * of theirs (a real GPU's errors are sticky; the fake reports a queued
+ * copy's failure to whichever call runs it), so the next fence and every
+ * batch with copies up to now report a failure. -EIO.
+ */
+static int queued_may_fail(struct ovr_gdr *g)
+{
+	if (g->pending) {
+		g->async_err = -EIO;
+		g->fail_upto = g->ep;
+	}
+	return -EIO;
+}
+
+/*
  * Copy between @host and offset @off of @m; queued when @may_queue and
  * the host side is pinned (1), else done when it returns (0). -ERANGE,
  * -EIO. Must run on the importing thread (it sets the current context).
@@ -702,7 +717,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 		}
 		if (rc != GDR_CUDA_SUCCESS) {
 			cu_fail(g, call, rc);
-			return -EIO;
+			return queued_may_fail(g);
 		}
 		m->qep[o] = 0;
 		g->st.waits++;
@@ -718,7 +733,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	}
 	if (rc != GDR_CUDA_SUCCESS) {
 		cu_fail(g, call, rc);
-		return -EIO;
+		return queued_may_fail(g);
 	}
 	d->busy[dir] = true;
 	d->open[dir] = true;
@@ -739,12 +754,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	g->st.sync_copies++;
 	if (rc != GDR_CUDA_SUCCESS) {
 		cu_fail(g, "cuStreamSynchronize", rc);
-		if (g->pending) {
-			/* perhaps a queued copy's: whose is not known */
-			g->async_err = -EIO;
-			g->fail_upto = g->ep;
-		}
-		return -EIO;
+		return queued_may_fail(g);
 	}
 	return 0;
 }
