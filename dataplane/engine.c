@@ -169,7 +169,33 @@ static void qp_deactivate(struct eng_qp *qp)
 
 /* ---- create / destroy --------------------------------------------------- */
 
-static void dev_sync(struct ovr_eng *e);
+static void dev_settle(struct ovr_eng *e);
+
+/* The batches of device copies (only with ops.dev_fence); NULL and
+ * errno on failure. */
+static struct eng_batch *bat_alloc(uint32_t n)
+{
+	struct eng_batch *bat = calloc(n, sizeof(*bat));
+
+	if (!bat)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		bat[i].qp = calloc(ENG_BATCH_QPS, sizeof(*bat[i].qp));
+		bat[i].htx = calloc(ENG_HOLD, sizeof(*bat[i].htx));
+		bat[i].hcqe = calloc(ENG_HOLD, sizeof(*bat[i].hcqe));
+		if (!bat[i].qp || !bat[i].htx || !bat[i].hcqe) {
+			for (uint32_t k = 0; k <= i; k++) {
+				free(bat[k].qp);
+				free(bat[k].htx);
+				free(bat[k].hcqe);
+			}
+			free(bat);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return bat;
+}
 
 struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 			       const struct ovr_eng_ops *ops, void *ctx)
@@ -185,7 +211,9 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	    (cfg->window_pkts & (cfg->window_pkts - 1)) || !cfg->sb_pool ||
 	    cfg->max_pdu < DATA_HDR_MAX + OVR_WIRE_CRC_LEN + 256 ||
 	    cfg->max_pdu > OVR_WIRE_MAX_PDU || !cfg->tx_burst ||
-	    !cfg->ack_every) {
+	    !cfg->ack_every || cfg->dev_batches > OVR_ENG_MAX_DEV_BATCHES ||
+	    !ops->dev_batch_close != !ops->dev_batch_poll ||
+	    (ops->dev_batch_close && !ops->dev_fence)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -225,15 +253,20 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 		e->srqs = calloc(n, sizeof(*e->srqs));
 	}
 	if (ops->dev_fence) {
-		e->dev_qpn = calloc(maxqp, sizeof(*e->dev_qpn));
+		/* without dev_batch_*, closing a batch is a fence: one in
+		 * flight at a time is enough */
+		e->nbat = ops->dev_batch_close ?
+				  (cfg->dev_batches ? cfg->dev_batches :
+						      OVR_ENG_DEV_BATCHES) +
+					  1 :
+				  2;
 		e->dev_failq = calloc(maxqp, sizeof(*e->dev_failq));
-		e->htx = calloc(ENG_HOLD, sizeof(*e->htx));
-		e->hcqe = calloc(ENG_HOLD, sizeof(*e->hcqe));
+		if (e->dev_failq)
+			e->bat = bat_alloc(e->nbat);
 	}
 	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem ||
 	    (cfg->max_srq && !e->srqs) ||
-	    (ops->dev_fence &&
-	     (!e->dev_qpn || !e->dev_failq || !e->htx || !e->hcqe))) {
+	    (ops->dev_fence && (!e->dev_failq || !e->bat))) {
 		ovr_eng_destroy(e);
 		errno = ENOMEM;
 		return NULL;
@@ -284,12 +317,16 @@ void ovr_eng_destroy(struct ovr_eng *e)
 
 	if (!e)
 		return;
-	if (e->qps && e->htx)
-		dev_sync(e); /* the held buffers go back */
-	free(e->dev_qpn);
+	if (e->qps && e->bat) {
+		dev_settle(e); /* the held buffers go back */
+		for (uint32_t k = 0; k < e->nbat; k++) {
+			free(e->bat[k].qp);
+			free(e->bat[k].htx);
+			free(e->bat[k].hcqe);
+		}
+	}
+	free(e->bat);
 	free(e->dev_failq);
-	free(e->htx);
-	free(e->hcqe);
 	if (e->qps)
 		for (i = 0; i < (1u << e->qp_bits); i++)
 			qp_free_queues(&e->qps[i]);
@@ -330,8 +367,8 @@ int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 {
 	/* the service may unmap it next: no queued copy may still use it */
-	if (e->dev_queued)
-		dev_sync(e);
+	if (e->dev_busy)
+		dev_settle(e);
 	return ovr_mr_dereg(e->mrs, key);
 }
 
@@ -395,36 +432,51 @@ static void sb_release(struct ovr_eng *e, struct eng_qp *qp)
 
 /* ---- scatter / gather ------------------------------------------------- */
 
+static inline struct eng_batch *bat_open(struct ovr_eng *e)
+{
+	return &e->bat[e->bat_tail % e->nbat];
+}
+
+static void bat_close(struct ovr_eng *e);
+
 /*
  * A copy to or from device memory through ops.dev_copy for @qp; @rpsn:
  * the PSN of the request this side serves as responder, -1 for its own
  * work. False: failed (counted; the caller puts the QP in ERROR). A
- * queued copy lists the QP in the batch the next fence settles.
+ * queued copy lists the QP in the open batch.
  */
 static bool dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		     void *dev, uint64_t off, void *buf, uint32_t len,
 		     bool to_dev)
 {
-	int rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev);
+	struct eng_dev_qp *d;
+	struct eng_batch *b;
+	int rc;
 
+	/* a batch lists ENG_BATCH_QPS: a QP more, and the next one starts */
+	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
+		bat_close(e);
+	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev);
 	if (rc < 0) {
 		e->st.dev_copy_err++;
 		return false;
 	}
 	e->st.dev_copies++;
 	e->st.dev_copy_bytes += len;
-	if (rc > 0 && e->ops.dev_fence) {
+	if (rc > 0 && e->bat) {
+		b = bat_open(e);
 		e->st.dev_async++;
-		e->dev_queued++;
+		b->queued++;
+		e->dev_busy = true;
 		if (!qp->dev_listed) {
 			qp->dev_listed = true;
-			qp->dev_resp = false;
-			e->dev_qpn[e->ndev_qpn++] = qp->qpn;
+			qp->dev_idx = b->nqp;
+			b->qp[b->nqp++] = (struct eng_dev_qp){ .qpn = qp->qpn };
 		}
-		if (rpsn >= 0 &&
-		    (!qp->dev_resp || PSN_LT((uint32_t)rpsn, qp->dev_psn))) {
-			qp->dev_resp = true;
-			qp->dev_psn = (uint32_t)rpsn;
+		d = &b->qp[qp->dev_idx];
+		if (rpsn >= 0 && (!d->resp || PSN_LT((uint32_t)rpsn, d->psn))) {
+			d->resp = true;
+			d->psn = (uint32_t)rpsn;
 		}
 	}
 	return true;
@@ -493,7 +545,28 @@ static bool sge_write(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 
 /* ---- what waits for device copies ------------------------------------------ */
 
-/* A QP whose batch of device copies failed (ovr_eng_fence fails it). */
+/*
+ * The pipelined copy engine (docs/GPU.md §1.1). Copies queued through
+ * ops.dev_copy go into the open batch; ovr_eng_dev_close closes it
+ * (ops.dev_batch_close: the service records an event per stream) and
+ * it joins the ring of batches in flight, at most cfg.dev_batches.
+ * Everything the engine produces while the open batch has copies or a
+ * batch is in flight (dev_busy) is held in the open batch, so that the
+ * order of PDUs and completions is the order they were produced in:
+ * a batch's held items leave when it and every batch before it are
+ * done (ovr_eng_dev_poll, in closing order), never earlier. Items held
+ * in an open batch without copies wait only for the batches before
+ * them: ovr_eng_dev_close appends them to the newest closed batch, and
+ * they leave at once when nothing is in flight any more.
+ *
+ * A batch that fails marks its QPs dev_fail: their items (in it, and
+ * in later batches once the failure is acted on) are dropped or turned
+ * into errors. The QPs go to ERROR only in ovr_eng_dev_poll and
+ * ovr_eng_fence, outside any other engine call; the blocking waits
+ * inside one (ring full, hold full, destroy) only mark them.
+ */
+
+/* A QP whose batch of device copies failed (dev_fail_qps fails it). */
 static bool dev_failed(struct ovr_eng *e, uint32_t qpn)
 {
 	struct eng_qp *qp;
@@ -504,7 +577,8 @@ static bool dev_failed(struct ovr_eng *e, uint32_t qpn)
 	return qp && qp->dev_fail;
 }
 
-static void cqe_out(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
+/* A successful completion of a QP whose copies failed: an error. */
+static void cqe_fail(struct ovr_eng *e, struct ovr_eng_wc *wc)
 {
 	if (wc->status == OVR_WC_SUCCESS && dev_failed(e, wc->qp_num)) {
 		wc->status = OVR_WC_LOC_QP_OP_ERR;
@@ -512,21 +586,12 @@ static void cqe_out(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
 		wc->byte_len = 0;
 		wc->wc_flags = 0;
 	}
-	e->ops.cqe(e->ctx, cq, wc);
 }
 
-/* Hand a completion out, or keep it while device copies are queued. */
-static void emit_cqe(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
+static void cqe_out(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
 {
-	if (e->dev_queued && e->nhcqe == ENG_HOLD)
-		dev_sync(e);
-	if (e->dev_queued) {
-		e->hcqe[e->nhcqe].cq = cq;
-		e->hcqe[e->nhcqe++].wc = *wc;
-		e->st.dev_held++;
-		return;
-	}
-	cqe_out(e, cq, wc);
+	cqe_fail(e, wc);
+	e->ops.cqe(e->ctx, cq, wc);
 }
 
 static void tx_release(struct ovr_eng *e, const struct eng_held_tx *h)
@@ -538,6 +603,142 @@ static void tx_release(struct ovr_eng *e, const struct eng_held_tx *h)
 	else if (len && h->seal)
 		len = (uint32_t)ovr_wire_seal(h->buf, len);
 	e->ops.tx(e->ctx, h->tok, len, h->peer, h->user);
+}
+
+/* Hand out what batch @b holds, in order; @rc: its copies' result (a
+ * failure marks the QPs with copies in it first). */
+static void bat_settle(struct ovr_eng *e, struct eng_batch *b, int rc)
+{
+	if (rc) {
+		e->st.dev_fence_err++;
+		for (uint32_t i = 0; i < b->nqp; i++) {
+			struct eng_qp *qp = qp_get(e, b->qp[i].qpn);
+
+			if (!qp || qp->dev_fail)
+				continue; /* an earlier batch's failure stands */
+			qp->dev_fail = true;
+			qp->dev_resp = b->qp[i].resp;
+			qp->dev_psn = b->qp[i].psn;
+			e->dev_failq[e->ndev_fail++] = qp->qpn;
+		}
+	}
+	for (uint32_t i = 0; i < b->nhtx; i++)
+		tx_release(e, &b->htx[i]);
+	for (uint32_t i = 0; i < b->nhcqe; i++)
+		cqe_out(e, b->hcqe[i].cq, &b->hcqe[i].wc);
+	b->queued = b->nqp = b->nhtx = b->nhcqe = 0;
+	b->err = 0;
+	b->fenced = false;
+}
+
+/*
+ * Release the oldest batches in flight that are done, in order: as many
+ * as are (@wait false), or the oldest @n, waiting for each (@wait).
+ * When none is left in flight, the open batch's items go too if it has
+ * no copies. Returns the number released.
+ */
+static uint32_t bat_release(struct ovr_eng *e, bool wait, uint32_t n)
+{
+	uint32_t k = 0;
+
+	while (e->bat_head != e->bat_tail && k < n) {
+		unsigned int slot = (unsigned int)(e->bat_head % e->nbat);
+		struct eng_batch *b = &e->bat[slot];
+		int rc = b->err;
+
+		if (!b->fenced) {
+			if (wait)
+				e->st.dev_batch_waits++;
+			rc = e->ops.dev_batch_poll(e->ctx, slot, wait);
+			if (rc == -EAGAIN && !wait) {
+				e->st.dev_batch_not_ready++;
+				break;
+			}
+		}
+		e->bat_head++;
+		e->bat_done = b->seq;
+		bat_settle(e, b, rc);
+		k++;
+	}
+	if (e->bat_head == e->bat_tail && !bat_open(e)->queued) {
+		bat_settle(e, bat_open(e), 0);
+		e->dev_busy = false;
+	}
+	return k;
+}
+
+/* Close the open batch (it has copies): it joins those in flight, after
+ * the oldest is waited for when cfg.dev_batches are. */
+static void bat_close(struct ovr_eng *e)
+{
+	unsigned int slot;
+	struct eng_batch *b;
+	uint64_t n;
+
+	if (e->bat_tail - e->bat_head == e->nbat - 1)
+		bat_release(e, true, 1);
+	slot = (unsigned int)(e->bat_tail % e->nbat);
+	b = &e->bat[slot];
+	b->seq = ++e->bat_seq;
+	if (e->ops.dev_batch_close) {
+		b->err = e->ops.dev_batch_close(e->ctx, slot);
+		b->fenced = b->err != 0; /* failed: nothing to poll */
+	} else {
+		b->err = e->ops.dev_fence(e->ctx);
+		b->fenced = true;
+		e->st.dev_fences++;
+	}
+	for (uint32_t i = 0; i < b->nqp; i++) {
+		struct eng_qp *qp = qp_get(e, b->qp[i].qpn);
+
+		if (qp)
+			qp->dev_listed = false;
+	}
+	e->bat_tail++;
+	e->st.dev_batches++;
+	n = e->bat_tail - e->bat_head;
+	if (n > e->st.dev_batch_max_inflight)
+		e->st.dev_batch_max_inflight = n;
+}
+
+/* Close what is queued and wait for everything. */
+static void dev_settle(struct ovr_eng *e)
+{
+	if (!e->dev_busy)
+		return;
+	if (bat_open(e)->queued)
+		bat_close(e);
+	bat_release(e, true, UINT32_MAX);
+}
+
+/* The open batch holds all it can: close it when it has copies (the next
+ * one holds on), else wait for everything. The batch to hold in, or NULL
+ * when nothing is left to wait for. */
+static struct eng_batch *bat_room(struct ovr_eng *e)
+{
+	if (bat_open(e)->queued)
+		bat_close(e);
+	else
+		dev_settle(e);
+	return e->dev_busy ? bat_open(e) : NULL;
+}
+
+/* Hand a completion out, or keep it while device copies are queued. */
+static void emit_cqe(struct ovr_eng *e, uint32_t cq, struct ovr_eng_wc *wc)
+{
+	if (ovr_unlikely(e->dev_busy)) {
+		struct eng_batch *b = bat_open(e);
+
+		if (b->nhcqe == ENG_HOLD)
+			b = bat_room(e);
+		if (b) {
+			b->hcqe[b->nhcqe].cq = cq;
+			b->hcqe[b->nhcqe++].wc = *wc;
+			e->st.dev_held++;
+			return;
+		}
+	}
+	cqe_out(e, cq, wc);
 }
 
 /*
@@ -560,53 +761,18 @@ static void tx_out(struct ovr_eng *e, uint32_t qpn, void *tok, uint8_t *buf,
 				 .peer = peer,
 				 .user = user };
 
-	if (e->dev_queued && qpn && e->nhtx == ENG_HOLD)
-		dev_sync(e);
-	if (e->dev_queued && qpn) {
-		e->htx[e->nhtx++] = h;
-		e->st.dev_held++;
-		return;
-	}
-	tx_release(e, &h);
-}
+	if (ovr_unlikely(e->dev_busy) && qpn) {
+		struct eng_batch *b = bat_open(e);
 
-/*
- * Wait for the queued copies (one ops.dev_fence) and release what waits
- * for them, in order. A failed fence marks every QP of the batch
- * dev_fail: its held PDUs are dropped and its successful completions
- * turned into errors, here and until ovr_eng_fence fails the QP.
- */
-static void dev_sync(struct ovr_eng *e)
-{
-	int rc = 0;
-
-	if (!e->dev_queued && !e->nhtx && !e->nhcqe)
-		return;
-	if (e->dev_queued) {
-		rc = e->ops.dev_fence(e->ctx);
-		e->st.dev_fences++;
-		if (rc)
-			e->st.dev_fence_err++;
-	}
-	e->dev_queued = 0;
-	for (uint32_t i = 0; i < e->ndev_qpn; i++) {
-		struct eng_qp *qp = qp_get(e, e->dev_qpn[i]);
-
-		if (!qp)
-			continue;
-		qp->dev_listed = false;
-		if (rc && !qp->dev_fail) {
-			qp->dev_fail = true;
-			e->dev_failq[e->ndev_fail++] = qp->qpn;
+		if (b->nhtx == ENG_HOLD)
+			b = bat_room(e);
+		if (b) {
+			b->htx[b->nhtx++] = h;
+			e->st.dev_held++;
+			return;
 		}
 	}
-	e->ndev_qpn = 0;
-	for (uint32_t i = 0; i < e->nhtx; i++)
-		tx_release(e, &e->htx[i]);
-	e->nhtx = 0;
-	for (uint32_t i = 0; i < e->nhcqe; i++)
-		cqe_out(e, e->hcqe[i].cq, &e->hcqe[i].wc);
-	e->nhcqe = 0;
+	tx_release(e, &h);
 }
 
 static inline struct eng_lsge *swqe_sge(struct eng_qp *qp, uint32_t idx)
@@ -1265,8 +1431,8 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 	if (!qp)
 		return -EINVAL;
 	/* nothing held may name it (its user value) once it is gone */
-	if (e->dev_queued)
-		dev_sync(e);
+	if (e->dev_busy)
+		dev_settle(e);
 	/* tell a connected peer now: there will be no later chance */
 	if (term_can_tell(qp) || qp->term_pending)
 		tx_term(e, qp->dest_qpn, qp->qpn, OVR_TERM_DESTROYED,
@@ -3830,12 +3996,25 @@ uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now, uint32_t budget)
 	return next;
 }
 
-void ovr_eng_fence(struct ovr_eng *e)
+/*
+ * The QPs whose batch failed go to ERROR, as a failed synchronous copy
+ * would put them; first, what later batches still hold for them is
+ * dropped (PDUs) or turned into errors (completions), as the failed
+ * batch's own items were. Outside any other engine call only.
+ */
+static void dev_fail_qps(struct ovr_eng *e)
 {
-	if (!e->ops.dev_fence)
+	if (!e->ndev_fail)
 		return;
-	dev_sync(e);
-	/* the QPs whose copies failed, as a failed synchronous copy would */
+	for (uint64_t i = e->bat_head; i <= e->bat_tail; i++) {
+		struct eng_batch *b = &e->bat[i % e->nbat];
+
+		for (uint32_t k = 0; k < b->nhtx; k++)
+			if (b->htx[k].len && dev_failed(e, b->htx[k].qpn))
+				b->htx[k].len = 0;
+		for (uint32_t k = 0; k < b->nhcqe; k++)
+			cqe_fail(e, &b->hcqe[k].wc);
+	}
 	while (e->ndev_fail) {
 		struct eng_qp *qp = qp_get(e, e->dev_failq[--e->ndev_fail]);
 
@@ -3852,6 +4031,56 @@ void ovr_eng_fence(struct ovr_eng *e)
 			qp_error_local(e, qp, qp->sq_cons, OVR_WC_LOC_QP_OP_ERR,
 				       OVR_VERR_DEV_COPY);
 	}
+}
+
+uint64_t ovr_eng_dev_close(struct ovr_eng *e)
+{
+	struct eng_batch *b, *p;
+
+	if (!e->bat || !e->dev_busy)
+		return e->bat_seq;
+	b = bat_open(e);
+	if (b->queued) {
+		bat_close(e);
+	} else if ((b->nhtx || b->nhcqe) && e->bat_head != e->bat_tail) {
+		/* nothing to wait for but the batches before: go with the
+		 * newest of them, if it has room */
+		p = &e->bat[(e->bat_tail - 1) % e->nbat];
+		if (p->nhtx + b->nhtx <= ENG_HOLD &&
+		    p->nhcqe + b->nhcqe <= ENG_HOLD) {
+			memcpy(p->htx + p->nhtx, b->htx,
+			       b->nhtx * sizeof(*b->htx));
+			memcpy(p->hcqe + p->nhcqe, b->hcqe,
+			       b->nhcqe * sizeof(*b->hcqe));
+			p->nhtx += b->nhtx;
+			p->nhcqe += b->nhcqe;
+			b->nhtx = b->nhcqe = 0;
+		}
+	}
+	return e->bat_seq;
+}
+
+uint64_t ovr_eng_dev_poll(struct ovr_eng *e)
+{
+	if (!e->bat)
+		return 0;
+	if (e->bat_head != e->bat_tail)
+		bat_release(e, false, UINT32_MAX);
+	dev_fail_qps(e);
+	return e->bat_done;
+}
+
+uint32_t ovr_eng_dev_inflight(const struct ovr_eng *e)
+{
+	return e->bat ? (uint32_t)(e->bat_tail - e->bat_head) : 0;
+}
+
+void ovr_eng_fence(struct ovr_eng *e)
+{
+	if (!e->bat)
+		return;
+	dev_settle(e);
+	dev_fail_qps(e);
 }
 
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st)

@@ -283,11 +283,13 @@ struct eng_qp {
 
 	struct eng_stash stash[OVR_ENG_STASH];
 
-	/* device copies queued in this batch (engine.c, dev_copy): listed
-	 * in e->dev_qpn; dev_resp: some as responder, the first at PSN
-	 * dev_psn; dev_fail: the batch failed, ovr_eng_fence fails it */
+	/* device copies (engine.c, dev_copy): dev_listed: in the open
+	 * batch's QP list at dev_idx; dev_fail: a batch of its failed
+	 * (ovr_eng_dev_poll / ovr_eng_fence fail it), dev_resp / dev_psn:
+	 * that batch's first PSN as responder, if any */
 	bool dev_listed, dev_resp, dev_fail;
 	uint32_t dev_psn;
+	uint32_t dev_idx;
 
 	/* engine bookkeeping */
 	struct eng_qp *act_next, *act_prev;
@@ -295,7 +297,7 @@ struct eng_qp {
 	struct ovr_eng_qp_stats st;
 };
 
-/* What waits for queued device copies (ops.dev_fence): a PDU, ... */
+/* What waits for queued device copies: a PDU, ... */
 struct eng_held_tx {
 	void *tok;
 	uint8_t *buf;
@@ -311,7 +313,35 @@ struct eng_held_cqe {
 	struct ovr_eng_wc wc;
 };
 
-#define ENG_HOLD 512 /* held of each kind; a fence when full */
+#define ENG_HOLD 512 /* held of each kind per batch */
+
+/* A QP with copies in a batch: as responder from PSN psn if resp. */
+struct eng_dev_qp {
+	uint32_t qpn;
+	uint32_t psn;
+	bool resp;
+};
+
+/* QPs one batch lists; the batch is closed early when it has more. */
+#define ENG_BATCH_QPS 256
+
+/*
+ * A batch of device copies and what waits for it (engine.c, "what
+ * waits for device copies"): the QPs with copies in it, and the PDUs
+ * and completions produced after the previous batch's closing and
+ * before its own (or, merged, until the next batch with copies). About
+ * 60 KB each.
+ */
+struct eng_batch {
+	uint64_t seq; /* 1, 2, ... in closing order */
+	uint32_t queued; /* copies */
+	int err; /* dev_fence's answer (batches without dev_batch_*) */
+	bool fenced; /* done already (dev_fence) */
+	uint32_t nqp, nhtx, nhcqe;
+	struct eng_dev_qp *qp; /* [ENG_BATCH_QPS] */
+	struct eng_held_tx *htx; /* [ENG_HOLD] */
+	struct eng_held_cqe *hcqe; /* [ENG_HOLD] */
+};
 
 struct ovr_eng {
 	struct ovr_eng_cfg cfg;
@@ -338,17 +368,19 @@ struct ovr_eng {
 	/* token bucket of TERMINATE answers (cfg.term_rate, term_burst) */
 	uint32_t term_tokens;
 	uint64_t term_refill_ns; /* time the tokens were last counted up to */
-	/* device copies queued since the last fence and what waits for
-	 * them (only with ops.dev_fence) */
-	uint32_t dev_queued;
-	uint32_t *dev_qpn; /* QPs with queued copies: ndev_qpn */
-	uint32_t ndev_qpn;
+	/* device copies (only with ops.dev_fence): a ring of nbat
+	 * batches, free-running indices: [bat_head, bat_tail) closed and
+	 * in flight, bat_tail % nbat the open one, queuing. dev_busy: the
+	 * open one has copies or something is in flight: hold what is
+	 * produced (the one check on the per-packet path) */
+	bool dev_busy;
+	struct eng_batch *bat;
+	uint32_t nbat; /* cfg.dev_batches + 1 */
+	uint64_t bat_head, bat_tail;
+	uint64_t bat_seq; /* the newest closed batch's */
+	uint64_t bat_done; /* the newest released batch's */
 	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
 	uint32_t ndev_fail;
-	struct eng_held_tx *htx;
-	uint32_t nhtx;
-	struct eng_held_cqe *hcqe;
-	uint32_t nhcqe;
 };
 
 #endif /* OVR_DP_ENGINE_IMPL_H */

@@ -272,6 +272,8 @@ struct svc_counters {
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
 	uint64_t ctx_opened, ctx_closed;
+	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
+	uint64_t dev_naps; /* sleeps cut short for batches in flight */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -299,13 +301,39 @@ struct svc_loop_frame {
 	uint32_t len;
 };
 
+/*
+ * Received frames whose buffers a batch of GPU copies may still read
+ * (svc_dp.c, "buffers that wait for GPU copies"): an rx buffer, or a
+ * mark saying that loopback frames up to @upto wait for batch @seq.
+ * The engine keeps at most OVR_ENG_MAX_DEV_BATCHES in flight and each
+ * loop round parks at most one rx burst, so 1024 is never short
+ * (checked anyway: when full, the loop waits for every batch).
+ */
+#define SVC_PARK_DEPTH 1024u
+struct svc_park {
+	uint64_t seq; /* the engine's batch (ovr_eng_dev_close) */
+	void *buf;
+};
+struct svc_loop_mark {
+	uint64_t seq;
+	uint32_t upto; /* loop_free may advance to here once seq is done */
+};
+
 struct svc {
 	struct svc_conf conf;
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
 	/* free-running: [loop_free, loop_head) received, their buffers
-	 * released after the loop's device-copy fence (ovr_eng_fence);
-	 * [loop_head, loop_tail) to receive */
+	 * released once the batch of GPU copies of their round is done
+	 * (lmark); [loop_head, loop_tail) to receive */
 	uint32_t loop_free, loop_head, loop_tail;
+	/* dataplane thread only; free-running [head, tail) */
+	struct svc_park park[SVC_PARK_DEPTH];
+	uint32_t park_head, park_tail;
+	struct svc_loop_mark lmark[SVC_PARK_DEPTH];
+	uint32_t lmark_head, lmark_tail;
+	uint64_t dev_closed; /* ovr_eng_dev_close's answer last round */
+	uint64_t dev_done; /* ovr_eng_dev_poll's */
+	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];

@@ -822,6 +822,21 @@ static int gdr_ready(struct svc *s)
 	return s->gdr_err;
 }
 
+/*
+ * What a GPU registration counts against pinned_mb_per_context: the GPU
+ * pages covering it (64 KiB, what nvidia_p2p_get_pages pins for a NIC),
+ * within its allocation. An IPC import shared by several registrations
+ * counts for each, as host registrations of the same pages do.
+ */
+#define GPU_PAGE (64ull << 10)
+static uint64_t gpu_pinned(const struct ovr_ctl_reg_mr_gpu_req *q)
+{
+	uint64_t lo = q->offset & ~(GPU_PAGE - 1);
+	uint64_t hi = (q->offset + q->len + GPU_PAGE - 1) & ~(GPU_PAGE - 1);
+
+	return (hi < q->alloc_size ? hi : q->alloc_size) - lo;
+}
+
 static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 {
 	const struct ovr_ctl_reg_mr_gpu_req *q = r->body;
@@ -829,6 +844,7 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 	struct ovr_gdr_export ex = { 0 };
 	struct svc_pd *pd;
 	struct svc_mr *mr;
+	uint64_t pinned;
 	int rc;
 
 	if (r->blen != sizeof(*q) ||
@@ -845,6 +861,11 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, -EINVAL);
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return limit(c, r->h, LIM_MR, s->conf.ctx_max_mr, -ENOSPC);
+	pinned = gpu_pinned(q);
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + pinned > s->conf.ctx_max_pinned)
+		return limit(c, r->h, LIM_PINNED, s->conf.ctx_max_pinned >> 20,
+			     -ENOMEM);
 	rc = gdr_ready(s);
 	if (rc)
 		return status(c, r->h, rc);
@@ -879,8 +900,10 @@ static int do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr->map_len = pinned; /* counted, not mapped: mr_destroy */
 	pd->users++;
 	c->nmr++;
+	c->pinned += pinned;
 	rep.lkey = rep.rkey = mr->key;
 	return reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }
@@ -1918,6 +1941,12 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("engine_dev_fences", es.dev_fences);
 		C("engine_dev_fence_err", es.dev_fence_err);
 		C("engine_dev_held", es.dev_held);
+		C("engine_dev_batches", es.dev_batches);
+		C("engine_dev_batch_max_inflight", es.dev_batch_max_inflight);
+		C("engine_dev_batch_waits", es.dev_batch_waits);
+		C("engine_dev_batch_not_ready", es.dev_batch_not_ready);
+		C("dev_parked", k->dev_parked);
+		C("dev_naps", k->dev_naps);
 		C("gdr_imports", s->gdr ? ovr_gdr_nimports(s->gdr) : 0);
 		C("gdr_refs", s->gdr ? ovr_gdr_nrefs(s->gdr) : 0);
 		C("gdr_async_copies", gs.async_copies);
@@ -1926,6 +1955,11 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("gdr_fences", gs.fences);
 		C("gdr_fence_errors", gs.fence_errors);
 		C("gdr_stream_waits", gs.waits);
+		C("gdr_batches", gs.batches);
+		C("gdr_batch_events", gs.batch_events);
+		C("gdr_batch_not_ready", gs.batch_not_ready);
+		C("gdr_batch_waits", gs.batch_waits);
+		C("gdr_batch_errors", gs.batch_errors);
 		C("gdr_pinned_bytes", gs.pinned_bytes);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)

@@ -41,6 +41,14 @@
 #define NAP_MIN_NS 20000ull
 #define NAP_MAX_NS 1000000ull
 #define CTL_EVERY_NS 200000ull /* busy: look at control sockets */
+/* With batches of GPU copies in flight an idle loop sleeps at most this
+ * long, doubling from DEV_WAIT_MIN_NS while none completes: a copy of a
+ * frame takes microseconds on a GPU; a stuck one must not cost a core. */
+#define DEV_WAIT_MIN_NS 20000ull
+#define DEV_WAIT_MAX_NS 1000000ull
+
+_Static_assert(OVR_ENG_MAX_DEV_BATCHES + 1 <= OVR_GDR_MAX_BATCH,
+	       "an engine batch slot is a gdr batch slot");
 
 /* epoll tags */
 #define EV_LISTEN 1ull
@@ -394,13 +402,95 @@ static bool loop_receive(struct svc *s, uint64_t now)
 	return true;
 }
 
-/* After the engine's fence: the received loopback frames' buffers. */
-static void loop_release(struct svc *s)
+/* The received loopback frames' buffers up to @upto. */
+static void loop_release(struct svc *s, uint32_t upto)
 {
-	while (s->loop_free != s->loop_head)
+	while (s->loop_free != upto)
 		s->port_ops->tx_free(
 			s->port,
 			s->loop[s->loop_free++ % SVC_LOOP_DEPTH].token);
+}
+
+/* ---- buffers that wait for GPU copies ------------------------------------ */
+
+/*
+ * A copy into GPU memory reads the received frame itself (a pinned mbuf)
+ * when its batch runs, so a frame's buffer goes back only once the
+ * engine has released the batches of its round (ovr_eng_dev_poll's
+ * answer reaches the seq it was parked with). Frames of a round that
+ * queued no copy go back at once; loopback frames go back in order,
+ * behind any parked before them. Without GPU traffic none of this runs.
+ */
+
+/* Every parked buffer whose batch is done (@done: the engine's newest
+ * released batch). */
+static void unpark(struct svc *s, uint64_t done)
+{
+	void *bufs[32];
+	unsigned int n = 0;
+
+	while (s->park_head != s->park_tail &&
+	       s->park[s->park_head % SVC_PARK_DEPTH].seq <= done) {
+		bufs[n++] = s->park[s->park_head++ % SVC_PARK_DEPTH].buf;
+		if (n == 32) {
+			s->port_ops->rx_done(s->port, bufs, n);
+			n = 0;
+		}
+	}
+	if (n)
+		s->port_ops->rx_done(s->port, bufs, n);
+	while (s->lmark_head != s->lmark_tail &&
+	       s->lmark[s->lmark_head % SVC_PARK_DEPTH].seq <= done)
+		loop_release(s,
+			     s->lmark[s->lmark_head++ % SVC_PARK_DEPTH].upto);
+}
+
+/* Wait for every batch, then give every parked buffer back. */
+static void unpark_all(struct svc *s)
+{
+	ovr_eng_fence(s->eng);
+	s->dev_done = ovr_eng_dev_poll(s->eng);
+	unpark(s, UINT64_MAX);
+}
+
+/*
+ * This round's received frames (@n rx buffers, the loopback frames up to
+ * loop_head): back to the port now, or parked until batch @closed is
+ * done when the round queued copies (@closed changed) and it is not.
+ */
+static void rx_keep(struct svc *s, void **bufs, unsigned int n, uint64_t closed,
+		    uint64_t done)
+{
+	bool wait = closed > done && closed != s->dev_closed;
+
+	if (n && wait && s->park_tail - s->park_head > SVC_PARK_DEPTH - n) {
+		unpark_all(s);
+		wait = false;
+	}
+	if (n && wait) {
+		for (unsigned int i = 0; i < n; i++)
+			s->park[s->park_tail++ % SVC_PARK_DEPTH] =
+				(struct svc_park){ .seq = closed,
+						   .buf = bufs[i] };
+		s->cnt.dev_parked += n;
+	} else if (n) {
+		s->port_ops->rx_done(s->port, bufs, n);
+	}
+	if (s->loop_free == s->loop_head)
+		return;
+	/* behind frames parked before them, or their own round's batch */
+	if (closed > done && (wait || s->lmark_head != s->lmark_tail)) {
+		if (s->lmark_tail - s->lmark_head == SVC_PARK_DEPTH) {
+			unpark_all(s);
+			loop_release(s, s->loop_head);
+			return;
+		}
+		s->lmark[s->lmark_tail++ % SVC_PARK_DEPTH] =
+			(struct svc_loop_mark){ .seq = closed,
+						.upto = s->loop_head };
+		return;
+	}
+	loop_release(s, s->loop_head);
 }
 
 static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
@@ -829,7 +919,9 @@ static int ep_add(struct svc *s, int fd, uint64_t tag)
 /* GPU memory regions: @dev is the struct ovr_gdr_mem of the MR's import
  * (svc_ctl.c). The copy engine (docs/GPU.md): a copy between GPU memory
  * and a frame buffer (pinned by svc_ctl.c's gdr_ready) is queued (1);
- * the loop's ovr_eng_fence waits for the batch. Others are synchronous. */
+ * the loop closes a batch of them per round (ovr_eng_dev_close: events
+ * recorded) and polls the batches in flight (ovr_eng_dev_poll). Others
+ * are synchronous. */
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev)
 {
@@ -845,6 +937,20 @@ static int eng_dev_fence(void *ctx)
 	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
+static int eng_dev_batch_close(void *ctx, unsigned int slot)
+{
+	struct svc *s = ctx;
+
+	return s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+}
+
+static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
+{
+	struct svc *s = ctx;
+
+	return s->gdr ? ovr_gdr_batch_poll(s->gdr, slot, wait) : 0;
+}
+
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	     const uint8_t mac[6])
 {
@@ -857,6 +963,8 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.event = eng_event,
 		.srq_event = eng_srq_event,
 		.ud_grh = eng_ud_grh,
+		.dev_batch_close = eng_dev_batch_close,
+		.dev_batch_poll = eng_dev_batch_poll,
 		.dev_copy = eng_dev_copy,
 		.dev_fence = eng_dev_fence,
 	};
@@ -999,7 +1107,7 @@ void svc_fini(struct svc *s)
 	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
 	if (s->eng)
-		ovr_eng_fence(s->eng);
+		unpark_all(s);
 	while (s->loop_free != s->loop_tail)
 		s->port_ops->tx_free(
 			s->port,
@@ -1198,9 +1306,10 @@ int svc_run(struct svc *s)
 	uint64_t now = svc_now(), idle_since = now, last_ctl = now;
 	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
 
+	s->dev_wait_ns = DEV_WAIT_MIN_NS;
 	while (!s->stop) {
+		uint64_t next, closed, done;
 		unsigned int n;
-		uint64_t next;
 		bool work;
 
 		now = svc_now();
@@ -1212,12 +1321,26 @@ int svc_run(struct svc *s)
 		work |= db_scan(s, now);
 		work |= stalled_retry(s, now);
 		next = ovr_eng_poll(s->eng, now, 0);
-		/* the GPU copies of this round are done: the frames they read
-		 * may go, the PDUs and completions behind them out */
-		ovr_eng_fence(s->eng);
-		if (n)
-			s->port_ops->rx_done(s->port, bufs, n);
-		loop_release(s);
+		/* the GPU copies of this round form a batch; the batches that
+		 * are done release the PDUs and completions behind them and
+		 * the frames they read (never waiting: the wire goes on) */
+		closed = ovr_eng_dev_close(s->eng);
+		done = ovr_eng_dev_poll(s->eng);
+		if (done != s->dev_done) {
+			work = true;
+			s->dev_done = done;
+			s->dev_wait_ns = DEV_WAIT_MIN_NS;
+			unpark(s, done);
+		}
+		rx_keep(s, bufs, n, closed, done);
+		s->dev_closed = closed;
+		if (closed != done) {
+			/* a bounded sleep: nothing else will say when */
+			uint64_t t = now + s->dev_wait_ns;
+
+			if (t < next)
+				next = t;
+		}
 		if (lost_fail(s))
 			next = now; /* what the flushes and TERMINATE need */
 		s->port_ops->flush(s->port);
@@ -1232,6 +1355,13 @@ int svc_run(struct svc *s)
 			idle_since = now;
 			s->nap_ns = NAP_MIN_NS;
 		} else if (now - idle_since >= spin) {
+			if (closed != done) {
+				s->cnt.dev_naps++;
+				s->dev_wait_ns =
+					s->dev_wait_ns * 2 > DEV_WAIT_MAX_NS ?
+						DEV_WAIT_MAX_NS :
+						s->dev_wait_ns * 2;
+			}
 			svc_sleep(s, next);
 			idle_since = last_ctl = svc_now();
 		}

@@ -36,6 +36,7 @@ enum {
 	GDR_CUDA_ERROR_INVALID_CONTEXT = 201,
 	GDR_CUDA_ERROR_INVALID_HANDLE = 400,
 	GDR_CUDA_ERROR_NOT_FOUND = 500,
+	GDR_CUDA_ERROR_NOT_READY = 600,
 	GDR_CUDA_ERROR_ILLEGAL_ADDRESS = 700,
 	GDR_CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
 	GDR_CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
@@ -173,8 +174,9 @@ _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
 
 /*
  * The copy engine's entry points (phase 2): pinned host memory, streams,
- * asynchronous copies, events. Optional: a driver that lacks one of them
- * gets synchronous copies, as in phase 1.
+ * asynchronous copies, events (recorded at the end of each batch and
+ * polled with cuEventQuery: the pipelined copy engine). Optional: a
+ * driver that lacks one of them gets synchronous copies, as in phase 1.
  */
 #define GDR_CUDA_ASYNC_FUNCS(X)                                              \
 	X("cuMemHostRegister_v2", cuMemHostRegister,                         \
@@ -191,6 +193,8 @@ _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
 	X("cuEventDestroy_v2", cuEventDestroy, (gdr_CUevent ev))             \
 	X("cuEventRecord", cuEventRecord,                                    \
 	  (gdr_CUevent ev, gdr_CUstream stream))                             \
+	X("cuEventQuery", cuEventQuery, (gdr_CUevent ev))                    \
+	X("cuEventSynchronize", cuEventSynchronize, (gdr_CUevent ev))        \
 	X("cuMemcpyHtoDAsync_v2", cuMemcpyHtoDAsync,                         \
 	  (gdr_CUdeviceptr dst, const void *src, size_t len,                 \
 	   gdr_CUstream stream))                                             \

@@ -21,6 +21,18 @@
  * the last fence waits for them first (event + cuStreamWaitEvent), so a
  * READ of bytes a WRITE just placed sees them. ovr_gdr_fence waits for
  * every stream with work and reports any failure since the last fence.
+ *
+ * Batches (the pipelined copy engine): ovr_gdr_batch_close records an
+ * event per stream that got copies since the last close, in the slot's
+ * own events (bev[dir][slot], created at the slot's first use), and
+ * ovr_gdr_batch_poll queries them (cuEventQuery; cuEventSynchronize when
+ * asked to wait). Copies are numbered by epoch: ep advances at every
+ * close and fence; everything up to done is known to be finished, which
+ * is what the cross-direction waits and ovr_gdr_release look at. A
+ * failure that cannot be placed in a batch (a synchronous copy's or a
+ * fence's stream synchronisation reporting it) fails every batch with
+ * copies up to that epoch (fail_upto): conservative, never a success for
+ * a failed copy.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -54,8 +66,20 @@ struct gdr_dev_streams {
 	gdr_CUstream st[2];
 	gdr_CUevent ev[2];
 	bool busy[2]; /* work queued since the last fence */
+	bool open[2]; /* work queued since the last batch close */
 	bool ready; /* created */
 	bool broken; /* creation failed: synchronous copies only */
+	/* the batches' events, per slot; NULL until first used */
+	gdr_CUevent bev[2][OVR_GDR_MAX_BATCH];
+};
+
+/* A closed batch: the events still to be seen done, per direction a
+ * bit per device; the epochs of its copies. */
+struct gdr_batch {
+	uint64_t devs[2];
+	uint64_t first, last; /* epochs [first, last] */
+	uint32_t ncopies; /* queued copies in it, not yet known done */
+	int err;
 };
 
 struct gdr_hostreg {
@@ -69,9 +93,22 @@ struct ovr_gdr {
 	struct gdr_afns a;
 	bool async; /* the driver has every GDR_CUDA_ASYNC_FUNCS call */
 	int ndev;
-	uint64_t gen; /* fences so far + 1 */
+	uint64_t ep; /* the epoch copies queued now get (from 1) */
+	uint64_t done; /* every copy of an epoch up to this one is done */
+	uint64_t open_first; /* epoch of the first copy queued since the
+			      * last batch close; 0: none */
+	uint64_t fail_upto; /* batches with copies up to it fail */
 	int async_err; /* a queued copy failed since the last fence */
-	uint32_t pending; /* copies queued since the last fence */
+	uint32_t pending; /* queued copies not known to be done */
+	uint32_t open_pending; /* ... of them since the last batch close */
+	struct gdr_batch batch[OVR_GDR_MAX_BATCH];
+	/* epochs of batches seen done before an older one: done advances
+	 * over them when the gap closes (one caller polls in order; two
+	 * sharing this struct need not) */
+	struct {
+		uint64_t first, last;
+	} later[OVR_GDR_MAX_BATCH];
+	uint32_t nlater;
 	struct gdr_dev_streams *streams; /* [ndev], created on first use */
 	struct gdr_hostreg *hr; /* pinned host ranges */
 	uint32_t nhr, hr_cap, hr_last;
@@ -93,9 +130,9 @@ struct ovr_gdr_mem {
 	uint32_t refs;
 	int device;
 	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: what was opened */
-	/* g->gen when copies of each direction were last queued and not
-	 * yet ordered before the other direction's stream */
-	uint64_t qgen[2];
+	/* g->ep when copies of each direction were last queued and not
+	 * yet ordered before the other direction's stream (0: none) */
+	uint64_t qep[2];
 };
 
 /* Per thread: probe and export may run on several application threads. */
@@ -186,7 +223,7 @@ int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
 		g->async = false;
 	GDR_CUDA_ASYNC_FUNCS(GDR_AFN_SYM)
 #undef GDR_AFN_SYM
-	g->gen = 1;
+	g->ep = 1;
 	rc = g->f.cuInit(0);
 	if (rc == GDR_CUDA_SUCCESS)
 		rc = g->f.cuDeviceGetCount(&g->ndev);
@@ -216,6 +253,7 @@ err_sym:
 }
 
 static int use_device(struct ovr_gdr *g, int dev);
+static int fence(struct ovr_gdr *g, bool caller);
 
 void ovr_gdr_close(struct ovr_gdr *g)
 {
@@ -230,6 +268,9 @@ void ovr_gdr_close(struct ovr_gdr *g)
 		if (!d->ready || use_device(g, i))
 			continue;
 		for (int k = 0; k < 2; k++) {
+			for (unsigned int b = 0; b < OVR_GDR_MAX_BATCH; b++)
+				if (d->bev[k][b])
+					g->a.cuEventDestroy(d->bev[k][b]);
 			g->a.cuEventDestroy(d->ev[k]);
 			g->a.cuStreamDestroy(d->st[k]);
 		}
@@ -536,8 +577,8 @@ void ovr_gdr_release(struct ovr_gdr_mem *m)
 	/* nothing may still copy to or from it; a failure stays for the
 	 * next fence to report */
 	if (g->pending &&
-	    (m->qgen[D_H2D] == g->gen || m->qgen[D_D2H] == g->gen)) {
-		int err = ovr_gdr_fence(g);
+	    (m->qep[D_H2D] > g->done || m->qep[D_D2H] > g->done)) {
+		int err = fence(g, false);
 
 		if (err)
 			g->async_err = err;
@@ -614,6 +655,21 @@ static struct gdr_dev_streams *dev_streams(struct ovr_gdr *g, int dev)
 }
 
 /*
+ * The driver failed a call while copies are queued: the error may be one
+ * of theirs (a real GPU's errors are sticky; the fake reports a queued
+ * copy's failure to whichever call runs it), so the next fence and every
+ * batch with copies up to now report a failure. -EIO.
+ */
+static int queued_may_fail(struct ovr_gdr *g)
+{
+	if (g->pending) {
+		g->async_err = -EIO;
+		g->fail_upto = g->ep;
+	}
+	return -EIO;
+}
+
+/*
  * Copy between @host and offset @off of @m; queued when @may_queue and
  * the host side is pinned (1), else done when it returns (0). -ERANGE,
  * -EIO. Must run on the importing thread (it sets the current context).
@@ -650,8 +706,9 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 		g->st.sync_copies++;
 		return 0;
 	}
-	/* after the other direction's copies of this allocation */
-	if (m->qgen[o] == g->gen) {
+	/* after the other direction's copies of this allocation, unless
+	 * they are known to be done */
+	if (m->qep[o] > g->done) {
 		call = "cuEventRecord";
 		rc = g->a.cuEventRecord(d->ev[o], d->st[o]);
 		if (rc == GDR_CUDA_SUCCESS) {
@@ -660,9 +717,9 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 		}
 		if (rc != GDR_CUDA_SUCCESS) {
 			cu_fail(g, call, rc);
-			return -EIO;
+			return queued_may_fail(g);
 		}
-		m->qgen[o] = 0;
+		m->qep[o] = 0;
 		g->st.waits++;
 	}
 	if (to_dev) {
@@ -676,12 +733,16 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	}
 	if (rc != GDR_CUDA_SUCCESS) {
 		cu_fail(g, call, rc);
-		return -EIO;
+		return queued_may_fail(g);
 	}
 	d->busy[dir] = true;
-	m->qgen[dir] = g->gen;
+	d->open[dir] = true;
+	m->qep[dir] = g->ep;
 	if (may_queue && host_pinned(g, host, len)) {
+		if (!g->open_first)
+			g->open_first = g->ep;
 		g->pending++;
+		g->open_pending++;
 		g->st.async_copies++;
 		g->st.async_bytes += len;
 		return 1;
@@ -693,9 +754,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	g->st.sync_copies++;
 	if (rc != GDR_CUDA_SUCCESS) {
 		cu_fail(g, "cuStreamSynchronize", rc);
-		if (g->pending)
-			g->async_err = -EIO;
-		return -EIO;
+		return queued_may_fail(g);
 	}
 	return 0;
 }
@@ -723,7 +782,13 @@ int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
 	return copy(m, off, dst, len, false, true);
 }
 
-int ovr_gdr_fence(struct ovr_gdr *g)
+/*
+ * Wait for every stream with work. @caller: the caller learns the
+ * result (ovr_gdr_fence), so the copies queued since the last batch
+ * close are accounted for; an internal fence (release, unregister)
+ * leaves them to the batch that will close over them.
+ */
+static int fence(struct ovr_gdr *g, bool caller)
 {
 	int err = g->async_err;
 
@@ -752,11 +817,183 @@ int ovr_gdr_fence(struct ovr_gdr *g)
 		}
 	}
 	g->st.fences++;
-	if (err)
+	if (err) {
 		g->st.fence_errors++;
+		/* the batches with copies up to now learn it at their poll */
+		g->fail_upto = g->ep;
+	}
+	for (int i = 0; i < g->ndev; i++)
+		g->streams[i].open[0] = g->streams[i].open[1] = false;
+	/* the closed batches' copies are done too (their polls will
+	 * still look at their events, which are) */
+	for (unsigned int b = 0; b < OVR_GDR_MAX_BATCH; b++)
+		g->batch[b].ncopies = 0;
 	g->pending = 0;
+	g->open_pending = 0;
 	g->async_err = 0;
-	g->gen++;
+	g->nlater = 0;
+	g->done = g->ep++;
+	if (caller)
+		g->open_first = 0;
+	return err;
+}
+
+int ovr_gdr_fence(struct ovr_gdr *g)
+{
+	return fence(g, true);
+}
+
+/* The copies of epochs [first, last] are done: advance g->done over
+ * them and over any later range that then joins. */
+static void epochs_done(struct ovr_gdr *g, uint64_t first, uint64_t last)
+{
+	bool moved = true;
+
+	if (first > g->done + 1) {
+		/* an older batch is still out; a full list only delays */
+		if (g->nlater < OVR_GDR_MAX_BATCH) {
+			g->later[g->nlater].first = first;
+			g->later[g->nlater++].last = last;
+		}
+		return;
+	}
+	if (last > g->done)
+		g->done = last;
+	while (moved) {
+		moved = false;
+		for (uint32_t i = 0; i < g->nlater; i++) {
+			if (g->later[i].first > g->done + 1)
+				continue;
+			if (g->later[i].last > g->done)
+				g->done = g->later[i].last;
+			g->later[i] = g->later[--g->nlater];
+			moved = true;
+			break;
+		}
+	}
+}
+
+/* Batch @b's event for direction @k on device @dev's streams: created
+ * on first use (the device's context is current). */
+static gdr_CUevent batch_event(struct ovr_gdr *g, struct gdr_dev_streams *d,
+			       int k, unsigned int b)
+{
+	gdr_CUresult rc;
+
+	if (d->bev[k][b])
+		return d->bev[k][b];
+	rc = g->a.cuEventCreate(&d->bev[k][b], GDR_CU_EVENT_DISABLE_TIMING);
+	if (rc != GDR_CUDA_SUCCESS) {
+		cu_fail(g, "cuEventCreate", rc);
+		d->bev[k][b] = NULL;
+	}
+	return d->bev[k][b];
+}
+
+int ovr_gdr_batch_close(struct ovr_gdr *g, unsigned int slot)
+{
+	struct gdr_batch *b;
+
+	if (slot >= OVR_GDR_MAX_BATCH)
+		return -EINVAL;
+	b = &g->batch[slot];
+	memset(b, 0, sizeof(*b));
+	if (!g->open_first) {
+		/* nothing queued since the last close: nothing to wait for
+		 * (streams "open" only through synchronous copies) */
+		for (int i = 0; i < g->ndev; i++)
+			g->streams[i].open[0] = g->streams[i].open[1] = false;
+		return 0;
+	}
+	b->first = g->open_first;
+	b->last = g->ep;
+	b->ncopies = g->open_pending;
+	g->open_pending = 0;
+	for (int i = 0; i < g->ndev; i++) {
+		struct gdr_dev_streams *d = &g->streams[i];
+
+		if (!d->open[0] && !d->open[1])
+			continue;
+		if (use_device(g, i)) {
+			b->err = -EIO;
+			continue;
+		}
+		for (int k = 0; k < 2; k++) {
+			gdr_CUevent ev;
+			gdr_CUresult rc;
+
+			if (!d->open[k])
+				continue;
+			d->open[k] = false;
+			ev = batch_event(g, d, k, slot);
+			rc = ev ? g->a.cuEventRecord(ev, d->st[k]) :
+				  GDR_CUDA_ERROR_OUT_OF_MEMORY;
+			if (rc != GDR_CUDA_SUCCESS) {
+				if (ev)
+					cu_fail(g, "cuEventRecord", rc);
+				b->err = -EIO;
+				continue;
+			}
+			b->devs[k] |= 1ull << i;
+			g->st.batch_events++;
+		}
+	}
+	g->ep++;
+	g->open_first = 0;
+	g->st.batches++;
+	if (b->err) {
+		/* what cannot be polled is waited for now */
+		b->devs[0] = b->devs[1] = 0;
+		fence(g, false);
+	}
+	return b->err;
+}
+
+int ovr_gdr_batch_poll(struct ovr_gdr *g, unsigned int slot, bool wait)
+{
+	struct gdr_batch *b;
+	int err;
+
+	if (slot >= OVR_GDR_MAX_BATCH)
+		return -EINVAL;
+	b = &g->batch[slot];
+	if (wait && (b->devs[0] | b->devs[1]))
+		g->st.batch_waits++;
+	for (int k = 0; k < 2; k++)
+		while (b->devs[k]) {
+			int i = __builtin_ctzll(b->devs[k]);
+			struct gdr_dev_streams *d = &g->streams[i];
+			gdr_CUresult rc;
+
+			if (use_device(g, i)) {
+				b->err = -EIO;
+				b->devs[k] &= ~(1ull << i);
+				continue;
+			}
+			rc = wait ? g->a.cuEventSynchronize(d->bev[k][slot]) :
+				    g->a.cuEventQuery(d->bev[k][slot]);
+			if (rc == GDR_CUDA_ERROR_NOT_READY && !wait) {
+				g->st.batch_not_ready++;
+				return -EAGAIN;
+			}
+			b->devs[k] &= ~(1ull << i);
+			if (rc != GDR_CUDA_SUCCESS) {
+				cu_fail(g,
+					wait ? "cuEventSynchronize" :
+					       "cuEventQuery",
+					rc);
+				b->err = -EIO;
+			}
+		}
+	err = b->err;
+	if (b->first && b->first <= g->fail_upto)
+		err = -EIO;
+	if (b->first)
+		epochs_done(g, b->first, b->last);
+	g->pending -= b->ncopies;
+	if (err)
+		g->st.batch_errors++;
+	memset(b, 0, sizeof(*b));
 	return err;
 }
 
@@ -806,7 +1043,7 @@ int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr)
 		if (g->hr[i].p != addr)
 			continue;
 		/* no queued copy may still use it */
-		err = ovr_gdr_fence(g);
+		err = fence(g, false);
 		if (err)
 			g->async_err = err;
 		g->st.pinned_bytes -= g->hr[i].len;

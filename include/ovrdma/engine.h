@@ -335,11 +335,25 @@ struct ovr_eng_ops {
 	/*
 	 * (optional) Wait for every copy dev_copy queued: 0, or -errno when
 	 * one of them failed (which one need not be known). With it the
-	 * engine keeps, from the first queued copy until ovr_eng_fence(),
-	 * every PDU (tx) and completion (cqe) it produces, in order: none
-	 * leaves before the copies that precede it are done (docs/GPU.md).
+	 * engine keeps, from the first queued copy until the batch of
+	 * copies is done, every PDU (tx) and completion (cqe) it produces,
+	 * in order: none leaves before the copies that precede it are done
+	 * (docs/GPU.md). Without dev_batch_close, closing a batch
+	 * (ovr_eng_dev_close, ovr_eng_fence) is one dev_fence.
 	 */
 	int (*dev_fence)(void *ctx);
+	/*
+	 * (optional, both or neither; with dev_fence) Pipelined batches.
+	 * dev_batch_close: the copies dev_copy queued since the last close
+	 * form batch @slot (below cfg.dev_batches + 1; a slot is reused
+	 * only after its batch was polled done): 0, or -errno (the batch
+	 * failed; it is not polled). dev_batch_poll: is batch @slot done? 0:
+	 * yes; -EAGAIN: not yet (never when @wait: then it blocks until
+	 * it is); other -errno: done, and a copy of it failed. The engine
+	 * polls batches in the order it closed them.
+	 */
+	int (*dev_batch_close)(void *ctx, unsigned int slot);
+	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
 };
 
 struct ovr_eng_cfg {
@@ -363,7 +377,13 @@ struct ovr_eng_cfg {
 	uint32_t term_rate; /* per second */
 	uint32_t term_burst;
 	uint32_t max_srq; /* shared receive queue slots; 0: none */
+	/* batches of device copies in flight at most (ops.dev_batch_*),
+	 * 1..OVR_ENG_MAX_DEV_BATCHES; 0: the default */
+	uint32_t dev_batches;
 };
+
+#define OVR_ENG_DEV_BATCHES 8u /* default cfg.dev_batches */
+#define OVR_ENG_MAX_DEV_BATCHES 32u
 
 /* Defaults for a datacenter fabric (see docs/TRANSPORT.md). */
 void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg);
@@ -525,23 +545,44 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
 uint64_t ovr_eng_poll(struct ovr_eng *e, uint64_t now_ns, uint32_t budget);
 
 /*
- * Device copies queued by ops.dev_copy: wait for them (one ops.dev_fence)
- * and release the PDUs and completions held behind them: PDUs go to
- * ops.tx, sealed only now (their payload may have come from the device),
- * completions to ops.cqe. Call it after each batch of ovr_eng_rx and
- * ovr_eng_poll calls, before reusing the buffers of the PDUs given to
- * ovr_eng_rx (they may be the source of queued copies). Cheap when
- * nothing is queued; a no-op without ops.dev_fence.
+ * Device copies queued by ops.dev_copy (docs/GPU.md §1.1). They are
+ * grouped in batches; a PDU or completion the engine produces while a
+ * batch is open or in flight is held, in order, and released only when
+ * every batch before it is done: PDUs go to ops.tx, sealed only then
+ * (their payload may have come from the device), completions to
+ * ops.cqe.
  *
- * When the fence fails, every QP with a copy in the batch fails: its
- * held PDUs are dropped, its held successful completions become
- * OVR_WC_LOC_QP_OP_ERR (vendor_err OVR_VERR_DEV_COPY), and it goes to
- * ERROR - NAK REM_OP from the first PSN it was placing or reading for
- * as responder, else LOC_QP_OP_ERR on its oldest send WR and a
- * TERMINATE (a UD QP only loses the receives). The engine fences by
+ * ovr_eng_dev_close: close the batch being queued, if it has copies
+ * (ops.dev_batch_close; without that op, one ops.dev_fence). Call it
+ * after each round of ovr_eng_rx and ovr_eng_poll calls. When
+ * cfg.dev_batches are in flight already, it first waits for the oldest.
+ * Returns the sequence number of the newest batch closed so far (0:
+ * none): the buffers of PDUs given to ovr_eng_rx since the previous
+ * call may be the source of copies of batches up to it.
+ *
+ * ovr_eng_dev_poll: release, in order, the batches that are done
+ * (ops.dev_batch_poll, never waiting), then fail the QPs of failed
+ * ones. Returns the sequence number of the newest batch released:
+ * everything up to it is done, and the buffers its copies read may be
+ * reused. ovr_eng_dev_inflight: batches closed and not yet released.
+ *
+ * ovr_eng_fence: close and wait for everything (after it, poll returns
+ * what close does). Cheap when nothing is queued; a no-op without
+ * ops.dev_fence.
+ *
+ * When a batch fails, every QP with a copy in it fails: its held PDUs
+ * (in this and later batches) are dropped, its held successful
+ * completions become OVR_WC_LOC_QP_OP_ERR (vendor_err
+ * OVR_VERR_DEV_COPY), and it goes to ERROR - NAK REM_OP from the first
+ * PSN it was placing or reading in the batch as responder, else
+ * LOC_QP_OP_ERR on its oldest send WR and a TERMINATE (a UD QP only
+ * loses the receives). Other QPs are not affected. The engine waits by
  * itself when it holds too much, and before a QP is destroyed or a
  * region deregistered.
  */
+uint64_t ovr_eng_dev_close(struct ovr_eng *e);
+uint64_t ovr_eng_dev_poll(struct ovr_eng *e);
+uint32_t ovr_eng_dev_inflight(const struct ovr_eng *e);
 void ovr_eng_fence(struct ovr_eng *e);
 
 /* Engine-wide counters. */
@@ -572,8 +613,13 @@ struct ovr_eng_stats {
 	uint64_t dev_copy_err; /* ... that failed: the QP went to ERROR */
 	uint64_t dev_async; /* ... that were queued (ops.dev_copy said 1) */
 	uint64_t dev_fences; /* ops.dev_fence calls */
-	uint64_t dev_fence_err; /* ... that failed */
-	uint64_t dev_held; /* PDUs and completions held for a fence */
+	uint64_t dev_fence_err; /* fences or batches that failed */
+	uint64_t dev_held; /* PDUs and completions held for a batch */
+	uint64_t dev_batches; /* batches of queued copies closed */
+	uint64_t dev_batch_max_inflight; /* most closed and not released */
+	uint64_t dev_batch_waits; /* times the engine blocked on a batch:
+				   * ring full, holding too much, fence */
+	uint64_t dev_batch_not_ready; /* polls that found a batch running */
 	uint64_t dev_atomic_refused; /* atomics on device memory: NAK */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);

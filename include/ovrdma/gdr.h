@@ -46,6 +46,7 @@ extern "C" {
 #define OVR_GDR_IPC_LEN 64u /* CU_IPC_HANDLE_SIZE */
 #define OVR_GDR_MAX_DEV 64u /* devices an importer keeps contexts for */
 #define OVR_GDR_UUID_LEN 16u /* CUuuid */
+#define OVR_GDR_MAX_BATCH 64u /* batch slots (ovr_gdr_batch_close) */
 
 /* ovr_gdr_open flags */
 enum {
@@ -166,6 +167,25 @@ int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
 int ovr_gdr_fence(struct ovr_gdr *g);
 
 /*
+ * Batches (the pipelined copy engine, docs/GPU.md §1.1): the copies
+ * queued since the last ovr_gdr_batch_close form batch @slot (below
+ * OVR_GDR_MAX_BATCH; the caller's, free again once polled done): an
+ * event is recorded on each stream that got one of them. 0, or -EIO
+ * when recording failed (the batch is then waited for here, and its
+ * poll reports the failure). An empty batch is done at once.
+ *
+ * ovr_gdr_batch_poll: is batch @slot done? 0: yes, every copy in it
+ * succeeded and the slot is free; -EAGAIN: not yet (only without
+ * @wait: with it, it waits - cuEventSynchronize); -EIO: done, but a copy
+ * in it failed (or one whose batch is unknown, found by a synchronous
+ * copy or a fence meanwhile: every batch open then fails). Batches
+ * must be polled in the order they were closed. ovr_gdr_fence waits for
+ * every batch's copies too (their polls then answer at once).
+ */
+int ovr_gdr_batch_close(struct ovr_gdr *g, unsigned int slot);
+int ovr_gdr_batch_poll(struct ovr_gdr *g, unsigned int slot, bool wait);
+
+/*
  * Pin host memory (cuMemHostRegister, portable to every device's
  * context) so that copies to and from it may be queued: the packet
  * buffers. -EOPNOTSUPP: the driver has no asynchronous copies; -EEXIST:
@@ -183,6 +203,11 @@ struct ovr_gdr_stats {
 	uint64_t fences; /* ovr_gdr_fence calls that had work to wait for */
 	uint64_t fence_errors; /* ... that reported a failed copy */
 	uint64_t waits; /* cross-direction orderings (stream waits) */
+	uint64_t batches; /* ovr_gdr_batch_close calls with copies */
+	uint64_t batch_events; /* events recorded for them */
+	uint64_t batch_not_ready; /* polls that found a batch running */
+	uint64_t batch_waits; /* polls that waited (cuEventSynchronize) */
+	uint64_t batch_errors; /* batches that reported a failed copy */
 	uint64_t pinned_bytes; /* registered now */
 	uint32_t pinned_ranges;
 	uint32_t streams; /* copy streams created */

@@ -42,6 +42,7 @@ struct cuapp {
 	/* the fake's own (NULL on a real driver) */
 	fakecuda_stats_fn stats;
 	fakecuda_fail_fn fail_nth;
+	fakecuda_event_polls_fn event_polls;
 };
 
 /*
@@ -71,6 +72,7 @@ static inline int cuapp_load(struct cuapp *cu)
 	*(void **)&cu->release = dlsym(lib, "cuMemRelease");
 	*(void **)&cu->stats = dlsym(lib, FAKECUDA_STATS_SYM);
 	*(void **)&cu->fail_nth = dlsym(lib, FAKECUDA_FAIL_SYM);
+	*(void **)&cu->event_polls = dlsym(lib, FAKECUDA_EVENT_POLLS_SYM);
 	if (!cu->init || !cu->retain || !cu->set || !cu->alloc || !cu->free ||
 	    !cu->htod || !cu->dtoh || !cu->create || !cu->reserve || !cu->map ||
 	    !cu->access || !cu->release)

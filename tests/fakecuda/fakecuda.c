@@ -34,8 +34,18 @@
  *    stream's earlier work (the driver stages pageable copies);
  *  - cuEventRecord marks a stream's position; cuStreamWaitEvent makes
  *    another stream run the first up to that mark before going on;
+ *    cuEventQuery / cuEventSynchronize run the stream up to the mark.
+ *    Events can be made lazy (FAKECUDA_EVENT_POLLS=N or
+ *    fakecuda_event_polls(N)): an event whose work is not done yet
+ *    answers CUDA_ERROR_NOT_READY to its first N queries and performs
+ *    its copies at the next one, so that several batches of copies are
+ *    in flight at once; cuEventSynchronize and cuStreamSynchronize
+ *    complete at once, as ever;
  *  - the Nth async copy can be made to fail (fakecuda.h): it is never
- *    performed and the synchronisation reaching it returns an error;
+ *    performed, and the first synchronisation (stream or event) whose
+ *    range covers it returns an error - once: a failure belongs to the
+ *    batch around it, not to every later one (a real GPU's error would
+ *    be sticky, ending the context; tests need to see one batch fail);
  *  - fakecuda_stats() counts synchronisations, queued copies and pinned
  *    bytes for tests that check batching and pinning.
  *
@@ -130,11 +140,15 @@ struct gdr_CUstream_st {
 	struct op *q;
 	size_t n, cap, done; /* q[done, n) pending */
 	uint64_t base; /* operations retired before q[0] */
+	/* positions of operations that failed, not yet reported */
+	uint64_t *fails;
+	size_t nfails, fcap;
 };
 
 struct gdr_CUevent_st {
 	struct gdr_CUstream_st *s; /* NULL: never recorded */
 	uint64_t pos;
+	uint32_t queries; /* NOT_READY answers since the record */
 };
 
 struct hostreg {
@@ -145,6 +159,7 @@ struct hostreg {
 static struct hostreg hostregs[MAX_OBJ];
 static struct fakecuda_stats fst;
 static uint64_t fail_at; /* async copy number that fails; 0: none */
+static uint32_t event_polls; /* NOT_READY answers per event (lazy) */
 static uint64_t async_no; /* async copies queued so far */
 
 #define HANDLE_TAG 0xfa4e000000000000ull
@@ -177,6 +192,9 @@ FAKE(cuInit, (unsigned int flags))
 	}
 	if (!inited && getenv("FAKECUDA_FAIL_ASYNC"))
 		fail_at = strtoull(getenv("FAKECUDA_FAIL_ASYNC"), NULL, 10);
+	if (!inited && getenv("FAKECUDA_EVENT_POLLS"))
+		event_polls = (uint32_t)strtoul(getenv("FAKECUDA_EVENT_POLLS"),
+						NULL, 10);
 	inited = true;
 	pthread_mutex_unlock(&mu);
 	return GDR_CUDA_SUCCESS;
@@ -197,6 +215,7 @@ FAKE(cuGetErrorString, (gdr_CUresult err, const char **str))
 		{ GDR_CUDA_ERROR_INVALID_CONTEXT, "invalid device context" },
 		{ GDR_CUDA_ERROR_INVALID_HANDLE, "invalid resource handle" },
 		{ GDR_CUDA_ERROR_NOT_FOUND, "named symbol not found" },
+		{ GDR_CUDA_ERROR_NOT_READY, "device not ready" },
 		{ GDR_CUDA_ERROR_NOT_SUPPORTED, "operation not supported" },
 		{ GDR_CUDA_ERROR_ILLEGAL_ADDRESS,
 		  "an illegal memory access was encountered" },
@@ -1037,32 +1056,66 @@ static gdr_CUresult op_copy(const struct op *o)
 	return GDR_CUDA_SUCCESS;
 }
 
-/* Run @s's queued work up to absolute position @upto (must hold mu);
- * the first error met, after running everything anyway. */
-static gdr_CUresult run_stream(struct gdr_CUstream_st *s, uint64_t upto)
+/* Remember that the operation at absolute position @pos of @s failed
+ * (must hold mu). */
+static void fail_note(struct gdr_CUstream_st *s, uint64_t pos)
+{
+	if (s->nfails == s->fcap) {
+		size_t nc = s->fcap ? s->fcap * 2 : 8;
+		uint64_t *f = realloc(s->fails, nc * sizeof(*f));
+
+		if (!f) {
+			/* keep the newest: a failure must not vanish */
+			if (s->nfails)
+				s->fails[s->nfails - 1] = pos;
+			return;
+		}
+		s->fails = f;
+		s->fcap = nc;
+	}
+	s->fails[s->nfails++] = pos;
+}
+
+/* The error of the failed operations of @s before @upto that nobody
+ * reported yet, reporting them (must hold mu). */
+static gdr_CUresult fail_take(struct gdr_CUstream_st *s, uint64_t upto)
 {
 	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+	size_t k = 0;
 
+	for (size_t i = 0; i < s->nfails; i++) {
+		if (s->fails[i] < upto)
+			rc = GDR_CUDA_ERROR_ILLEGAL_ADDRESS;
+		else
+			s->fails[k++] = s->fails[i];
+	}
+	s->nfails = k;
+	return rc;
+}
+
+/* Run @s's queued work up to absolute position @upto (must hold mu);
+ * a failed operation is noted (fail_note) for the synchronisation that
+ * covers it to report. */
+static void run_stream(struct gdr_CUstream_st *s, uint64_t upto)
+{
 	while (s->done < s->n && s->base + s->done < upto) {
+		uint64_t pos = s->base + s->done;
 		struct op o = s->q[s->done++];
-		gdr_CUresult r = GDR_CUDA_SUCCESS;
 
 		if (o.kind == OP_COPY) {
 			fst.pending--;
-			r = op_copy(&o);
-			if (r == GDR_CUDA_SUCCESS)
+			if (op_copy(&o) == GDR_CUDA_SUCCESS)
 				fst.async_done++;
+			else
+				fail_note(s, pos);
 		} else {
-			r = run_stream(o.ws, o.wpos);
+			run_stream(o.ws, o.wpos);
 		}
-		if (rc == GDR_CUDA_SUCCESS)
-			rc = r;
 	}
 	if (s->done == s->n) {
 		s->base += s->n;
 		s->n = s->done = 0;
 	}
-	return rc;
 }
 
 static gdr_CUresult enqueue(struct gdr_CUstream_st *s, const struct op *o)
@@ -1111,6 +1164,7 @@ FAKE(cuStreamDestroy_v2, (gdr_CUstream s))
 	run_stream(s, UINT64_MAX);
 	fst.streams--;
 	pthread_mutex_unlock(&mu);
+	free(s->fails);
 	free(s->q);
 	free(s);
 	return GDR_CUDA_SUCCESS;
@@ -1126,7 +1180,8 @@ FAKE(cuStreamSynchronize, (gdr_CUstream s))
 		return GDR_CUDA_ERROR_INVALID_HANDLE; /* gdr/ never syncs NULL */
 	pthread_mutex_lock(&mu);
 	fst.syncs++;
-	rc = run_stream(s, UINT64_MAX);
+	run_stream(s, UINT64_MAX);
+	rc = fail_take(s, UINT64_MAX);
 	pthread_mutex_unlock(&mu);
 	return rc;
 }
@@ -1168,8 +1223,55 @@ FAKE(cuEventRecord, (gdr_CUevent ev, gdr_CUstream s))
 	pthread_mutex_lock(&mu);
 	ev->s = s;
 	ev->pos = s->base + s->n;
+	ev->queries = 0;
+	fst.event_records++;
 	pthread_mutex_unlock(&mu);
 	return GDR_CUDA_SUCCESS;
+}
+
+/* Work before the event done? With event_polls, not before its
+ * (event_polls + 1)th query unless something else ran it meanwhile. */
+FAKE(cuEventQuery, (gdr_CUevent ev))
+{
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (!ev)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	fst.event_queries++;
+	if (ev->s) {
+		if (ev->s->base + ev->s->done < ev->pos &&
+		    ev->queries < event_polls) {
+			ev->queries++;
+			fst.event_not_ready++;
+			pthread_mutex_unlock(&mu);
+			return GDR_CUDA_ERROR_NOT_READY;
+		}
+		run_stream(ev->s, ev->pos);
+		rc = fail_take(ev->s, ev->pos);
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+FAKE(cuEventSynchronize, (gdr_CUevent ev))
+{
+	gdr_CUresult rc = GDR_CUDA_SUCCESS;
+
+	if (need_init())
+		return need_init();
+	if (!ev)
+		return GDR_CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	fst.event_syncs++;
+	if (ev->s) {
+		run_stream(ev->s, ev->pos);
+		rc = fail_take(ev->s, ev->pos);
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
 }
 
 /* Waits on the event's most recent record, as the driver does. */
@@ -1222,7 +1324,8 @@ static gdr_CUresult copy_async(gdr_CUdeviceptr d, void *h, size_t len,
 	}
 	if (!host_pinned(h, len)) {
 		/* pageable: after the stream's earlier work, at once */
-		rc = run_stream(s, UINT64_MAX);
+		run_stream(s, UINT64_MAX);
+		rc = fail_take(s, UINT64_MAX);
 		if (rc == GDR_CUDA_SUCCESS)
 			rc = op_copy(&o);
 		fst.async_pageable++;
@@ -1267,5 +1370,13 @@ EXPORT void fakecuda_fail_async(uint64_t nth)
 {
 	pthread_mutex_lock(&mu);
 	fail_at = nth ? async_no + nth : 0;
+	pthread_mutex_unlock(&mu);
+}
+
+EXPORT void fakecuda_event_polls(uint32_t n);
+EXPORT void fakecuda_event_polls(uint32_t n)
+{
+	pthread_mutex_lock(&mu);
+	event_polls = n;
 	pthread_mutex_unlock(&mu);
 }

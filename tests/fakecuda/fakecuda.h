@@ -20,6 +20,10 @@ struct fakecuda_stats {
 	uint64_t host_registered; /* bytes registered now */
 	uint64_t host_register_calls;
 	uint64_t waits; /* cuStreamWaitEvent calls */
+	uint64_t event_records; /* cuEventRecord calls */
+	uint64_t event_queries; /* cuEventQuery calls */
+	uint64_t event_not_ready; /* ... answered NOT_READY (lazy events) */
+	uint64_t event_syncs; /* cuEventSynchronize calls */
 	uint32_t streams, events; /* live */
 };
 
@@ -34,5 +38,15 @@ typedef void (*fakecuda_stats_fn)(struct fakecuda_stats *st);
  */
 #define FAKECUDA_FAIL_SYM "fakecuda_fail_async"
 typedef void (*fakecuda_fail_fn)(uint64_t nth);
+
+/*
+ * Lazy events: from now on an event whose work is not done answers
+ * CUDA_ERROR_NOT_READY to its first @n queries after each record, and
+ * runs its stream up to itself at the next (cuEventSynchronize and
+ * cuStreamSynchronize at once, as ever). 0: events complete when
+ * queried. FAKECUDA_EVENT_POLLS=N does the same from cuInit on.
+ */
+#define FAKECUDA_EVENT_POLLS_SYM "fakecuda_event_polls"
+typedef void (*fakecuda_event_polls_fn)(uint32_t n);
 
 #endif

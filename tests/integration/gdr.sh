@@ -8,7 +8,9 @@
 #      SEND/RECV between fake-GPU buffers (IPC-handle and fd exports),
 #      byte-exact through cuMemcpyDtoH, a FETCH_ADD on GPU memory
 #      refused (REM_OP_ERR); the nodes count the device copies, queued
-#      from pinned frame buffers and fenced in batches;
+#      from pinned frame buffers in batches, several batches in flight
+#      at once (the fake's events answer NOT_READY FAKECUDA_EVENT_POLLS
+#      times: the loop goes on while they run);
 #   2. forged handles through the control protocol: EINVAL, ovrdmad
 #      keeps running; cuMem memory without a POSIX_FD handle type:
 #      ibv_reg_mr EOPNOTSUPP;
@@ -16,7 +18,10 @@
 #      registers its READ target through a dma-buf too); a GPU UUID
 #      ovrdmad does not know: ENODEV and a log line;
 #   3. an application holding two GPU registrations killed with -9: the
-#      node's gdr_imports goes back to 0.
+#      node's gdr_imports goes back to 0;
+#   4. GPU registrations count against pinned_mb_per_context (10 on
+#      both nodes) with host ones: ENOMEM beyond, room again after a
+#      deregistration.
 # usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
 #
 # gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
@@ -39,10 +44,14 @@ if [ "$mode" = gpu ]; then
 elif [ ! -e "$fake" ]; then
 	echo "gdr: no fake CUDA driver at $fake; skipped"
 	exit 77
+else
+	# lazy events: each batch is polled a few times before it is done
+	export FAKECUDA_EVENT_POLLS=${FAKECUDA_EVENT_POLLS:-2}
 fi
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-gdr-test.$$}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrgdr$$}
 work=$(mktemp -d /tmp/ovrdma-gdr.XXXXXX)
+pinned_mb=10 # each application registers at most 8 MB at once
 trap '"$tb" down >/dev/null 2>&1; rm -rf "$work"' EXIT
 nfail=0
 fail() {
@@ -54,7 +63,8 @@ counter() { # node name
 }
 
 # shellcheck disable=SC2086 # options, split on purpose
-"$tb" up 2 --loss 1% --reorder 1%/50us ${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
+"$tb" up 2 --loss 1% --reorder 1%/50us --limit pinned_mb_per_context=$pinned_mb \
+	${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
 	cat "$work/up.log"
 	echo "gdr: FAIL: testbed up"
 	exit 1
@@ -83,16 +93,26 @@ for n in 1 2; do
 	c=$(counter $n engine_dev_copies)
 	echo "gdr: node $n: engine_dev_copies ${c:-none}, engine_dev_copy_bytes $(counter $n engine_dev_copy_bytes), engine_dev_atomic_refused $(counter $n engine_dev_atomic_refused)"
 	[ "${c:-0}" -gt 0 ] || fail "node $n made no device copies"
-	# the copy engine: frame buffers pinned, copies queued and waited
-	# for in batches, none failed (docs/GPU.md 1.1)
-	a=$(counter $n engine_dev_async) f=$(counter $n engine_dev_fences)
+	# the copy engine: frame buffers pinned, copies queued in
+	# batches, several batches in flight at once, none failed
+	# (docs/GPU.md 1.1)
+	a=$(counter $n engine_dev_async) b=$(counter $n engine_dev_batches)
 	p=$(counter $n gdr_pinned_bytes) e=$(counter $n engine_dev_fence_err)
-	echo "gdr: node $n: engine_dev_async ${a:-none}, engine_dev_fences ${f:-none}, gdr_pinned_bytes ${p:-none}, engine_dev_held $(counter $n engine_dev_held)"
+	m=$(counter $n engine_dev_batch_max_inflight)
+	r=$(counter $n engine_dev_batch_not_ready)
+	echo "gdr: node $n: engine_dev_async ${a:-none}, engine_dev_batches ${b:-none}, engine_dev_batch_max_inflight ${m:-none}, engine_dev_batch_not_ready ${r:-none}, engine_dev_batch_waits $(counter $n engine_dev_batch_waits), gdr_pinned_bytes ${p:-none}, engine_dev_held $(counter $n engine_dev_held), dev_parked $(counter $n dev_parked), dev_naps $(counter $n dev_naps)"
 	[ "${p:-0}" -gt 0 ] || fail "node $n pinned no frame buffers"
 	[ "${a:-0}" -gt 0 ] || fail "node $n queued no device copies"
-	[ "${f:-0}" -gt 0 ] && [ "${f:-0}" -lt "${a:-0}" ] ||
-		fail "node $n: $f fences for $a queued copies"
-	[ "${e:-1}" = 0 ] || fail "node $n: failed fences"
+	[ "${b:-0}" -gt 0 ] && [ "${b:-0}" -lt "${a:-0}" ] ||
+		fail "node $n: $b batches for $a queued copies"
+	[ "${e:-1}" = 0 ] || fail "node $n: failed batches"
+	if [ "$mode" != gpu ]; then
+		# the loop went on while batches ran: more than one in flight
+		[ "${m:-0}" -gt 1 ] ||
+			fail "node $n: never more than ${m:-0} batch in flight (FAKECUDA_EVENT_POLLS=$FAKECUDA_EVENT_POLLS)"
+		[ "${r:-0}" -gt 0 ] ||
+			fail "node $n: no batch was ever polled before it was done"
+	fi
 done
 [ "$(counter 1 engine_dev_atomic_refused)" = 1 ] ||
 	fail "node 1 did not refuse the atomic on GPU memory"
@@ -140,6 +160,14 @@ done
 echo "gdr: node 2: gdr_imports while held $held, after kill -9 $after"
 [ "$held" = 2 ] || fail "the held registrations were not imported ($held)"
 [ "$after" = 0 ] || fail "imports not released after the application died"
+
+# ---- 4. the pinned memory limit counts GPU registrations --------------------
+"$tb" run 2 "$prog" pinned $pinned_mb >"$work/pinned.log" 2>&1 ||
+	fail "pinned_mb_per_context: $(cat "$work/pinned.log")"
+grep 'verbs_gdr:' "$work/pinned.log"
+grep -q 'limit pinned_mb_per_context = 10 reached' \
+	"$OVRDMA_TESTBED_DIR/n2/ovrdmad.log" ||
+	fail "ovrdmad did not log the pinned limit"
 
 [ $nfail -eq 0 ] && echo "gdr: ok" && exit 0
 for n in 1 2; do

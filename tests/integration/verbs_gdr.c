@@ -22,7 +22,9 @@
  * a window of a dma-buf; the client registers C2 through a dma-buf
  * too); otherdev (a GPU whose UUID ovrdmad does not know: ENODEV); nofd
  * (cuMem memory without a POSIX_FD
- * handle type: ibv_reg_mr fails with EOPNOTSUPP).
+ * handle type: ibv_reg_mr fails with EOPNOTSUPP); pinned MB (ovrdmad's
+ * pinned_mb_per_context is MB, at least 9: GPU registrations count
+ * against it with host ones, in 64 KiB GPU pages: ENOMEM beyond).
  * probe: exit 0 when the driver sees a device, 77 when not.
  * Exit 0 ok, 1 failure, 77 no driver.
  */
@@ -547,12 +549,69 @@ static int nofd(void)
 	return !mr && errno == EOPNOTSUPP ? 0 : 1;
 }
 
+/* Is @mr NULL with errno ENOMEM (the pinned limit)? Says so either way. */
+static int want_enomem(const char *what, struct ibv_mr *mr)
+{
+	printf("verbs_gdr: pinned: %s: %s\n", what,
+	       mr ? "registered" : strerror(errno));
+	return !mr && errno == ENOMEM ? 0 : 1;
+}
+
+static int want_mr(const char *what, struct ibv_mr *mr)
+{
+	printf("verbs_gdr: pinned: %s: %s\n", what,
+	       mr ? "registered" : strerror(errno));
+	return mr ? 0 : 1;
+}
+
+/*
+ * pinned_mb_per_context = @limit_mb: 4 MB + 4 MB of GPU memory fit, a
+ * third 4 MB does not (ENOMEM), 64 KiB at an offset of 4 KiB (two GPU
+ * pages, 128 KiB) does, 4 MB of host memory then does not; with one
+ * GPU registration gone the host one fits, and the GPU 4 MB still not.
+ */
+static int pinned(unsigned int limit_mb)
+{
+	const size_t len = 4 * MB;
+	dptr a = gpu_alloc(len), b = gpu_vmm(len, 1), c = gpu_alloc(len);
+	void *host = aligned_alloc(4096, len);
+	struct ibv_mr *ma, *mb, *mc, *mh;
+	struct side s;
+	int bad = 0;
+
+	if (!host || limit_mb < 9 || limit_mb >= 12)
+		vc_die("pinned: needs 9 <= MB < 12 and 4 MB of memory");
+	memset(host, 0, len);
+	side_up(&s);
+	ma = ibv_reg_mr(s.pd, (void *)(uintptr_t)a, len, ACC_ALL);
+	bad += want_mr("GPU 4 MB (cuMemAlloc)", ma);
+	mb = ibv_reg_mr(s.pd, (void *)(uintptr_t)b, len, ACC_ALL);
+	bad += want_mr("GPU 4 MB more (cuMem)", mb);
+	bad += want_enomem("GPU 4 MB beyond the limit",
+			   ibv_reg_mr(s.pd, (void *)(uintptr_t)c, len,
+				      ACC_ALL));
+	mc = ibv_reg_mr(s.pd, (void *)(uintptr_t)(c + 4096), 64 * 1024,
+			ACC_ALL);
+	bad += want_mr("GPU 64 KiB at 4 KiB (two GPU pages)", mc);
+	bad += want_enomem("host 4 MB beyond the limit",
+			   ibv_reg_mr(s.pd, host, len, ACC_ALL));
+	if (ma && ibv_dereg_mr(ma))
+		bad++;
+	mh = ibv_reg_mr(s.pd, host, len, ACC_ALL);
+	bad += want_mr("host 4 MB once a GPU registration is gone", mh);
+	bad += want_enomem("GPU 4 MB still beyond the limit",
+			   ibv_reg_mr(s.pd, (void *)(uintptr_t)c, len,
+				      ACC_ALL));
+	printf("verbs_gdr: pinned: %s\n", bad ? "FAILED" : "ok");
+	return bad ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	vc_prog = "verbs_gdr";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
-		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|dmabuf|otherdev|nofd|probe");
+		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|dmabuf|otherdev|nofd|pinned MB|probe");
 	if (!strcmp(argv[1], "badhandle"))
 		return badhandle();
 	if (!strcmp(argv[1], "probe"))
@@ -570,6 +629,8 @@ int main(int argc, char **argv)
 		return otherdev();
 	if (!strcmp(argv[1], "nofd"))
 		return nofd();
+	if (!strcmp(argv[1], "pinned") && argc > 2)
+		return pinned((unsigned int)strtoul(argv[2], NULL, 10));
 	vc_die("unknown mode %s", argv[1]);
 	return 1;
 }

@@ -11,6 +11,13 @@
  * device regions byte-exact; no completion before its data is in place;
  * far fewer fences than packets; a failed queued copy is an error
  * completion at the requester or responder, never a success.
+ *
+ * The pipelined engine (ops.dev_batch_close / dev_batch_poll on
+ * ovr_gdr_batch_*, the fake's events made lazy with
+ * fakecuda_event_polls): several batches in flight at once, byte-exact
+ * data, every completion checked against the device bytes the moment
+ * it is delivered, per-QP order across batches; a failed batch between
+ * two good ones fails only its QP; a full ring of batches blocks.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -44,6 +51,16 @@ struct pdu {
 	uint32_t slot, len;
 };
 
+/* What a successful completion promises (pipelined tests): wr_id's
+ * bytes at @off of node @node's device memory equal @want. */
+struct expect {
+	uint64_t wr_id;
+	int node;
+	uint64_t off;
+	const uint8_t *want;
+	uint32_t len;
+};
+
 struct node {
 	struct ovr_eng *eng;
 	uint8_t *bufs; /* NBUF slots of max_pdu, pinned */
@@ -51,6 +68,12 @@ struct node {
 	struct pdu wire[NBUF]; /* sent to the other node, not yet received */
 	uint32_t nwire;
 	uint32_t rxd[NBUF], nrxd; /* received from the other node, held */
+	struct {
+		uint32_t slot;
+		uint64_t seq;
+	} park[NBUF]; /* pipelined: received, kept for batch seq */
+	uint32_t npark;
+	uint64_t closed; /* ovr_eng_dev_close's answer last round */
 	struct {
 		uint32_t cq;
 		struct ovr_eng_wc wc;
@@ -74,6 +97,9 @@ struct rig {
 	uint64_t now;
 	uint64_t rounds;
 	bool nofence[2]; /* node i's rounds go without ovr_eng_fence */
+	bool pipe; /* engines with ops.dev_batch_*: rounds close and poll */
+	struct expect *exp; /* checked at each successful completion */
+	uint32_t nexp, nchecked;
 };
 
 static struct rig *R;
@@ -111,10 +137,14 @@ static void t_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 	n->tx_pkts++;
 }
 
+static void check_expect(struct rig *r, const struct ovr_eng_wc *wc);
+
 static void t_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
 {
 	struct node *n = ctx;
 
+	if (wc->status == OVR_WC_SUCCESS)
+		check_expect(n->rig, wc);
 	assert_true(n->ncqe < MAXCQE);
 	n->cqe[n->ncqe].cq = cq;
 	n->cqe[n->ncqe++].wc = *wc;
@@ -141,6 +171,36 @@ static const struct ovr_eng_ops t_ops = {
 	.dev_fence = t_dev_fence,
 };
 
+/* The two engines share one gdr: their batch slots must not collide. */
+#define SLOTS_PER_NODE 32u
+
+static int t_batch_close(void *ctx, unsigned int slot)
+{
+	struct node *n = ctx;
+
+	assert_true(slot < SLOTS_PER_NODE);
+	return ovr_gdr_batch_close(n->rig->g,
+				   slot + node_of(n) * SLOTS_PER_NODE);
+}
+
+static int t_batch_poll(void *ctx, unsigned int slot, bool wait)
+{
+	struct node *n = ctx;
+
+	return ovr_gdr_batch_poll(n->rig->g, slot + node_of(n) * SLOTS_PER_NODE,
+				  wait);
+}
+
+static const struct ovr_eng_ops t_ops_pipe = {
+	.tx_alloc = t_tx_alloc,
+	.tx = t_tx,
+	.cqe = t_cqe,
+	.dev_copy = t_dev_copy,
+	.dev_fence = t_dev_fence,
+	.dev_batch_close = t_batch_close,
+	.dev_batch_poll = t_batch_poll,
+};
+
 /*
  * One round, as an iteration of ovrdmad's loop covering ROUND_NS: each
  * node receives what the other sent (straight from the sender's pinned
@@ -149,6 +209,44 @@ static const struct ovr_eng_ops t_ops = {
  * sender.
  */
 #define ROUND_NS 50000ull
+
+/* Node @n returns the sender @o's buffers whose batch is done. */
+static void unpark(struct node *n, struct node *o, uint64_t done)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n->npark; i++) {
+		if (n->park[i].seq <= done)
+			o->free[o->nfree++] = n->park[i].slot;
+		else
+			n->park[k++] = n->park[i];
+	}
+	n->npark = k;
+}
+
+/*
+ * The end of a pipelined round, as ovrdmad's loop (svc_dp.c): close
+ * this round's batch, release the batches that are done; the frames
+ * received this round wait for the batch when they fed it copies.
+ */
+static void round_pipe(struct rig *r, struct node *n, struct node *o)
+{
+	uint64_t closed = ovr_eng_dev_close(n->eng);
+	uint64_t done = ovr_eng_dev_poll(n->eng);
+
+	(void)r;
+	unpark(n, o, done);
+	for (uint32_t k = 0; k < n->nrxd; k++) {
+		if (closed > done && closed != n->closed)
+			n->park[n->npark++] =
+				(typeof(n->park[0])){ .slot = n->rxd[k],
+						      .seq = closed };
+		else
+			o->free[o->nfree++] = n->rxd[k];
+	}
+	n->nrxd = 0;
+	n->closed = closed;
+}
 
 static void round_once(struct rig *r)
 {
@@ -170,6 +268,10 @@ static void round_once(struct rig *r)
 		o->nwire = 0;
 		while ((next = ovr_eng_poll(n->eng, t, 0)) > t && next < end)
 			t = next;
+		if (r->pipe) {
+			round_pipe(r, n, o);
+			continue;
+		}
 		if (r->nofence[i])
 			continue;
 		ovr_eng_fence(n->eng);
@@ -203,6 +305,50 @@ static void dev_alloc(struct ovr_gdr *g, struct node *n)
 	assert_int_equal(cuapp_import(&cu, g, DEV_LEN, &n->va, &n->dev), 0);
 }
 
+/* Node @n's engine: pipelined with @batches in flight, or fenced. */
+static void node_engine(struct rig *r, struct node *n, bool pipe,
+			uint32_t batches)
+{
+	struct ovr_pair_cfg pc;
+
+	ovr_pair_cfg_default(&pc);
+	pc.eng.dev_batches = batches;
+	n->eng = ovr_eng_create(&pc.eng, pipe ? &t_ops_pipe : &t_ops, n);
+	assert_non_null(n->eng);
+	assert_int_equal(
+		ovr_eng_reg_mr_dev(n->eng, 1, n->va, DEV_LEN,
+				   OVR_ENG_ACCESS_LOCAL_WRITE |
+					   OVR_ENG_ACCESS_REMOTE_WRITE |
+					   OVR_ENG_ACCESS_REMOTE_READ,
+				   n->dev, 0, &n->key),
+		0);
+	assert_int_equal(ovr_eng_reg_mr(n->eng, 1, (uintptr_t)n->host, DEV_LEN,
+					OVR_ENG_ACCESS_LOCAL_WRITE |
+						OVR_ENG_ACCESS_REMOTE_WRITE |
+						OVR_ENG_ACCESS_REMOTE_READ,
+					n->host, &n->hkey),
+			 0);
+	(void)r;
+}
+
+/* Both engines anew (pipelined with @batches, or fenced); nothing on
+ * the wire, every buffer free. */
+static void rig_engines(struct rig *r, bool pipe, uint32_t batches)
+{
+	for (int i = 0; i < 2; i++)
+		ovr_eng_destroy(r->n[i].eng);
+	r->pipe = pipe;
+	for (int i = 0; i < 2; i++) {
+		struct node *n = &r->n[i];
+
+		n->nfree = n->nwire = n->nrxd = n->npark = 0;
+		n->closed = 0;
+		for (uint32_t k = 0; k < NBUF; k++)
+			n->free[n->nfree++] = k;
+		node_engine(r, n, pipe, batches);
+	}
+}
+
 static int setup(void **state)
 {
 	struct ovr_pair_cfg pc;
@@ -225,25 +371,10 @@ static int setup(void **state)
 		n->bufs = r->arena + (size_t)i * NBUF * r->max_pdu;
 		for (uint32_t k = 0; k < NBUF; k++)
 			n->free[n->nfree++] = k;
-		n->eng = ovr_eng_create(&pc.eng, &t_ops, n);
-		assert_non_null(n->eng);
 		dev_alloc(r->g, n);
-		assert_int_equal(
-			ovr_eng_reg_mr_dev(n->eng, 1, n->va, DEV_LEN,
-					   OVR_ENG_ACCESS_LOCAL_WRITE |
-						   OVR_ENG_ACCESS_REMOTE_WRITE |
-						   OVR_ENG_ACCESS_REMOTE_READ,
-					   n->dev, 0, &n->key),
-			0);
 		n->host = calloc(1, DEV_LEN);
 		assert_non_null(n->host);
-		assert_int_equal(
-			ovr_eng_reg_mr(n->eng, 1, (uintptr_t)n->host, DEV_LEN,
-				       OVR_ENG_ACCESS_LOCAL_WRITE |
-					       OVR_ENG_ACCESS_REMOTE_WRITE |
-					       OVR_ENG_ACCESS_REMOTE_READ,
-				       n->host, &n->hkey),
-			0);
+		node_engine(r, n, false, 0);
 	}
 	R = r;
 	*state = r;
@@ -532,6 +663,282 @@ static void test_failed_copy_requester(void **state)
 	free(zero);
 }
 
+/* A successful completion: the bytes it promises are in place now. */
+static void check_expect(struct rig *r, const struct ovr_eng_wc *wc)
+{
+	for (uint32_t i = 0; i < r->nexp; i++) {
+		const struct expect *x = &r->exp[i];
+
+		if (x->wr_id != wc->wr_id)
+			continue;
+		dev_expect(r, x->node, x->off, x->want, x->len);
+		r->nchecked++;
+	}
+}
+
+static void expect(struct rig *r, uint64_t wr_id, int node, uint64_t off,
+		   const uint8_t *want, uint32_t len)
+{
+	r->exp[r->nexp++] = (struct expect){ .wr_id = wr_id,
+					     .node = node,
+					     .off = off,
+					     .want = want,
+					     .len = len };
+}
+
+/* Wait for every batch; every parked buffer back. */
+static void rig_settle(struct rig *r)
+{
+	for (int i = 0; i < 2; i++) {
+		ovr_eng_fence(r->n[i].eng);
+		unpark(&r->n[i], &r->n[1 - i], UINT64_MAX);
+	}
+}
+
+/* The status of @wr_id's completion at @n; -1: none. */
+static int cqe_status(struct node *n, uint64_t wr_id)
+{
+	for (uint32_t i = 0; i < n->ncqe; i++)
+		if (n->cqe[i].wc.wr_id == wr_id)
+			return (int)n->cqe[i].wc.status;
+	return -1;
+}
+
+/* Node @i's completions of QP @qpn come in increasing wr_id order. */
+static void assert_qp_order(struct node *n, uint32_t qpn)
+{
+	uint64_t last = 0;
+
+	for (uint32_t i = 0; i < n->ncqe; i++) {
+		if (n->cqe[i].wc.qp_num != qpn)
+			continue;
+		assert_true(n->cqe[i].wc.wr_id > last);
+		last = n->cqe[i].wc.wr_id;
+	}
+}
+
+/*
+ * Pipelined: WRITEs (GPU to GPU) on one QP and SENDs into GPU receive
+ * buffers on another, with the fake's events answering NOT_READY twice
+ * each, so that a batch takes three rounds and several are in flight
+ * on both nodes. Every completion is checked against the device bytes
+ * when it is delivered (the WRITE's and SEND's at the requester: the
+ * responder's copies are done before its ACK left; the receive's);
+ * per-QP order holds across batches; the data is byte-exact.
+ */
+static void test_pipe_write_send(void **state)
+{
+	enum { NW = 8, WLEN = 256 * 1024, NS = 4, SSTEP = 64 * 1024 };
+	const uint32_t slen = SSTEP - 13;
+	struct rig *r = *state;
+	const size_t srclen = 2 * MB + NS * SSTEP;
+	uint8_t *src = malloc(srclen), *zero = calloc(1, 2 * MB);
+	struct expect exp[NW + 2 * NS];
+	struct ovr_eng_stats es[2];
+	struct ovr_gdr_stats gs;
+	struct fakecuda_stats f0, f1;
+	uint32_t qa[2], qb[2];
+
+	assert_non_null(src);
+	assert_non_null(zero);
+	assert_non_null(cu.event_polls);
+	rig_engines(r, true, 4);
+	cu.event_polls(2);
+	cu.stats(&f0);
+	connect(r, qa);
+	connect(r, qb);
+	fill(src, srclen, 11);
+	dev_put(r, 0, 0, src, srclen);
+	dev_put(r, 1, 0, zero, NS * SSTEP);
+	dev_put(r, 1, 4 * MB, zero, 2 * MB);
+	r->exp = exp;
+	r->nexp = r->nchecked = 0;
+	for (uint32_t j = 0; j < NS; j++) {
+		struct ovr_eng_sge sge = { .addr = r->n[1].va + j * SSTEP,
+					   .length = slen,
+					   .lkey = r->n[1].key };
+		struct ovr_eng_recv_wr rwr = { .wr_id = 200 + j,
+					       .sg_list = &sge,
+					       .num_sge = 1 };
+
+		assert_int_equal(
+			ovr_eng_post_recv(r->n[1].eng, qb[1], &rwr, r->now), 0);
+		expect(r, 200 + j, 1, j * SSTEP, src + 2 * MB + j * SSTEP,
+		       slen);
+	}
+	for (uint32_t i = 0; i < NW; i++) {
+		assert_int_equal(post(r, 0, qa[0], OVR_WR_RDMA_WRITE, 100 + i,
+				      DEV, i * WLEN, WLEN, DEV,
+				      4 * MB + i * WLEN),
+				 0);
+		expect(r, 100 + i, 1, 4 * MB + i * WLEN, src + i * WLEN, WLEN);
+	}
+	for (uint32_t j = 0; j < NS; j++) {
+		assert_int_equal(post(r, 0, qb[0], OVR_WR_SEND, 300 + j, DEV,
+				      2 * MB + j * SSTEP, slen, DEV, 0),
+				 0);
+		expect(r, 300 + j, 1, j * SSTEP, src + 2 * MB + j * SSTEP,
+		       slen);
+	}
+	assert_true(run_until(r, 0, NW + NS));
+	assert_true(run_until(r, 1, NS));
+	for (uint32_t i = 0; i < r->n[0].ncqe; i++)
+		assert_int_equal(r->n[0].cqe[i].wc.status, OVR_WC_SUCCESS);
+	for (uint32_t i = 0; i < r->n[1].ncqe; i++) {
+		assert_int_equal(r->n[1].cqe[i].wc.status, OVR_WC_SUCCESS);
+		assert_int_equal(r->n[1].cqe[i].wc.byte_len, slen);
+	}
+	assert_qp_order(&r->n[0], qa[0]);
+	assert_qp_order(&r->n[0], qb[0]);
+	assert_qp_order(&r->n[1], qb[1]);
+	assert_int_equal(r->nchecked, NW + 2 * NS);
+	dev_expect(r, 1, 4 * MB, src, 2 * MB);
+	for (int i = 0; i < 2; i++) {
+		ovr_eng_get_stats(r->n[i].eng, &es[i]);
+		print_message("gdr_engine: node %d: %llu batches, %llu queued "
+			      "copies, max %llu in flight, %llu polls not "
+			      "ready, %llu blocking waits\n",
+			      i, (unsigned long long)es[i].dev_batches,
+			      (unsigned long long)es[i].dev_async,
+			      (unsigned long long)es[i].dev_batch_max_inflight,
+			      (unsigned long long)es[i].dev_batch_not_ready,
+			      (unsigned long long)es[i].dev_batch_waits);
+		assert_true(es[i].dev_batch_max_inflight > 1);
+		assert_true(es[i].dev_batch_max_inflight <= 4);
+		assert_true(es[i].dev_batch_not_ready > 0);
+		assert_int_equal(es[i].dev_fences, 0);
+		assert_int_equal(es[i].dev_fence_err, 0);
+	}
+	rig_settle(r);
+	cu.stats(&f1);
+	assert_true(f1.event_not_ready > f0.event_not_ready);
+	assert_int_equal(f1.pending, 0);
+	ovr_gdr_get_stats(r->g, &gs);
+	assert_int_equal(gs.pending, 0);
+	assert_true(gs.batches > 0);
+	cu.event_polls(0);
+	r->exp = NULL;
+	r->nexp = 0;
+	free(src);
+	free(zero);
+}
+
+/*
+ * Pipelined, three batches in flight at the responder, one QP's each
+ * (WRITEs from host memory into GPU memory: the responder's copies are
+ * the only ones): QP a's, QP b's, QP a's. QP b's copy fails. Only QP b
+ * fails (REM_OP_ERR, its bytes not placed); QP a's WRITEs of the batch
+ * before and the batch after complete, in order, with their bytes.
+ */
+static void test_pipe_failed_middle(void **state)
+{
+	const uint32_t len = 4000;
+	struct rig *r = *state;
+	uint8_t *zero = calloc(1, 3 * 64 * 1024);
+	struct ovr_eng_stats es0, es;
+	struct expect exp[2];
+	uint32_t qa[2], qb[2];
+
+	assert_non_null(zero);
+	rig_engines(r, true, 8);
+	cu.event_polls(3);
+	connect(r, qa);
+	connect(r, qb);
+	fill(r->n[0].host, 3 * len, 21);
+	dev_put(r, 1, 0, zero, 3 * 64 * 1024);
+	ovr_eng_get_stats(r->n[1].eng, &es0);
+	r->exp = exp;
+	r->nexp = r->nchecked = 0;
+	expect(r, 1, 1, 0, r->n[0].host, len);
+	expect(r, 3, 1, 128 * 1024, r->n[0].host + 2 * len, len);
+
+	assert_int_equal(post(r, 0, qa[0], OVR_WR_RDMA_WRITE, 1, HOST, 0, len,
+			      DEV, 0),
+			 0);
+	round_once(r);
+	cu.fail_nth(1);
+	assert_int_equal(post(r, 0, qb[0], OVR_WR_RDMA_WRITE, 2, HOST, len, len,
+			      DEV, 64 * 1024),
+			 0);
+	round_once(r);
+	cu.fail_nth(0);
+	assert_int_equal(post(r, 0, qa[0], OVR_WR_RDMA_WRITE, 3, HOST, 2 * len,
+			      len, DEV, 128 * 1024),
+			 0);
+	round_once(r);
+	/* one batch per round, none done yet */
+	assert_int_equal(ovr_eng_dev_inflight(r->n[1].eng), 3);
+	assert_int_equal(r->n[0].ncqe, 0);
+
+	assert_true(run_until(r, 0, 3));
+	assert_int_equal(cqe_status(&r->n[0], 1), OVR_WC_SUCCESS);
+	assert_int_equal(cqe_status(&r->n[0], 3), OVR_WC_SUCCESS);
+	assert_int_equal(cqe_status(&r->n[0], 2), OVR_WC_REM_OP_ERR);
+	assert_qp_order(&r->n[0], qa[0]);
+	assert_int_equal(r->nchecked, 2);
+	dev_expect(r, 1, 64 * 1024, zero, len);
+	ovr_eng_get_stats(r->n[1].eng, &es);
+	assert_int_equal(es.dev_fence_err - es0.dev_fence_err, 1);
+	assert_int_equal(es.dev_copy_err - es0.dev_copy_err, 1);
+	assert_true(es.dev_batch_max_inflight >= 3);
+	rig_settle(r);
+	cu.event_polls(0);
+	r->exp = NULL;
+	r->nexp = 0;
+	free(zero);
+}
+
+/*
+ * Pipelined with room for two batches and events that stay NOT_READY
+ * for 50 queries: closing a third batch waits for the oldest
+ * (cuEventSynchronize). Never more than two in flight; a 1 MB WRITE
+ * from GPU to GPU memory still arrives byte-exact.
+ */
+static void test_pipe_ring_full(void **state)
+{
+	const uint32_t len = MB;
+	struct rig *r = *state;
+	uint8_t *src = malloc(len);
+	struct ovr_eng_stats es[2];
+	struct fakecuda_stats f0, f1;
+	struct ovr_gdr_stats gs0, gs;
+	struct expect exp[1];
+	uint32_t qa[2];
+
+	assert_non_null(src);
+	rig_engines(r, true, 2);
+	cu.event_polls(50);
+	connect(r, qa);
+	fill(src, len, 31);
+	dev_put(r, 0, 0, src, len);
+	cu.stats(&f0);
+	ovr_gdr_get_stats(r->g, &gs0);
+	r->exp = exp;
+	r->nexp = r->nchecked = 0;
+	expect(r, 7, 1, 5 * MB, src, len);
+	assert_int_equal(post(r, 0, qa[0], OVR_WR_RDMA_WRITE, 7, DEV, 0, len,
+			      DEV, 5 * MB),
+			 0);
+	assert_true(run_until(r, 0, 1));
+	assert_int_equal(r->n[0].cqe[0].wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(r->nchecked, 1);
+	dev_expect(r, 1, 5 * MB, src, len);
+	for (int i = 0; i < 2; i++) {
+		ovr_eng_get_stats(r->n[i].eng, &es[i]);
+		assert_int_equal(es[i].dev_batch_max_inflight, 2);
+		assert_true(es[i].dev_batch_waits > 0);
+	}
+	cu.stats(&f1);
+	assert_true(f1.event_syncs > f0.event_syncs);
+	ovr_gdr_get_stats(r->g, &gs);
+	assert_true(gs.batch_waits > gs0.batch_waits);
+	rig_settle(r);
+	cu.event_polls(0);
+	r->exp = NULL;
+	r->nexp = 0;
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +946,9 @@ int main(void)
 		cmocka_unit_test(test_send_completion_after_data),
 		cmocka_unit_test(test_failed_copy_responder),
 		cmocka_unit_test(test_failed_copy_requester),
+		cmocka_unit_test(test_pipe_write_send),
+		cmocka_unit_test(test_pipe_failed_middle),
+		cmocka_unit_test(test_pipe_ring_full),
 	};
 
 	(void)R;

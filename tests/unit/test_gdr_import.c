@@ -434,6 +434,100 @@ static void test_async_copies(void **state)
 	free(pageable);
 }
 
+/*
+ * Batches (the pipelined copy engine): each closed batch's copies land
+ * when its events say done, not before; lazy events (fakecuda's
+ * event_polls) answer NOT_READY first; a read queued in a later batch
+ * still sees a write of an earlier one still in flight; a failed copy
+ * fails its own batch only; an empty batch is done at once; waiting
+ * polls block.
+ */
+static void test_batches(void **state)
+{
+	const size_t pin_len = 2 * MB, K4 = 4096;
+	uint8_t *pin = aligned_alloc(4096, pin_len);
+	uint8_t *old = calloc(1, K4), *got = malloc(K4);
+	struct ovr_gdr_stats st;
+	struct ovr_gdr_mem *m;
+	gdr_CUdeviceptr va;
+	struct ovr_gdr *g;
+
+	(void)state;
+	assert_non_null(pin);
+	assert_non_null(old);
+	assert_non_null(got);
+	load_app_side();
+	assert_non_null(cu.event_polls);
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	m = import_cumem(g, 4 * MB, &va);
+	memset(pin, 0, pin_len);
+	assert_int_equal(cu.htod(va, pin, MB), 0);
+	assert_int_equal(ovr_gdr_host_register(g, pin, pin_len), 0);
+	cu.event_polls(1);
+
+	/* batch 0: a write; batch 1: another write, and a read of the
+	 * first one's bytes */
+	fill(pin, 2 * K4, 11);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pin, K4), 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 0), 0);
+	assert_int_equal(ovr_gdr_write_async(m, K4, pin + K4, K4), 1);
+	assert_int_equal(ovr_gdr_read_async(m, 0, pin + MB, K4), 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 1), 0);
+	assert_int_equal(ovr_gdr_batch_poll(g, 0, false), -EAGAIN);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, old, K4);
+	assert_int_equal(ovr_gdr_batch_poll(g, 0, false), 0);
+	assert_int_equal(cu.dtoh(got, va, K4), 0);
+	assert_memory_equal(got, pin, K4);
+	assert_memory_equal(pin + MB, old, K4); /* batch 1 still out */
+	assert_int_equal(ovr_gdr_batch_poll(g, 1, true), 0);
+	assert_memory_equal(pin + MB, pin, K4);
+	assert_int_equal(cu.dtoh(got, va + K4, K4), 0);
+	assert_memory_equal(got, pin + K4, K4);
+
+	/* three batches, the middle one's copy fails */
+	fill(pin, 3 * K4, 12);
+	assert_int_equal(ovr_gdr_write_async(m, MB, pin, K4), 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 2), 0);
+	cu.fail_nth(1);
+	assert_int_equal(ovr_gdr_write_async(m, MB + K4, pin + K4, K4), 1);
+	cu.fail_nth(0);
+	assert_int_equal(ovr_gdr_batch_close(g, 3), 0);
+	assert_int_equal(ovr_gdr_write_async(m, MB + 2 * K4, pin + 2 * K4, K4),
+			 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 4), 0);
+	while (ovr_gdr_batch_poll(g, 2, false) == -EAGAIN)
+		;
+	while (ovr_gdr_batch_poll(g, 3, false) == -EAGAIN)
+		;
+	assert_int_equal(ovr_gdr_batch_poll(g, 4, true), 0);
+	assert_int_equal(cu.dtoh(got, va + MB, K4), 0);
+	assert_memory_equal(got, pin, K4);
+	assert_int_equal(cu.dtoh(got, va + MB + K4, K4), 0);
+	assert_memory_equal(got, old, K4);
+	assert_int_equal(cu.dtoh(got, va + MB + 2 * K4, K4), 0);
+	assert_memory_equal(got, pin + 2 * K4, K4);
+
+	/* nothing queued: done at once */
+	assert_int_equal(ovr_gdr_batch_close(g, 5), 0);
+	assert_int_equal(ovr_gdr_batch_poll(g, 5, false), 0);
+	assert_int_equal(ovr_gdr_batch_close(g, OVR_GDR_MAX_BATCH), -EINVAL);
+
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.batches, 5);
+	assert_true(st.batch_not_ready >= 2);
+	assert_true(st.batch_waits >= 1);
+	assert_int_equal(st.batch_errors, 1);
+	assert_int_equal(st.pending, 0);
+	cu.event_polls(0);
+	ovr_gdr_release(m);
+	assert_int_equal(ovr_gdr_host_unregister(g, pin), 0);
+	ovr_gdr_close(g);
+	free(pin);
+	free(old);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +536,7 @@ int main(void)
 		cmocka_unit_test(test_ipc_cross_process),
 		cmocka_unit_test(test_fd_export),
 		cmocka_unit_test(test_async_copies),
+		cmocka_unit_test(test_batches),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
