@@ -553,6 +553,29 @@ static void test_retry_exhausted(void **state)
 	assert_true(p->now - t0 < 5000000000ull);
 }
 
+/* A 16 MB WRITE (pattern @seed) to offset 24 MB, 200 us under way. */
+static void big_write_started(struct fix *f, uint64_t seed)
+{
+	struct ovr_pair *p = f->p;
+
+	do_send(f, 100); /* the RTT is known: RTO at its 200 us minimum */
+	fill_pattern(p->n[0].mem, 16u << 20, seed);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0,
+				  16u << 20, 24u << 20, OVR_SEND_SIGNALED),
+			 0);
+	ovr_pair_run_to(p, p->now + 200000);
+}
+
+/* ... and completed intact. */
+static void big_write_done(struct fix *f)
+{
+	struct ovr_pair *p = f->p;
+
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	assert_memory_equal(p->n[1].mem + (24u << 20), p->n[0].mem, 16u << 20);
+}
+
 /*
  * The ACKs stall for longer than the RTO (a peer descheduled for
  * milliseconds) and then arrive, in order: the RTO was spurious. Its one resend
@@ -565,14 +588,8 @@ static void test_spurious_rto(void **state)
 	struct ovr_pair *p = f->p;
 	struct ovr_link_cfg slow, fast;
 	struct ovr_eng_qp_stats s0, s1;
-	uint32_t len = 16u << 20;
 
-	do_send(f, 100); /* the RTT is known: RTO at its 200 us minimum */
-	fill_pattern(p->n[0].mem, len, 11);
-	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, len,
-				  24u << 20, OVR_SEND_SIGNALED),
-			 0);
-	ovr_pair_run_to(p, p->now + 200000);
+	big_write_started(f, 11);
 	fast = (struct ovr_link_cfg){ .rate_bps = 100000000000ull,
 				      .delay_ns = 15000,
 				      .seed = 8 };
@@ -583,9 +600,7 @@ static void test_spurious_rto(void **state)
 	assert_int_equal(ovr_link_set_cfg(p->n[1].out, &slow), 0);
 	ovr_pair_run_to(p, p->now + 300000);
 	assert_int_equal(ovr_link_set_cfg(p->n[1].out, &fast), 0);
-	assert_true(wait_cq(p, 0, 0, 1));
-	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
-	assert_memory_equal(p->n[1].mem + (24u << 20), p->n[0].mem, len);
+	big_write_done(f);
 	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &s0), 0);
 	assert_int_equal(ovr_eng_qp_stats(p->n[1].eng, f->qpn[1], &s1), 0);
 	assert_true(s0.rto_count >= 1);
@@ -606,23 +621,15 @@ static void test_real_rto_recovers(void **state)
 	struct ovr_pair *p = f->p;
 	struct ovr_link_cfg dark = { .blackhole = true }, up;
 	struct ovr_eng_qp_stats s0;
-	uint32_t len = 16u << 20;
 
-	do_send(f, 100);
-	fill_pattern(p->n[0].mem, len, 12);
-	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0, len,
-				  24u << 20, OVR_SEND_SIGNALED),
-			 0);
-	ovr_pair_run_to(p, p->now + 200000);
+	big_write_started(f, 12);
 	up = (struct ovr_link_cfg){ .rate_bps = 100000000000ull,
 				    .delay_ns = 15000,
 				    .seed = 7 };
 	assert_int_equal(ovr_link_set_cfg(p->n[0].out, &dark), 0);
 	ovr_pair_run_to(p, p->now + 2000000);
 	assert_int_equal(ovr_link_set_cfg(p->n[0].out, &up), 0);
-	assert_true(wait_cq(p, 0, 0, 1));
-	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
-	assert_memory_equal(p->n[1].mem + (24u << 20), p->n[0].mem, len);
+	big_write_done(f);
 	assert_int_equal(ovr_eng_qp_stats(p->n[0].eng, f->qpn[0], &s0), 0);
 	assert_true(s0.rto_count >= 1);
 	assert_int_equal(s0.rto_spurious, 0);
