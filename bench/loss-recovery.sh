@@ -23,6 +23,8 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$here/..
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 export OVRDMA_BUILD=${OVRDMA_BUILD:-$root/build}
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-lossbench}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrlb}
@@ -88,12 +90,6 @@ one() { # CC RATE RUN: prints "gbps sent lost retx dup rto spurious"
 		"$(num "$f.c1" tx_frames)" "$(num "$f.fab" loss)" \
 		"$(num "$f.c1" engine_retx_pkts)" "$(num "$f.c2" engine_rx_dup)" \
 		"$(num "$f.c1" engine_rto)" "$(num "$f.c1" engine_rto_spurious)"
-}
-
-median() { # values on stdin
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (!NR) { print "-"; exit }
-		print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "loss-recovery: logs in $out"

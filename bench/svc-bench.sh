@@ -37,6 +37,8 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$here/..
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 export OVRDMA_BUILD=${OVRDMA_BUILD:-$root/build}
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-svcbench}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrsb}
@@ -219,11 +221,6 @@ field() {
 plain() {
 	# shellcheck disable=SC2086
 	cat $1 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
-}
-median() { # values on stdin -> median (or "-")
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (!NR) { print "-"; exit }
-		print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 minmax() { # values on stdin -> "min-max"
 	sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }'
