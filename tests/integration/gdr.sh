@@ -149,7 +149,12 @@ for _ in $(seq 100); do
 done
 held=$(counter 2 gdr_imports)
 app=$(pgrep -f "$prog hold" | head -1)
-[ -n "$app" ] && kill -9 $(pgrep -f "$prog hold")
+if [ -n "$app" ]; then
+	kill -9 $(pgrep -f "$prog hold")
+else
+	fail "no '$prog hold' process found (pgrep: $(pgrep -V 2>&1 | head -1))"
+	kill -9 $hpid
+fi
 wait $hpid 2>/dev/null
 after=x
 for _ in $(seq 50); do

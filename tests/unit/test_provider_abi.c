@@ -249,7 +249,8 @@ static void put(const char *dir, const char *name, const char *text)
 	char path[512];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) <
+		    sizeof(path));
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(text, f);
