@@ -1916,6 +1916,8 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("contexts_closed", k->ctx_closed);
 		C("engine_qps", es.qps);
 		C("engine_mrs", es.mrs);
+		C("engine_tx_pkts", es.tx_pkts);
+		C("engine_rx_pkts", es.rx_pkts);
 		C("engine_rx_bad", es.rx_bad);
 		C("engine_retx_pkts", es.retx_pkts);
 		C("engine_rack_lost", es.rack_lost);
