@@ -208,7 +208,8 @@ int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr);
  * ovr_gdr_bar_open: load libgdrapi ($OVRDMA_LIBGDRAPI, else
  * libgdrapi.so.2) and open it (gdr_open: the gdrdrv kernel module).
  * 0: on; -EOPNOTSUPP: no library, or one without a call gdr/ needs;
- * -ENODEV: gdr_open failed (gdrdrv not loaded); @why says which. BAR
+ * -ENODEV: gdr_open failed (gdrdrv not loaded); @why says which;
+ * -EALREADY: on already; -ENOMEM. BAR
  * copies are off until it succeeds, and then only for messages of at
  * most @cfg's limits (NULL: the defaults). Importer only.
  */
