@@ -442,12 +442,14 @@ static void bat_close(struct ovr_eng *e);
 /*
  * A copy to or from device memory through ops.dev_copy for @qp; @rpsn:
  * the PSN of the request this side serves as responder, -1 for its own
- * work. False: failed (counted; the caller puts the QP in ERROR). A
- * queued copy lists the QP in the open batch.
+ * work; @msg_len: the length of the message the copy is part of (the
+ * service copies small messages its own way, docs/GPU.md §1.2). False:
+ * failed (counted; the caller puts the QP in ERROR). A queued copy lists
+ * the QP in the open batch.
  */
 static bool dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		     void *dev, uint64_t off, void *buf, uint32_t len,
-		     bool to_dev)
+		     bool to_dev, uint32_t msg_len)
 {
 	struct eng_dev_qp *d;
 	struct eng_batch *b;
@@ -456,7 +458,7 @@ static bool dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 	/* a batch lists ENG_BATCH_QPS: a QP more, and the next one starts */
 	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
 		bat_close(e);
-	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev);
+	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len);
 	if (rc < 0) {
 		e->st.dev_copy_err++;
 		return false;
@@ -482,14 +484,16 @@ static bool dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 	return true;
 }
 
-/* Copy @len bytes between @buf and the location @host / @dev + @dev_off
- * (what ovr_mr_check_dev resolved): into it when @to_loc. */
+/* Copy @len bytes (of a message of @msg_len) between @buf and the
+ * location @host / @dev + @dev_off (what ovr_mr_check_dev resolved):
+ * into it when @to_loc. */
 static bool loc_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		     uint8_t *host, void *dev, uint64_t dev_off, uint8_t *buf,
-		     uint32_t len, bool to_loc)
+		     uint32_t len, bool to_loc, uint32_t msg_len)
 {
 	if (dev)
-		return dev_copy(e, qp, rpsn, dev, dev_off, buf, len, to_loc);
+		return dev_copy(e, qp, rpsn, dev, dev_off, buf, len, to_loc,
+				msg_len);
 	if (to_loc)
 		memcpy(host, buf, len);
 	else
@@ -498,11 +502,11 @@ static bool loc_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 }
 
 /* Copy @len bytes between @buf and offset @off of a scatter list:
- * out of the list when @to_list is false, into it when true. False: a
- * device copy failed. */
+ * out of the list when @to_list is false, into it when true; they are
+ * part of a message of @msg_len bytes. False: a device copy failed. */
 static bool sge_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		     const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *buf, uint32_t len, bool to_list)
+		     uint8_t *buf, uint32_t len, bool to_list, uint32_t msg_len)
 {
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
@@ -514,7 +518,7 @@ static bool sge_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		c = min32(s[i].len - off, len);
 		if (s[i].dev) {
 			if (!dev_copy(e, qp, rpsn, s[i].dev, s[i].dev_off + off,
-				      buf, c, to_list))
+				      buf, c, to_list, msg_len))
 				return false;
 		} else if (to_list) {
 			memcpy(s[i].host + off, buf, c);
@@ -530,17 +534,17 @@ static bool sge_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 
 static bool sge_read(struct ovr_eng *e, struct eng_qp *qp,
 		     const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *dst, uint32_t len)
+		     uint8_t *dst, uint32_t len, uint32_t msg_len)
 {
-	return sge_copy(e, qp, -1, s, n, off, dst, len, false);
+	return sge_copy(e, qp, -1, s, n, off, dst, len, false, msg_len);
 }
 
 static bool sge_write(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		      const struct eng_lsge *s, unsigned int n, uint32_t off,
-		      const uint8_t *src, uint32_t len)
+		      const uint8_t *src, uint32_t len, uint32_t msg_len)
 {
 	return sge_copy(e, qp, rpsn, s, n, off, (uint8_t *)(uintptr_t)src, len,
-			true);
+			true, msg_len);
 }
 
 /* ---- what waits for device copies ------------------------------------------ */
@@ -1943,7 +1947,7 @@ static bool fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		       len);
 		return true;
 	}
-	if (sge_read(e, qp, swqe_sge(qp, idx), w->nsge, off, dst, len))
+	if (sge_read(e, qp, swqe_sge(qp, idx), w->nsge, off, dst, len, w->len))
 		return true;
 	/* the source could not be read: this WR fails, the QP with it */
 	qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
@@ -1959,7 +1963,8 @@ static bool fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		memcpy(dst, q->host + off, len);
 		return true;
 	}
-	if (dev_copy(e, qp, q->psn, q->dev, q->dev_off + off, dst, len, false))
+	if (dev_copy(e, qp, q->psn, q->dev, q->dev_off + off, dst, len, false,
+		     q->len))
 		return true;
 	qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
 	return false;
@@ -2549,14 +2554,15 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 	if (e->ops.ud_grh) {
 		e->ops.ud_grh(e->ctx, qp->user, from, grh);
 		if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, 0, grh,
-			       sizeof(grh))) {
+			       sizeof(grh), OVR_ENG_GRH_LEN + p->payload_len)) {
 			complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
 			return;
 		}
 		r->wc_flags = OVR_WC_GRH;
 	}
 	if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN,
-		       p->payload, p->payload_len)) {
+		       p->payload, p->payload_len,
+		       OVR_ENG_GRH_LEN + p->payload_len)) {
 		/* the datagram is lost with the receive; no connection */
 		complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
 		return;
@@ -3110,8 +3116,10 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 			qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
 			return;
 		}
+		/* a copy of its own: from engine memory, synchronous
+		 * whichever way it goes */
 		if (!loc_copy(e, qp, best->psn, loc.host, loc.dev, loc.dev_off,
-			      best->data, best->len, true)) {
+			      best->data, best->len, true, best->len)) {
 			qp_fatal_nak(e, qp, OVR_NAK_REM_OP, best->psn);
 			return;
 		}
@@ -3205,7 +3213,8 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 	*failed = false;
 	if (!(p->flags & OVR_F_LAST) || inorder || !len) {
 		*failed = !loc_copy(e, qp, p->psn, dst->host, dst->dev,
-				    dst->dev_off, src, len, true);
+				    dst->dev_off, src, len, true,
+				    p->u.write.msg_len);
 		return !*failed;
 	}
 	/* the last segment arrived ahead of others: hold its tail back */
@@ -3218,7 +3227,7 @@ static bool place_write(struct ovr_eng *e, struct eng_qp *qp,
 		return false;
 	tail = min32(len, OVR_ENG_TAIL);
 	if (!loc_copy(e, qp, p->psn, dst->host, dst->dev, dst->dev_off, src,
-		      len - tail, true)) {
+		      len - tail, true, p->u.write.msg_len)) {
 		*failed = true;
 		return false;
 	}
@@ -3361,7 +3370,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			return;
 		}
 		if (!sge_write(e, qp, p->psn, rwqe_sge(qp, ridx), r->nsge,
-			       p->u.send.mo, p->payload, p->payload_len)) {
+			       p->u.send.mo, p->payload, p->payload_len,
+			       p->u.send.msg_len)) {
 			/* device memory could not be written */
 			r->bad = OVR_WC_LOC_QP_OP_ERR;
 			violation(e, qp, OVR_NAK_REM_OP, p->psn);
@@ -3480,7 +3490,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 				return;
 			if (!sge_write(e, qp, -1, swqe_sge(qp, idx), w->nsge,
 				       p->u.rresp.mo, p->payload,
-				       p->payload_len)) {
+				       p->payload_len, w->len)) {
 				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
 					       0);
 				return;
@@ -3490,7 +3500,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 			uint64_t orig = p->u.aresp.orig;
 
 			if (!sge_write(e, qp, -1, swqe_sge(qp, idx), w->nsge, 0,
-				       (const uint8_t *)&orig, 8)) {
+				       (const uint8_t *)&orig, 8, 8)) {
 				qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR,
 					       0);
 				return;

@@ -65,6 +65,9 @@ struct svc_conf {
 	uint32_t ctx_max_srq, ctx_max_ah;
 	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
 	uint32_t eng_max_qp; /* QPs of the whole node */
+	/* [gpu]: BAR copies through GDRCopy (docs/GPU.md §1.2) */
+	bool gdrcopy; /* auto (where GDRCopy is there), or off */
+	uint32_t gdrcopy_h2d_max, gdrcopy_d2h_max; /* message bytes */
 	uint32_t tenants[SVC_MAX_DEVS];
 	uint32_t ntenants;
 	struct svc_conf_vip vips[SVC_MAX_TENANT_VIPS];

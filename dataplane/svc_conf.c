@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * ovrdmad's configuration file (docs/SERVICE.md section 6), parsed with
- * inih: sections [service], [limits] and any number of [tenant]
+ * inih: sections [service], [limits], [gpu] and any number of [tenant]
  * sections, each starting with its vni. Any error names the line.
  */
 #include <arpa/inet.h>
@@ -34,6 +34,9 @@ void svc_conf_default(struct svc_conf *c)
 	c->ctx_max_ah = 4096;
 	c->ctx_max_pinned = 0;
 	c->eng_max_qp = 4096;
+	c->gdrcopy = true;
+	c->gdrcopy_h2d_max = OVR_GDR_BAR_H2D_MAX;
+	c->gdrcopy_d2h_max = OVR_GDR_BAR_D2H_MAX;
 }
 
 int svc_parse_rate(const char *s, uint64_t *bps)
@@ -317,6 +320,34 @@ static int on_entry(void *user, const char *section, const char *name,
 		}
 		return 1;
 	}
+	if (!strcmp(section, "gpu")) {
+		if (!strcmp(name, "gdrcopy")) {
+			if (!strcmp(value, "auto")) {
+				c->gdrcopy = true;
+			} else if (!strcmp(value, "off")) {
+				c->gdrcopy = false;
+			} else {
+				st->err = "gdrcopy: auto or off";
+				return 0;
+			}
+		} else if (!strcmp(name, "gdrcopy_h2d_max") ||
+			   !strcmp(name, "gdrcopy_d2h_max")) {
+			uint32_t *max = strcmp(name, "gdrcopy_h2d_max") ?
+						&c->gdrcopy_d2h_max :
+						&c->gdrcopy_h2d_max;
+
+			if (parse_u32(value, 0, OVR_GDR_BAR_MAX, max)) {
+				st->err = "gdrcopy_h2d_max, gdrcopy_d2h_max: "
+					  "0..1048576 bytes";
+				return 0;
+			}
+		} else {
+			st->err = "unknown key in [gpu] (gdrcopy, "
+				  "gdrcopy_h2d_max, gdrcopy_d2h_max)";
+			return 0;
+		}
+		return 1;
+	}
 	/* [tenant] */
 	if (!strcmp(name, "vni")) {
 		uint32_t v;
@@ -415,8 +446,9 @@ static char *prepare(const char *path, int *line, const char **why)
 				continue;
 			}
 			if (strcmp(t + 1, "service") &&
-			    strcmp(t + 1, "limits")) {
-				*why = "unknown section (service, limits, tenant)";
+			    strcmp(t + 1, "limits") && strcmp(t + 1, "gpu")) {
+				*why = "unknown section (service, limits, gpu, "
+				       "tenant)";
 				goto bad;
 			}
 			*close = ']';

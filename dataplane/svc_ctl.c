@@ -800,9 +800,43 @@ static void gdr_pin_bufs(struct svc *s)
 			rc ? ovr_gdr_last_error(s->gdr) : "");
 }
 
+static void gdr_note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "ovrdmad: %s\n", msg);
+}
+
+/*
+ * BAR copies of small messages through GDRCopy ([gpu] gdrcopy = auto,
+ * docs/GPU.md §1.2), where libgdrapi and the gdrdrv module are: on or
+ * off, logged once with the reason. Off is not an error: every copy
+ * then takes the copy streams.
+ */
+static void gdr_bar(struct svc *s)
+{
+	struct ovr_gdr_bar_cfg cfg = {
+		.h2d_max = s->conf.gdrcopy_h2d_max,
+		.d2h_max = s->conf.gdrcopy_d2h_max,
+		.note = gdr_note,
+	};
+	char why[200];
+
+	if (!s->conf.gdrcopy) {
+		fprintf(stderr, "ovrdmad: GDRCopy: off (gdrcopy = off)\n");
+		return;
+	}
+	if (ovr_gdr_bar_open(s->gdr, &cfg, why, sizeof(why)))
+		fprintf(stderr, "ovrdmad: GDRCopy: off (%s)\n", why);
+	else
+		fprintf(stderr,
+			"ovrdmad: GDRCopy: on, BAR copies of messages up to "
+			"%u bytes host to GPU, %u bytes GPU to host\n",
+			cfg.h2d_max, cfg.d2h_max);
+}
+
 /* The CUDA driver, loaded at the first GPU registration (not at start:
- * a node without GPUs never pays for it). 0 or -EOPNOTSUPP / -ENODEV,
- * logged once. */
+ * a node without GPUs never pays for it), then GDRCopy. 0 or
+ * -EOPNOTSUPP / -ENODEV, logged once. */
 static int gdr_ready(struct svc *s)
 {
 	if (s->gdr)
@@ -817,8 +851,10 @@ static int gdr_ready(struct svc *s)
 	else
 		fprintf(stderr,
 			"ovrdmad: GPU memory registration: CUDA driver loaded\n");
-	if (!s->gdr_err)
+	if (!s->gdr_err) {
 		gdr_pin_bufs(s);
+		gdr_bar(s);
+	}
 	return s->gdr_err;
 }
 
@@ -1963,6 +1999,14 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		C("gdr_batch_waits", gs.batch_waits);
 		C("gdr_batch_errors", gs.batch_errors);
 		C("gdr_pinned_bytes", gs.pinned_bytes);
+		C("gdr_bar", gs.bar);
+		C("gdr_bar_copies", gs.bar_copies);
+		C("gdr_bar_bytes", gs.bar_bytes);
+		C("gdr_bar_reads", gs.bar_reads);
+		C("gdr_bar_busy", gs.bar_busy);
+		C("gdr_bar_pins", gs.bar_pins);
+		C("gdr_bar_pin_failures", gs.bar_pin_failures);
+		C("gdr_bar_mapped", gs.bar_mapped);
 		C("srqs", es_srqs(s));
 		for (unsigned int i = 1; i < OVR_VPC_NDROP; i++)
 			if (drops[i]) {

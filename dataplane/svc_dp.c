@@ -917,17 +917,19 @@ static int ep_add(struct svc *s, int fd, uint64_t tag)
 }
 
 /* GPU memory regions: @dev is the struct ovr_gdr_mem of the MR's import
- * (svc_ctl.c). The copy engine (docs/GPU.md): a copy between GPU memory
- * and a frame buffer (pinned by svc_ctl.c's gdr_ready) is queued (1);
- * the loop closes a batch of them per round (ovr_eng_dev_close: events
- * recorded) and polls the batches in flight (ovr_eng_dev_poll). Others
- * are synchronous. */
+ * (svc_ctl.c). The copy engine (docs/GPU.md): a copy of a small message
+ * goes through the GPU's BAR where GDRCopy is on (gdr/ decides: the
+ * message's length, the allocation mapped, no stream copy of it still
+ * running) and is done (0); else a copy between GPU memory and a frame
+ * buffer (pinned by svc_ctl.c's gdr_ready) is queued (1): the loop
+ * closes a batch of them per round (ovr_eng_dev_close: events recorded)
+ * and polls the batches in flight (ovr_eng_dev_poll). Others are
+ * synchronous. */
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev)
+			uint32_t len, bool to_dev, uint32_t msg_len)
 {
 	(void)ctx;
-	return to_dev ? ovr_gdr_write_async(dev, off, host, len) :
-			ovr_gdr_read_async(dev, off, host, len);
+	return ovr_gdr_copy_msg(dev, off, host, len, to_dev, msg_len);
 }
 
 static int eng_dev_fence(void *ctx)

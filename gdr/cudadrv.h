@@ -51,6 +51,7 @@ enum {
 /* CUpointer_attribute values used */
 enum {
 	GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
+	GDR_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS = 6,
 	GDR_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 	GDR_CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
 	GDR_CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
@@ -166,11 +167,16 @@ _Static_assert(sizeof(gdr_CUmemAllocationProp) == 32, "CUmemAllocationProp");
 /*
  * Entry points gdr/ uses when the driver has them and does without
  * otherwise (same form): cuDeviceGetUuid_v2 (CUDA 11.4) names devices
- * across processes whose device numbering differs.
+ * across processes whose device numbering differs; cuPointerSetAttribute
+ * (SYNC_MEMOPS) makes the driver's synchronous copies of an allocation
+ * complete before they return, as a BAR mapping sees them (the
+ * GPUDirect RDMA guide's "Synchronization and Memory Ordering").
  */
-#define GDR_CUDA_OPT_FUNCS(X)                    \
-	X("cuDeviceGetUuid_v2", cuDeviceGetUuid, \
-	  (gdr_CUuuid * uuid, gdr_CUdevice dev))
+#define GDR_CUDA_OPT_FUNCS(X)                             \
+	X("cuDeviceGetUuid_v2", cuDeviceGetUuid,          \
+	  (gdr_CUuuid * uuid, gdr_CUdevice dev))          \
+	X("cuPointerSetAttribute", cuPointerSetAttribute, \
+	  (const void *value, int attribute, gdr_CUdeviceptr ptr))
 
 /*
  * The copy engine's entry points (phase 2): pinned host memory, streams,

@@ -33,6 +33,18 @@
  * fence's stream synchronisation reporting it) fails every batch with
  * copies up to that epoch (fail_upto): conservative, never a success for
  * a failed copy.
+ *
+ * BAR copies (GDRCopy, docs/GPU.md §1.2): libgdrapi is dlopened by
+ * ovr_gdr_bar_open. An allocation is pinned and mapped (gdr_pin_buffer
+ * of the 64 KiB GPU pages that cover it, gdr_map) at its first BAR copy
+ * and unmapped at its release; one that cannot be is streams-only for
+ * good. A BAR copy is a CPU copy through the mapping, done when it
+ * returns: a write is followed by a 4-byte read through the BAR, which
+ * PCIe does not let pass the posted writes before it, so the bytes are
+ * in GPU memory when the call returns. A BAR copy is refused (-EBUSY)
+ * while stream copies of its allocation are not known to be done
+ * (m->sep > done): it would overtake them. A stream copy queued after a
+ * BAR copy needs nothing: the BAR copy is complete by then.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -45,6 +57,7 @@
 #include <ovrdma/gdr.h>
 
 #include "cudadrv.h"
+#include "gdrcopy.h"
 
 struct gdr_fns {
 #define GDR_FN_PTR(sym, name, args) gdr_CUresult(*name) args;
@@ -87,6 +100,21 @@ struct gdr_hostreg {
 	size_t len;
 };
 
+/* GDRCopy, once ovr_gdr_bar_open succeeded. */
+struct gdr_bar {
+	void *lib;
+	gdrc_t h; /* gdr_open's */
+	struct {
+#define GDRC_FN_PTR(sym, name, ret, args) ret(*name) args;
+		GDRC_FUNCS(GDRC_FN_PTR)
+#undef GDRC_FN_PTR
+	} f;
+	gdrc_get_info_fn get_info;
+	uint32_t max[2]; /* message bytes, [D_H2D], [D_D2H] */
+	void (*note)(void *ctx, const char *msg);
+	void *note_ctx;
+};
+
 struct ovr_gdr {
 	void *lib;
 	struct gdr_fns f;
@@ -111,6 +139,7 @@ struct ovr_gdr {
 	uint32_t nlater;
 	struct gdr_dev_streams *streams; /* [ndev], created on first use */
 	struct gdr_hostreg *hr; /* pinned host ranges */
+	struct gdr_bar *bar; /* GDRCopy; NULL: no BAR copies */
 	uint32_t nhr, hr_cap, hr_last;
 	struct ovr_gdr_stats st;
 	uint32_t nimports, nrefs;
@@ -133,6 +162,16 @@ struct ovr_gdr_mem {
 	/* g->ep when copies of each direction were last queued and not
 	 * yet ordered before the other direction's stream (0: none) */
 	uint64_t qep[2];
+	/* g->ep of the newest stream copy of either direction that is not
+	 * known to be done (0: none): BAR copies wait until g->done
+	 * reaches it */
+	uint64_t sep;
+	/* the BAR mapping (GDRCopy), made at the first BAR copy */
+	int bar_state; /* 0: not tried; 1: mapped; -1: cannot be */
+	gdrc_mh_t mh;
+	uint8_t *bar; /* gdr_map's pointer: [bar, bar + bar_len) */
+	size_t bar_len;
+	uint64_t bar_at; /* where dptr is in it */
 };
 
 /* Per thread: probe and export may run on several application threads. */
@@ -254,6 +293,8 @@ err_sym:
 
 static int use_device(struct ovr_gdr *g, int dev);
 static int fence(struct ovr_gdr *g, bool caller);
+static void bar_unmap(struct ovr_gdr_mem *m);
+static void bar_close(struct gdr_bar *b);
 
 void ovr_gdr_close(struct ovr_gdr *g)
 {
@@ -275,6 +316,7 @@ void ovr_gdr_close(struct ovr_gdr *g)
 			g->a.cuStreamDestroy(d->st[k]);
 		}
 	}
+	bar_close(g->bar);
 	for (int i = 0; i < (int)OVR_GDR_MAX_DEV && i < g->ndev; i++)
 		if (g->ctx[i])
 			g->f.cuDevicePrimaryCtxRelease(i);
@@ -562,6 +604,7 @@ void ovr_gdr_release(struct ovr_gdr_mem *m)
 {
 	struct ovr_gdr_mem **pp;
 	struct ovr_gdr *g;
+	bool ctx_ok;
 
 	if (!m)
 		return;
@@ -583,7 +626,10 @@ void ovr_gdr_release(struct ovr_gdr_mem *m)
 		if (err)
 			g->async_err = err;
 	}
-	if (use_device(g, m->device) == 0) {
+	ctx_ok = use_device(g, m->device) == 0;
+	/* the BAR mapping goes before the memory it maps */
+	bar_unmap(m);
+	if (ctx_ok) {
 		if (m->kind == OVR_GDR_KIND_FD) {
 			g->f.cuMemUnmap(m->dptr, m->size);
 			g->f.cuMemAddressFree(m->dptr, m->size);
@@ -738,6 +784,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	d->busy[dir] = true;
 	d->open[dir] = true;
 	m->qep[dir] = g->ep;
+	m->sep = g->ep;
 	if (may_queue && host_pinned(g, host, len)) {
 		if (!g->open_first)
 			g->open_first = g->ep;
@@ -756,6 +803,10 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 		cu_fail(g, "cuStreamSynchronize", rc);
 		return queued_may_fail(g);
 	}
+	/* this stream waited for the other direction's copies of the
+	 * allocation (above, or at an earlier copy) and is now idle:
+	 * every stream copy of the allocation is done */
+	m->sep = 0;
 	return 0;
 }
 
@@ -780,6 +831,267 @@ int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
 		       size_t len)
 {
 	return copy(m, off, dst, len, false, true);
+}
+
+/* ---- BAR copies (GDRCopy) ------------------------------------------------ */
+
+static void bar_close(struct gdr_bar *b)
+{
+	if (!b)
+		return;
+	if (b->h)
+		b->f.close(b->h);
+	dlclose(b->lib);
+	free(b);
+}
+
+int ovr_gdr_bar_open(struct ovr_gdr *g, const struct ovr_gdr_bar_cfg *cfg,
+		     char *why, size_t why_len)
+{
+	const char *path = getenv(OVR_GDR_BAR_ENV);
+	struct gdr_bar *b;
+
+	if (g->bar)
+		return -EALREADY;
+	if (!path || !*path)
+		path = OVR_GDR_LIBGDRAPI;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!b->lib) {
+		say(why, why_len, "no GDRCopy library: %s", dlerror());
+		free(b);
+		return -EOPNOTSUPP;
+	}
+#define GDRC_FN_SYM(sym, name, ret, args)                                  \
+	*(void **)&b->f.name = dlsym(b->lib, sym);                         \
+	if (!b->f.name) {                                                  \
+		say(why, why_len, "%s has no %s (GDRCopy too old?)", path, \
+		    sym);                                                  \
+		goto err_sym;                                              \
+	}
+	GDRC_FUNCS(GDRC_FN_SYM)
+#undef GDRC_FN_SYM
+	/* 2.3 renamed it, keeping the old symbol for old callers */
+	*(void **)&b->get_info = dlsym(b->lib, "gdr_get_info_v2");
+	if (!b->get_info)
+		*(void **)&b->get_info = dlsym(b->lib, "gdr_get_info");
+	if (!b->get_info) {
+		say(why, why_len, "%s has no gdr_get_info", path);
+		goto err_sym;
+	}
+	b->h = b->f.open();
+	if (!b->h) {
+		say(why, why_len,
+		    "gdr_open failed: the gdrdrv kernel module is not loaded "
+		    "(no /dev/gdrdrv)");
+		dlclose(b->lib);
+		free(b);
+		return -ENODEV;
+	}
+	b->max[D_H2D] = cfg ? cfg->h2d_max : OVR_GDR_BAR_H2D_MAX;
+	b->max[D_D2H] = cfg ? cfg->d2h_max : OVR_GDR_BAR_D2H_MAX;
+	for (int k = 0; k < 2; k++)
+		if (b->max[k] > OVR_GDR_BAR_MAX)
+			b->max[k] = OVR_GDR_BAR_MAX;
+	if (cfg) {
+		b->note = cfg->note;
+		b->note_ctx = cfg->note_ctx;
+	}
+	g->bar = b;
+	g->st.bar = true;
+	g->st.bar_h2d_max = b->max[D_H2D];
+	g->st.bar_d2h_max = b->max[D_D2H];
+	return 0;
+
+err_sym:
+	dlclose(b->lib);
+	free(b);
+	return -EOPNOTSUPP;
+}
+
+/* GDRCopy's own errors are positive errnos. */
+static int bar_fail(const char *call, int rc)
+{
+	snprintf(last_err, sizeof(last_err), "%s: %s (%d)", call,
+		 strerror(rc > 0 ? rc : EIO), rc);
+	return rc > 0 ? -rc : -EIO;
+}
+
+/*
+ * Pin and map the 64 KiB GPU pages that cover @m's allocation (what
+ * gdr_map needs: a GPU-page aligned span). Done at the first BAR copy,
+ * not at import: BAR1 space is scarce (256 MiB on many GPUs) and only
+ * allocations that see small messages need it. The context is current.
+ * A failure (an allocation too large for BAR1, a cuMem allocation made
+ * without gpuDirectRDMACapable, gdrdrv out of room) is for good: the
+ * allocation's copies take the streams, and the caller's note hook
+ * hears it once.
+ */
+static int bar_map(struct ovr_gdr_mem *m)
+{
+	struct ovr_gdr *g = m->g;
+	struct gdr_bar *b = g->bar;
+	uint64_t lo = m->dptr & ~(GDRC_GPU_PAGE - 1);
+	uint64_t hi = (m->dptr + m->size + GDRC_GPU_PAGE - 1) &
+		      ~(GDRC_GPU_PAGE - 1);
+	gdrc_info_t info;
+	const unsigned int one = 1;
+	const char *call;
+	void *va = NULL;
+	char msg[320];
+	int rc;
+
+	/* the driver's own synchronous copies of this memory complete
+	 * before they return, as seen through the BAR (best effort: some
+	 * kinds of allocation have no such attribute) */
+	if (g->f.cuPointerSetAttribute)
+		g->f.cuPointerSetAttribute(
+			&one, GDR_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, m->dptr);
+	call = "gdr_pin_buffer";
+	rc = b->f.pin_buffer(b->h, (unsigned long)lo, hi - lo, 0, 0, &m->mh);
+	if (rc)
+		goto err_pin;
+	memset(&info, 0, sizeof(info));
+	call = "gdr_get_info";
+	rc = b->get_info(b->h, m->mh, &info);
+	if (!rc && (info.va > m->dptr || info.va < lo ||
+		    m->dptr - info.va + m->size > hi - lo)) {
+		call = "gdr_get_info (span does not cover the allocation)";
+		rc = EINVAL;
+	}
+	if (rc)
+		goto err_map;
+	call = "gdr_map";
+	rc = b->f.map(b->h, m->mh, &va, hi - lo);
+	if (rc)
+		goto err_map;
+	m->bar = va;
+	m->bar_len = hi - lo;
+	m->bar_at = m->dptr - info.va;
+	m->bar_state = 1;
+	g->st.bar_pins++;
+	g->st.bar_mapped++;
+	return 0;
+
+err_map:
+	b->f.unpin_buffer(b->h, m->mh);
+err_pin:
+	bar_fail(call, rc);
+	m->bar_state = -1;
+	g->st.bar_pin_failures++;
+	if (b->note) {
+		snprintf(msg, sizeof(msg),
+			 "GDRCopy: no BAR mapping of a GPU allocation of %llu "
+			 "bytes on device %d (%s); its copies take the copy "
+			 "streams",
+			 (unsigned long long)m->size, m->device, last_err);
+		b->note(b->note_ctx, msg);
+	}
+	return -EOPNOTSUPP;
+}
+
+/* Unmap and unpin (release, before the memory itself goes). */
+static void bar_unmap(struct ovr_gdr_mem *m)
+{
+	struct gdr_bar *b = m->g->bar;
+
+	if (m->bar_state != 1)
+		return;
+	b->f.unmap(b->h, m->mh, m->bar, m->bar_len);
+	b->f.unpin_buffer(b->h, m->mh);
+	m->bar = NULL;
+	m->bar_state = 0;
+	m->g->st.bar_mapped--;
+}
+
+static int bar_copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
+		    bool to_dev)
+{
+	struct ovr_gdr *g = m->g;
+	struct gdr_bar *b = g->bar;
+	uint8_t *p;
+	uint32_t word;
+	int rc;
+
+	if (off > m->size || len > m->size - off)
+		return -ERANGE;
+	if (!b || m->bar_state < 0)
+		return -EOPNOTSUPP;
+	/* after stream copies of this allocation that may still run: the
+	 * streams keep the order, a CPU copy now would overtake them */
+	if (m->sep > g->done) {
+		g->st.bar_busy++;
+		return -EBUSY;
+	}
+	if (!len)
+		return 0;
+	if (!m->bar_state) {
+		if (use_device(g, m->device))
+			return -EIO;
+		if (bar_map(m))
+			return -EOPNOTSUPP;
+	}
+	p = m->bar + m->bar_at + off;
+	if (to_dev) {
+		rc = b->f.copy_to_mapping(m->mh, p, host, len);
+		/*
+		 * Write-combined stores, fenced (gdr_copy_to_mapping ends
+		 * with sfence), are posted PCIe writes: on their way, not
+		 * yet in GPU memory. A read through the BAR may not pass
+		 * them (PCIe ordering: no read passes a posted write), so
+		 * when it returns they are there - before any completion or
+		 * stream copy that depends on them. NCCL flushes GDRCopy
+		 * writes the same way (NCCL_GDRCOPY_FLUSH_ENABLE).
+		 */
+		if (!rc)
+			rc = b->f.copy_from_mapping(
+				m->mh, &word,
+				(void *)((uintptr_t)(p + len - 1) &
+					 ~(uintptr_t)3),
+				sizeof(word));
+	} else {
+		rc = b->f.copy_from_mapping(m->mh, host, p, len);
+	}
+	if (rc) {
+		bar_fail(to_dev ? "gdr_copy_to_mapping" :
+				  "gdr_copy_from_mapping",
+			 rc);
+		return -EIO;
+	}
+	if (!to_dev)
+		g->st.bar_reads++;
+	g->st.bar_copies++;
+	g->st.bar_bytes += len;
+	return 0;
+}
+
+int ovr_gdr_bar_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+		      size_t len)
+{
+	return bar_copy(m, off, (void *)(uintptr_t)src, len, true);
+}
+
+int ovr_gdr_bar_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len)
+{
+	return bar_copy(m, off, dst, len, false);
+}
+
+int ovr_gdr_copy_msg(struct ovr_gdr_mem *m, uint64_t off, void *host,
+		     size_t len, bool to_dev, uint64_t msg_len)
+{
+	struct gdr_bar *b = m->g->bar;
+	int rc;
+
+	if (msg_len < len)
+		msg_len = len;
+	if (b && msg_len <= b->max[to_dev ? D_H2D : D_D2H]) {
+		rc = bar_copy(m, off, host, len, to_dev);
+		if (rc != -EBUSY && rc != -EOPNOTSUPP)
+			return rc;
+	}
+	return copy(m, off, host, len, to_dev, true);
 }
 
 /*

@@ -324,6 +324,11 @@ struct ovr_eng_ops {
 	 * (optional; needed for ovr_eng_reg_mr_dev) Copy @len bytes between
 	 * @host and offset @off of device memory @dev (the cookie given at
 	 * registration): into the device when @to_dev, out of it otherwise.
+	 * @msg_len: the length of the message the copy is part of (the
+	 * WR's, the request's, the one the packet header announces), so
+	 * that the service may copy small messages differently (docs/GPU.md
+	 * §1.2); a copy from the engine's own memory (a WRITE's held-back
+	 * tail, an atomic's result) is a message of its own.
 	 * 0: done, the bytes are in place. 1 (only with dev_fence): queued,
 	 * in place after the next dev_fence; @host is a packet buffer (a tx
 	 * buffer of tx_alloc, or the PDU given to ovr_eng_rx) or engine
@@ -331,7 +336,7 @@ struct ovr_eng_ops {
 	 * goes to ERROR (counted in dev_copy_err).
 	 */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev);
+			uint32_t len, bool to_dev, uint32_t msg_len);
 	/*
 	 * (optional) Wait for every copy dev_copy queued: 0, or -errno when
 	 * one of them failed (which one need not be known). With it the

@@ -14,7 +14,9 @@
  *    buffers: synchronously (ovr_gdr_write, ovr_gdr_read), or queued on
  *    the device's copy streams (ovr_gdr_write_async, ovr_gdr_read_async)
  *    when the host buffer is pinned (ovr_gdr_host_register), completed
- *    together by ovr_gdr_fence (phase 2, the copy engine).
+ *    together by ovr_gdr_fence (phase 2, the copy engine); small copies
+ *    through a BAR mapping of the allocation where GDRCopy is there
+ *    (ovr_gdr_bar_open, ovr_gdr_copy_msg).
  *
  * libcuda is dlopened (path: $OVRDMA_LIBCUDA, else libcuda.so.1), with
  * gdr/'s own declarations of the few driver calls it makes: nothing
@@ -196,6 +198,66 @@ int ovr_gdr_batch_poll(struct ovr_gdr *g, unsigned int slot, bool wait);
 int ovr_gdr_host_register(struct ovr_gdr *g, void *addr, size_t len);
 int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr);
 
+/*
+ * BAR copies through GDRCopy (docs/GPU.md §1.2): the CPU writes and
+ * reads GPU memory through a mapping of the GPU's BAR (gdr_pin_buffer +
+ * gdr_map), synchronously, without a stream, an event or a batch - the
+ * latency of a small copy is then the CPU's few hundred nanoseconds
+ * instead of a stream copy's microseconds.
+ *
+ * ovr_gdr_bar_open: load libgdrapi ($OVRDMA_LIBGDRAPI, else
+ * libgdrapi.so.2) and open it (gdr_open: the gdrdrv kernel module).
+ * 0: on; -EOPNOTSUPP: no library, or one without a call gdr/ needs;
+ * -ENODEV: gdr_open failed (gdrdrv not loaded); @why says which;
+ * -EALREADY: on already; -ENOMEM. BAR
+ * copies are off until it succeeds, and then only for messages of at
+ * most @cfg's limits (NULL: the defaults). Importer only.
+ */
+#define OVR_GDR_BAR_ENV "OVRDMA_LIBGDRAPI" /* libgdrapi to load instead */
+#define OVR_GDR_LIBGDRAPI "libgdrapi.so.2"
+/* Defaults (docs/GPU.md §1.2: GDRCopy's copylat figures, UCX's
+ * gdr_copy / cuda_copy cost estimates). */
+#define OVR_GDR_BAR_H2D_MAX 16384u /* write-combined BAR writes: fast */
+#define OVR_GDR_BAR_D2H_MAX 2048u /* uncached BAR reads: slow */
+#define OVR_GDR_BAR_MAX (1u << 20) /* largest limit accepted */
+
+struct ovr_gdr_bar_cfg {
+	/* messages of at most this many bytes are copied through the BAR,
+	 * host -> GPU and GPU -> host; 0: never in that direction */
+	uint32_t h2d_max, d2h_max;
+	/* (optional) told once per allocation that cannot be mapped (a
+	 * one-line message): its copies take the streams */
+	void (*note)(void *ctx, const char *msg);
+	void *note_ctx;
+};
+int ovr_gdr_bar_open(struct ovr_gdr *g, const struct ovr_gdr_bar_cfg *cfg,
+		     char *why, size_t why_len);
+
+/*
+ * One BAR copy of @len bytes at offset @off of @m, done when it returns
+ * (a write is read back through the BAR first, so that it is in GPU
+ * memory: docs/GPU.md §1.2). The allocation is pinned and mapped at its
+ * first BAR copy and unmapped at its release. 0: done; -EOPNOTSUPP: no
+ * BAR copies (off, or this allocation cannot be mapped: never retried);
+ * -EBUSY: stream copies of this allocation are not known to be done, a
+ * BAR copy could overtake them (take the streams: they keep the order);
+ * -ERANGE; -EIO.
+ */
+int ovr_gdr_bar_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
+		      size_t len);
+int ovr_gdr_bar_read(struct ovr_gdr_mem *m, uint64_t off, void *dst,
+		     size_t len);
+
+/*
+ * The copy engine's copy (ops.dev_copy): @len bytes of a message of
+ * @msg_len bytes (0: @len). Through the BAR when BAR copies are on,
+ * @msg_len is within the direction's limit and ovr_gdr_bar_* can (0:
+ * done); otherwise as ovr_gdr_write_async / ovr_gdr_read_async (0 done,
+ * 1 queued). -ERANGE, -EIO.
+ */
+int ovr_gdr_copy_msg(struct ovr_gdr_mem *m, uint64_t off, void *host,
+		     size_t len, bool to_dev, uint64_t msg_len);
+
 struct ovr_gdr_stats {
 	uint64_t async_copies; /* queued (pinned host memory) */
 	uint64_t async_bytes;
@@ -213,6 +275,18 @@ struct ovr_gdr_stats {
 	uint32_t streams; /* copy streams created */
 	uint32_t pending; /* copies queued since the last fence */
 	bool async; /* the driver has the asynchronous calls */
+	/* BAR copies (GDRCopy) */
+	bool bar; /* on: ovr_gdr_bar_open succeeded */
+	uint32_t bar_h2d_max, bar_d2h_max; /* its limits */
+	uint32_t bar_mapped; /* allocations mapped now */
+	uint64_t bar_copies; /* BAR copies done, both ways */
+	uint64_t bar_bytes;
+	uint64_t bar_reads; /* ... of them GPU -> host */
+	uint64_t bar_busy; /* small copies that took the streams because
+			    * stream copies of their allocation were not
+			    * known to be done */
+	uint64_t bar_pins; /* allocations pinned and mapped */
+	uint64_t bar_pin_failures; /* ... that could not be: streams only */
 };
 void ovr_gdr_get_stats(const struct ovr_gdr *g, struct ovr_gdr_stats *st);
 

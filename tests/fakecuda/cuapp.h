@@ -4,7 +4,8 @@
  * benchmark: the driver calls that own "GPU" memory, looked up by dlsym
  * in the driver $OVRDMA_LIBCUDA names (libcuda.so.1 without it), the
  * fake (tests/fakecuda) or a real one, and the cuMem allocation that
- * ovrdmad imports as it imports an application's. Header-only.
+ * ovrdmad imports as it imports an application's; the fake GDRCopy's
+ * own calls (NULL elsewhere). Header-only.
  */
 #ifndef OVR_CUAPP_H
 #define OVR_CUAPP_H
@@ -43,6 +44,8 @@ struct cuapp {
 	fakecuda_stats_fn stats;
 	fakecuda_fail_fn fail_nth;
 	fakecuda_event_polls_fn event_polls;
+	fakegdr_stats_fn gdr_stats;
+	fakegdr_pin_fail_fn gdr_pin_fail;
 };
 
 /*
@@ -73,6 +76,8 @@ static inline int cuapp_load(struct cuapp *cu)
 	*(void **)&cu->stats = dlsym(lib, FAKECUDA_STATS_SYM);
 	*(void **)&cu->fail_nth = dlsym(lib, FAKECUDA_FAIL_SYM);
 	*(void **)&cu->event_polls = dlsym(lib, FAKECUDA_EVENT_POLLS_SYM);
+	*(void **)&cu->gdr_stats = dlsym(lib, FAKEGDR_STATS_SYM);
+	*(void **)&cu->gdr_pin_fail = dlsym(lib, FAKEGDR_PIN_FAIL_SYM);
 	if (!cu->init || !cu->retain || !cu->set || !cu->alloc || !cu->free ||
 	    !cu->htod || !cu->dtoh || !cu->create || !cu->reserve || !cu->map ||
 	    !cu->access || !cu->release)
@@ -84,12 +89,13 @@ static inline int cuapp_load(struct cuapp *cu)
 
 /*
  * A cuMem allocation of @len bytes on device 0 (@fd: exportable as a
- * POSIX fd, as NCCL creates them), mapped read-write at *@va. With @fd
- * its handle is released (the mapping keeps the memory), as NCCL does.
- * 0, or -EIO.
+ * POSIX fd; @rdma: gpuDirectRDMACapable, pinnable for GPUDirect RDMA and
+ * GDRCopy - NCCL creates them both ways), mapped read-write at *@va.
+ * With @fd its handle is released (the mapping keeps the memory), as
+ * NCCL does. 0, or -EIO.
  */
-static inline int cuapp_vmm(const struct cuapp *cu, size_t len, bool fd,
-			    gdr_CUdeviceptr *va)
+static inline int cuapp_vmm_rdma(const struct cuapp *cu, size_t len, bool fd,
+				 bool rdma, gdr_CUdeviceptr *va)
 {
 	gdr_CUmemAllocationProp prop = {
 		.type = GDR_CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -97,6 +103,7 @@ static inline int cuapp_vmm(const struct cuapp *cu, size_t len, bool fd,
 			fd ? GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0,
 		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
 			      .id = 0 },
+		.allocFlags = { .gpuDirectRDMACapable = rdma },
 	};
 	gdr_CUmemAccessDesc acc = {
 		.location = { .type = GDR_CU_MEM_LOCATION_TYPE_DEVICE,
@@ -112,14 +119,22 @@ static inline int cuapp_vmm(const struct cuapp *cu, size_t len, bool fd,
 	return 0;
 }
 
-/* cuapp_vmm, then exported and imported through @g as ovrdmad imports
- * an application's allocation. 0, or -errno. */
-static inline int cuapp_import(const struct cuapp *cu, struct ovr_gdr *g,
-			       size_t len, gdr_CUdeviceptr *va,
-			       struct ovr_gdr_mem **m)
+/* cuapp_vmm_rdma, GPUDirect RDMA capable (as NCCL makes its buffers where
+ * the GPU supports it). */
+static inline int cuapp_vmm(const struct cuapp *cu, size_t len, bool fd,
+			    gdr_CUdeviceptr *va)
+{
+	return cuapp_vmm_rdma(cu, len, fd, true, va);
+}
+
+/* cuapp_vmm_rdma, then exported and imported through @g as ovrdmad
+ * imports an application's allocation. 0, or -errno. */
+static inline int cuapp_import_rdma(const struct cuapp *cu, struct ovr_gdr *g,
+				    size_t len, bool rdma, gdr_CUdeviceptr *va,
+				    struct ovr_gdr_mem **m)
 {
 	struct ovr_gdr_export ex;
-	int rc = cuapp_vmm(cu, len, true, va);
+	int rc = cuapp_vmm_rdma(cu, len, true, rdma, va);
 
 	if (!rc)
 		rc = ovr_gdr_export(g, *va, len, &ex);
@@ -128,6 +143,13 @@ static inline int cuapp_import(const struct cuapp *cu, struct ovr_gdr *g,
 		close(ex.fd);
 	}
 	return rc;
+}
+
+static inline int cuapp_import(const struct cuapp *cu, struct ovr_gdr *g,
+			       size_t len, gdr_CUdeviceptr *va,
+			       struct ovr_gdr_mem **m)
+{
+	return cuapp_import_rdma(cu, g, len, true, va, m);
 }
 
 #endif /* OVR_CUAPP_H */

@@ -50,7 +50,12 @@
  *    bytes for tests that check batching and pinning.
  *
  * Allocation granularity is 2 MiB for cuMemCreate / cuMemMap, as on real
- * GPUs. Device addresses are never reused. One mutex guards the tables.
+ * GPUs, and device addresses are 2 MiB aligned (GDRCopy pins 64 KiB GPU
+ * pages). Device addresses are never reused. One mutex guards the
+ * tables. An allocation records whether it may be pinned for GPUDirect
+ * RDMA (cuMemAlloc's always, cuMemCreate's with gpuDirectRDMACapable;
+ * the memfd's name carries it to other processes): the fake GDRCopy
+ * (fakegdr.c, same library) refuses to pin the others.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +73,7 @@
 
 #include "cudadrv.h"
 #include "fakecuda.h"
+#include "fakecuda_int.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define GRAN (2ull << 20) /* cuMem granularity */
@@ -81,7 +87,8 @@ struct phys {
 	uint8_t *host; /* the fake's own view */
 	uint64_t nonce;
 	int handle_types;
-	uint32_t refs; /* handle references + mappings */
+	bool rdma; /* may be pinned for GPUDirect RDMA (fakegdr.c) */
+	uint32_t refs; /* handle references + mappings (+ fakegdr pins) */
 	uint32_t hrefs; /* references to its generic allocation handle */
 };
 
@@ -180,7 +187,7 @@ FAKE(cuInit, (unsigned int flags))
 		return GDR_CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	if (!va_base) {
-		void *p = mmap(NULL, VA_SPAN, PROT_NONE,
+		void *p = mmap(NULL, VA_SPAN + GRAN, PROT_NONE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			       0);
 
@@ -188,7 +195,8 @@ FAKE(cuInit, (unsigned int flags))
 			pthread_mutex_unlock(&mu);
 			return GDR_CUDA_ERROR_OUT_OF_MEMORY;
 		}
-		va_base = p;
+		/* device pointers 2 MiB aligned, as the driver's */
+		va_base = (uint8_t *)(((uintptr_t)p + GRAN - 1) & ~(GRAN - 1));
 	}
 	if (!inited && getenv("FAKECUDA_FAIL_ASYNC"))
 		fail_at = strtoull(getenv("FAKECUDA_FAIL_ASYNC"), NULL, 10);
@@ -356,7 +364,7 @@ static bool va_take(uint64_t size, gdr_CUdeviceptr *va)
 	return true;
 }
 
-static struct phys *phys_new(int fd, uint64_t size, uint64_t nonce)
+static struct phys *phys_new(int fd, uint64_t size, uint64_t nonce, bool rdma)
 {
 	struct phys *p = calloc(1, sizeof(*p));
 
@@ -370,10 +378,13 @@ static struct phys *phys_new(int fd, uint64_t size, uint64_t nonce)
 	p->fd = fd;
 	p->size = size;
 	p->nonce = nonce;
+	p->rdma = rdma;
 	return p;
 }
 
-static struct phys *phys_create(uint64_t size)
+/* A new allocation's memory; @rdma: pinnable for GPUDirect RDMA, said
+ * in the memfd's name (fakecuda-NONCE, or fakecuda-NONCE-nordma). */
+static struct phys *phys_create(uint64_t size, bool rdma)
 {
 	uint64_t nonce = 0;
 	char name[40];
@@ -382,11 +393,13 @@ static struct phys *phys_create(uint64_t size)
 
 	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
 		return NULL;
-	snprintf(name, sizeof(name), "fakecuda-%016" PRIx64, nonce);
+	snprintf(name, sizeof(name), "fakecuda-%016" PRIx64 "%s", nonce,
+		 rdma ? "" : "-nordma");
 	fd = memfd_create(name, MFD_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)size) || !(p = phys_new(fd, size, nonce))) {
+	if (ftruncate(fd, (off_t)size) ||
+	    !(p = phys_new(fd, size, nonce, rdma))) {
 		close(fd);
 		return NULL;
 	}
@@ -402,8 +415,9 @@ static void phys_put(struct phys *p)
 	free(p);
 }
 
-/* The nonce of a fakecuda memfd @fd as seen through @path, or false. */
-static bool fake_memfd(const char *path, uint64_t *nonce)
+/* The nonce of a fakecuda memfd @fd as seen through @path, and whether
+ * it may be pinned for GPUDirect RDMA; or false. */
+static bool fake_memfd(const char *path, uint64_t *nonce, bool *rdma)
 {
 	char link[128];
 	ssize_t n = readlink(path, link, sizeof(link) - 1);
@@ -411,6 +425,7 @@ static bool fake_memfd(const char *path, uint64_t *nonce)
 	if (n <= 0)
 		return false;
 	link[n] = 0;
+	*rdma = !strstr(link, "-nordma");
 	return sscanf(link, "/memfd:fakecuda-%16" SCNx64, nonce) == 1;
 }
 
@@ -451,6 +466,61 @@ FAKE(cuPointerGetAttribute, (void *data, int attribute, gdr_CUdeviceptr ptr))
 	return rc;
 }
 
+/* Only SYNC_MEMOPS, on device memory: the fake's synchronous copies are
+ * synchronous anyway; counted (fakecuda_stats) for the tests. */
+FAKE(cuPointerSetAttribute,
+     (const void *value, int attribute, gdr_CUdeviceptr ptr))
+{
+	gdr_CUresult rc = GDR_CUDA_ERROR_INVALID_VALUE;
+
+	if (need_init())
+		return need_init();
+	if (!value || attribute != GDR_CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (map_find(ptr, 1)) {
+		if (*(const unsigned int *)value)
+			fst.sync_memops++;
+		rc = GDR_CUDA_SUCCESS;
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+/* ---- what the fake GDRCopy pins (fakecuda_int.h) ------------------------- */
+
+int fakecuda_span_get(uint64_t addr, uint64_t len, struct fake_span *sp)
+{
+	struct map *m;
+	uint64_t end;
+	int rc = -EINVAL;
+
+	pthread_mutex_lock(&mu);
+	m = inited && len ? map_find(addr, 1) : NULL;
+	if (m && m->access) {
+		/* the allocation's last GPU page is all its own */
+		end = (m->va + m->size + FAKE_GPU_PAGE - 1) &
+		      ~(FAKE_GPU_PAGE - 1);
+		if (len <= end - addr) {
+			sp->fd = m->p->fd;
+			sp->fd_off = addr - m->va;
+			sp->rdma = m->p->rdma;
+			sp->ref = m->p;
+			m->p->refs++;
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return rc;
+}
+
+void fakecuda_span_put(void *ref)
+{
+	pthread_mutex_lock(&mu);
+	phys_put(ref);
+	pthread_mutex_unlock(&mu);
+}
+
 FAKE(cuMemAlloc_v2, (gdr_CUdeviceptr * dptr, size_t size))
 {
 	struct phys *p;
@@ -464,7 +534,7 @@ FAKE(cuMemAlloc_v2, (gdr_CUdeviceptr * dptr, size_t size))
 		return GDR_CUDA_ERROR_INVALID_CONTEXT;
 	pthread_mutex_lock(&mu);
 	m = map_new();
-	p = m ? phys_create(size) : NULL;
+	p = m ? phys_create(size, true) : NULL;
 	if (!p || !va_take(size, &m->va)) {
 		if (p) {
 			p->refs = 1;
@@ -545,6 +615,7 @@ FAKE(cuIpcOpenMemHandle_v2,
 	struct stat st;
 	struct phys *p;
 	struct map *m;
+	bool rdma;
 	int fd;
 
 	if (need_init())
@@ -560,7 +631,7 @@ FAKE(cuIpcOpenMemHandle_v2,
 	if (w.pid == getpid())
 		return GDR_CUDA_ERROR_INVALID_CONTEXT; /* as the driver */
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)w.pid, (int)w.fd);
-	if (!fake_memfd(path, &nonce) || nonce != w.nonce)
+	if (!fake_memfd(path, &nonce, &rdma) || nonce != w.nonce)
 		return GDR_CUDA_ERROR_INVALID_VALUE;
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
@@ -571,7 +642,7 @@ FAKE(cuIpcOpenMemHandle_v2,
 	}
 	pthread_mutex_lock(&mu);
 	m = map_new();
-	p = m ? phys_new(fd, w.size, w.nonce) : NULL;
+	p = m ? phys_new(fd, w.size, w.nonce, rdma) : NULL;
 	if (!p || !va_take(w.size, &m->va)) {
 		if (p) {
 			p->refs = 1;
@@ -635,7 +706,7 @@ FAKE(cuMemCreate,
 	if (prop->location.id != 0)
 		return GDR_CUDA_ERROR_INVALID_DEVICE;
 	pthread_mutex_lock(&mu);
-	p = phys_create(size);
+	p = phys_create(size, prop->allocFlags.gpuDirectRDMACapable);
 	if (p) {
 		p->handle_types = prop->requestedHandleTypes;
 		*handle = handle_new(p);
@@ -739,6 +810,7 @@ FAKE(cuMemImportFromShareableHandle,
 	uint64_t nonce;
 	struct stat st;
 	struct phys *p = NULL;
+	bool rdma;
 
 	if (need_init())
 		return need_init();
@@ -746,14 +818,14 @@ FAKE(cuMemImportFromShareableHandle,
 	    fd < 0)
 		return GDR_CUDA_ERROR_INVALID_VALUE;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (!fake_memfd(path, &nonce) || fstat(fd, &st) || !st.st_size ||
+	if (!fake_memfd(path, &nonce, &rdma) || fstat(fd, &st) || !st.st_size ||
 	    st.st_size % GRAN)
 		return GDR_CUDA_ERROR_INVALID_VALUE;
 	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	if (dupfd < 0)
 		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&mu);
-	p = phys_new(dupfd, (uint64_t)st.st_size, nonce);
+	p = phys_new(dupfd, (uint64_t)st.st_size, nonce, rdma);
 	if (p) {
 		p->handle_types = GDR_CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 		*handle = handle_new(p);

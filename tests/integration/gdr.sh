@@ -10,7 +10,12 @@
 #      refused (REM_OP_ERR); the nodes count the device copies, queued
 #      from pinned frame buffers in batches, several batches in flight
 #      at once (the fake's events answer NOT_READY FAKECUDA_EVENT_POLLS
-#      times: the loop goes on while they run);
+#      times: the loop goes on while they run); then small WRITEs, SENDs
+#      and READs, which both nodes' ovrdmad copy through the BAR (the
+#      fake GDRCopy, its gdrdrv "loaded": FAKEGDR=1): BAR copies counted
+#      on both nodes, byte-exact, and the READ of cuMem memory made
+#      without gpuDirectRDMACapable falls back to the streams (a pin
+#      failure on node 1);
 #   2. forged handles through the control protocol: EINVAL, ovrdmad
 #      keeps running; cuMem memory without a POSIX_FD handle type:
 #      ibv_reg_mr EOPNOTSUPP;
@@ -47,6 +52,8 @@ elif [ ! -e "$fake" ]; then
 else
 	# lazy events: each batch is polled a few times before it is done
 	export FAKECUDA_EVENT_POLLS=${FAKECUDA_EVENT_POLLS:-2}
+	# the fake GDRCopy (same library) with its "gdrdrv" for ovrdmad
+	export OVRDMA_LIBGDRAPI=$fake FAKEGDR=1
 fi
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-gdr-test.$$}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrgdr$$}
@@ -116,6 +123,27 @@ for n in 1 2; do
 done
 [ "$(counter 1 engine_dev_atomic_refused)" = 1 ] ||
 	fail "node 1 did not refuse the atomic on GPU memory"
+# small messages through the BAR (docs/GPU.md 1.2): with the fake on both
+# nodes; on a GPU machine only where GDRCopy is installed
+for n in 1 2; do
+	on=$(counter $n gdr_bar) bc=$(counter $n gdr_bar_copies)
+	pf=$(counter $n gdr_bar_pin_failures)
+	echo "gdr: node $n: gdr_bar ${on:-none}, gdr_bar_copies ${bc:-none}, gdr_bar_bytes $(counter $n gdr_bar_bytes), gdr_bar_reads $(counter $n gdr_bar_reads), gdr_bar_busy $(counter $n gdr_bar_busy), gdr_bar_pins $(counter $n gdr_bar_pins), gdr_bar_pin_failures ${pf:-none}, gdr_bar_mapped $(counter $n gdr_bar_mapped)"
+	grep -h 'GDRCopy' "$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" | sed "s/^/gdr: node $n: /"
+	[ "$mode" = gpu ] && continue
+	[ "${on:-0}" = 1 ] || fail "node $n: GDRCopy not on"
+	grep -q 'GDRCopy: on, BAR copies of messages up to 16384 bytes host to GPU, 2048 bytes GPU to host' \
+		"$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" ||
+		fail "node $n: ovrdmad did not say GDRCopy is on"
+	[ "${bc:-0}" -gt 0 ] || fail "node $n made no BAR copies"
+done
+if [ "$mode" != gpu ]; then
+	[ "$(counter 1 gdr_bar_pin_failures)" -gt 0 ] ||
+		fail "node 1: the cuMem memory without gpuDirectRDMACapable was mapped"
+	grep -q 'GDRCopy: no BAR mapping of a GPU allocation of 4194304 bytes' \
+		"$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" ||
+		fail "node 1: ovrdmad did not say which allocation it cannot map"
+fi
 
 # ---- 2. bad handles ------------------------------------------------------
 if [ "$mode" != gpu ]; then

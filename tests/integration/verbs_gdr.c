@@ -13,8 +13,14 @@
  *   1. RDMA WRITE C1[0, 3 MB) -> S1[0, 3 MB)
  *   2. RDMA READ  S2[0, 4 MB) -> C2
  *   3. SEND       C1[3 MB, 4 MB - 17) -> the RECV in S1[3 MB, 4 MB)
+ *   4. small messages (where ovrdmad has GDRCopy, BAR copies: docs/GPU.md
+ *      §1.2) between S3 and C3 (cuMemAlloc, 512 KiB each): WRITEs of 1 B
+ *      to 30000 B, SENDs of 1 B to 20000 B into receives posted at the
+ *      start, READs of 8 B to 3000 B; and a READ of 1000 B of S2 (cuMem
+ *      made without gpuDirectRDMACapable: ovrdmad cannot map it, its
+ *      copies take the streams);
  *   every byte checked through cuMemcpyDtoH on the side that received;
- *   4. a FETCH_ADD on S2: refused (IBV_WC_REM_OP_ERR).
+ *   5. a FETCH_ADD on S2: refused (IBV_WC_REM_OP_ERR).
  * Modes: server, client HOST; hold (registers GPU memory and waits to
  * be killed: the service must release the import); badhandle (a forged
  * IPC handle and a forged fd sent straight through the control
@@ -44,6 +50,25 @@
 #define MB (1ull << 20)
 #define PORT 18531
 #define SEND_LEN (MB - 17)
+
+/* Step 4's buffers S3 and C3: WRITE targets and sources at SM_WR, the
+ * receives (server) and SEND sources (client) at SM_RECV, RECV_SLOT
+ * bytes each, the READ sources (server) at SM_RSRC, the READ targets
+ * (client) at SM_RDST, the target of the READ of S2 at SM_S2. */
+#define SMALL_LEN (512 * 1024)
+#define SM_WR 0
+#define SM_RECV (128 * 1024)
+#define RECV_SLOT 20480
+#define SM_RSRC (320 * 1024)
+#define SM_RDST (384 * 1024)
+#define SM_S2 (448 * 1024)
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+/* around the BAR limits' defaults, 16384 host to GPU, 2048 GPU to host */
+static const uint32_t wr_len[] = { 1,	 17,   64,    1000,  2048, 2049,
+				   4096, 9000, 16384, 16385, 30000 };
+static const uint32_t send_len[] = { 1,	   100,	 1500,	2048,
+				     3000, 8000, 16384, 20000 };
+static const uint32_t rd_len[] = { 8, 1500, 2048, 3000 };
 
 typedef int cures;
 typedef unsigned long long dptr;
@@ -220,8 +245,8 @@ static struct ibv_mr *reg_dmabuf(struct ibv_pd *pd, dptr d, size_t len)
 
 struct hello {
 	struct vc_qpinfo qp;
-	uint64_t s1, s2;
-	uint32_t rk1, rk2;
+	uint64_t s1, s2, s3;
+	uint32_t rk1, rk2, rk3;
 };
 
 struct side {
@@ -300,21 +325,26 @@ static int server(void)
 	struct side s;
 	struct hello h = { 0 }, peer;
 	dptr s1 = gpu_alloc(4 * MB), s2 = gpu_vmm(4 * MB, 1);
-	struct ibv_mr *m1, *m2;
+	dptr s3 = gpu_alloc(SMALL_LEN);
+	struct ibv_mr *m1, *m2, *m3;
 	int fd;
-	size_t bad;
+	size_t bad, off;
 	char c;
 
 	side_up(&s);
 	gpu_fill(s1, 4 * MB, 0); /* overwritten by the transfers */
 	gpu_fill(s2, 4 * MB, 22);
+	gpu_fill(s3, SMALL_LEN, 44);
 	m1 = reg(s.pd, s1, 4 * MB);
 	m2 = reg(s.pd, s2, 4 * MB);
+	m3 = reg(s.pd, s3, SMALL_LEN);
 	vc_qpinfo_of(&s.d, s.qp, 100, &h.qp);
 	h.s1 = s1;
 	h.s2 = s2;
+	h.s3 = s3;
 	h.rk1 = m1->rkey;
 	h.rk2 = m2->rkey;
+	h.rk3 = m3->rkey;
 	fd = vc_tcp_server(PORT); /* listens and accepts one */
 	vc_recv_must(fd, &peer, sizeof(peer));
 	vc_send_all(fd, &h, sizeof(h));
@@ -332,7 +362,20 @@ static int server(void)
 		if (ibv_post_recv(s.qp, &wr, &badwr))
 			vc_die("ibv_post_recv");
 	}
-	vc_recv_must(fd, &c, 1); /* WRITE, READ and SEND done */
+	/* step 4's receives, after it */
+	for (unsigned int j = 0; j < NELEM(send_len); j++) {
+		struct ibv_sge sge = { .addr = s3 + SM_RECV + j * RECV_SLOT,
+				       .length = RECV_SLOT,
+				       .lkey = m3->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + j,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *badwr;
+
+		if (ibv_post_recv(s.qp, &wr, &badwr))
+			vc_die("ibv_post_recv");
+	}
+	vc_recv_must(fd, &c, 1); /* WRITE, READ, SEND and step 4 done */
 	{
 		struct ibv_wc wc = wait_wc(s.cq);
 
@@ -352,6 +395,34 @@ static int server(void)
 		       b2, SEND_LEN);
 		bad += b2;
 	}
+	/* step 4: the small SENDs' receives, in order, then the bytes */
+	for (unsigned int j = 0; j < NELEM(send_len); j++) {
+		struct ibv_wc wc = wait_wc(s.cq);
+
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 100 + j ||
+		    wc.byte_len != send_len[j] || wc.opcode != IBV_WC_RECV)
+			vc_die("small RECV %u: %s, wr_id %llu, %u bytes", j,
+			       vc_st(wc.status), (unsigned long long)wc.wr_id,
+			       wc.byte_len);
+	}
+	{
+		size_t b3 = 0, n = 0;
+
+		off = SM_WR;
+		for (unsigned int i = 0; i < NELEM(wr_len); i++) {
+			b3 += gpu_diff(s3 + off, wr_len[i], 33, off);
+			n += wr_len[i];
+			off += wr_len[i] + 7;
+		}
+		for (unsigned int j = 0; j < NELEM(send_len); j++) {
+			off = SM_RECV + j * RECV_SLOT;
+			b3 += gpu_diff(s3 + off, send_len[j], 33, off);
+			n += send_len[j];
+		}
+		printf("verbs_gdr: server: %zu small WRITEs and %zu SENDs into GPU memory (IPC): %zu of %zu bytes differ\n",
+		       NELEM(wr_len), NELEM(send_len), b3, n);
+		bad += b3;
+	}
 	c = bad ? 'F' : 'K';
 	vc_send_all(fd, &c, 1);
 	vc_recv_must(fd, &c, 1); /* the atomic was tried */
@@ -363,17 +434,20 @@ static int client(const char *host)
 	struct side s;
 	struct hello h = { 0 }, peer;
 	dptr c1 = gpu_alloc(4 * MB), c2 = gpu_vmm(4 * MB, 1);
-	struct ibv_mr *m1, *m2;
+	dptr c3 = gpu_alloc(SMALL_LEN);
+	struct ibv_mr *m1, *m2, *m3;
 	struct ibv_wc wc;
-	size_t bad;
+	size_t bad, b4 = 0, n4 = 0, off;
 	int fd;
 	char c;
 
 	side_up(&s);
 	gpu_fill(c1, 4 * MB, 11);
 	gpu_fill(c2, 4 * MB, 0);
+	gpu_fill(c3, SMALL_LEN, 33);
 	m1 = reg(s.pd, c1, 4 * MB);
 	m2 = reg_dmabuf(s.pd, c2, 4 * MB); /* the READ's target */
+	m3 = reg(s.pd, c3, SMALL_LEN);
 	vc_qpinfo_of(&s.d, s.qp, 200, &h.qp);
 	fd = vc_tcp_client(host, PORT);
 	vc_send_all(fd, &h, sizeof(h));
@@ -393,6 +467,45 @@ static int client(const char *host)
 	post(s.qp, IBV_WR_SEND, m1, c1 + 3 * MB, SEND_LEN, 0, 0);
 	if ((wc = wait_wc(s.cq)).status)
 		vc_die("SEND: %s", vc_st(wc.status));
+	/* step 4: small messages, one at a time (each its own round trip:
+	 * what a BAR copy shortens) */
+	off = SM_WR;
+	for (unsigned int i = 0; i < NELEM(wr_len); i++) {
+		post(s.qp, IBV_WR_RDMA_WRITE, m3, c3 + off, wr_len[i],
+		     peer.s3 + off, peer.rk3);
+		if ((wc = wait_wc(s.cq)).status)
+			vc_die("small WRITE of %u: %s", wr_len[i],
+			       vc_st(wc.status));
+		off += wr_len[i] + 7;
+	}
+	for (unsigned int j = 0; j < NELEM(send_len); j++) {
+		post(s.qp, IBV_WR_SEND, m3, c3 + SM_RECV + j * RECV_SLOT,
+		     send_len[j], 0, 0);
+		if ((wc = wait_wc(s.cq)).status)
+			vc_die("small SEND of %u: %s", send_len[j],
+			       vc_st(wc.status));
+	}
+	off = 0;
+	for (unsigned int i = 0; i < NELEM(rd_len); i++) {
+		post(s.qp, IBV_WR_RDMA_READ, m3, c3 + SM_RDST + off, rd_len[i],
+		     peer.s3 + SM_RSRC + off, peer.rk3);
+		if ((wc = wait_wc(s.cq)).status)
+			vc_die("small READ of %u: %s", rd_len[i],
+			       vc_st(wc.status));
+		b4 += gpu_diff(c3 + SM_RDST + off, rd_len[i], 44,
+			       SM_RSRC + off);
+		n4 += rd_len[i];
+		off += rd_len[i] + 5;
+	}
+	post(s.qp, IBV_WR_RDMA_READ, m3, c3 + SM_S2, 1000, peer.s2 + 4096,
+	     peer.rk2);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("small READ of S2: %s", vc_st(wc.status));
+	b4 += gpu_diff(c3 + SM_S2, 1000, 22, 4096);
+	n4 += 1000;
+	printf("verbs_gdr: client: %zu small READs from GPU (IPC, fd) into GPU memory (IPC): %zu of %zu bytes differ\n",
+	       NELEM(rd_len) + 1, b4, n4);
+	bad += b4;
 	c = 'D';
 	vc_send_all(fd, &c, 1);
 	vc_recv_must(fd, &c, 1);

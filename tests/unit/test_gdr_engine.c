@@ -3,7 +3,7 @@
  * The transport engine on the GPU copy engine (docs/GPU.md): two engines
  * whose regions are fake-GPU memory imported through gdr/ (the fake
  * driver from $OVRDMA_LIBCUDA), whose packet buffers are pinned, and
- * whose device copies are queued (ops.dev_copy: ovr_gdr_*_async) and
+ * whose device copies are queued (ops.dev_copy: ovr_gdr_copy_msg) and
  * waited for once per round (ovr_eng_fence: ovr_gdr_fence), as ovrdmad
  * runs them. The fake performs a queued copy only when its stream is
  * synchronised, so a PDU or completion that left before its fence would
@@ -18,6 +18,12 @@
  * data, every completion checked against the device bytes the moment
  * it is delivered, per-QP order across batches; a failed batch between
  * two good ones fails only its QP; a full ring of batches blocks.
+ *
+ * BAR copies (ops.dev_copy on ovr_gdr_copy_msg, GDRCopy opened on the
+ * fake with FAKEGDR=1; last, since it stays on): small messages take no
+ * queued copy and no batch, their completions find their bytes in GPU
+ * memory; mixed with large ones on one QP they stay in order and never
+ * overtake the large ones' queued copies of the same allocation.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,9 +62,10 @@ struct pdu {
 struct expect {
 	uint64_t wr_id;
 	int node;
-	uint64_t off;
+	uint64_t off; /* in the node's region, or from @va */
 	const uint8_t *want;
 	uint32_t len;
+	gdr_CUdeviceptr va; /* 0: the node's region */
 };
 
 struct node {
@@ -150,12 +157,13 @@ static void t_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
 	n->cqe[n->ncqe++].wc = *wc;
 }
 
+/* As ovrdmad's (svc_dp.c): small messages through the BAR when
+ * ovr_gdr_bar_open was called, the streams otherwise. */
 static int t_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
-		      uint32_t len, bool to_dev)
+		      uint32_t len, bool to_dev, uint32_t msg_len)
 {
 	(void)ctx;
-	return to_dev ? ovr_gdr_write_async(dev, off, host, len) :
-			ovr_gdr_read_async(dev, off, host, len);
+	return ovr_gdr_copy_msg(dev, off, host, len, to_dev, msg_len);
 }
 
 static int t_dev_fence(void *ctx)
@@ -454,6 +462,17 @@ static void dev_expect(struct rig *r, int i, uint64_t off, const uint8_t *want,
 	free(got);
 }
 
+/* Device bytes [va, va + len) equal @want? */
+static void dev_expect_at(gdr_CUdeviceptr va, const uint8_t *want, size_t len)
+{
+	uint8_t *got = malloc(len);
+
+	assert_non_null(got);
+	assert_int_equal(cu.dtoh(got, va, len), 0);
+	assert_memory_equal(got, want, len);
+	free(got);
+}
+
 static void dev_put(struct rig *r, int i, uint64_t off, const uint8_t *b,
 		    size_t len)
 {
@@ -671,7 +690,10 @@ static void check_expect(struct rig *r, const struct ovr_eng_wc *wc)
 
 		if (x->wr_id != wc->wr_id)
 			continue;
-		dev_expect(r, x->node, x->off, x->want, x->len);
+		if (x->va)
+			dev_expect_at(x->va + x->off, x->want, x->len);
+		else
+			dev_expect(r, x->node, x->off, x->want, x->len);
 		r->nchecked++;
 	}
 }
@@ -939,6 +961,277 @@ static void test_pipe_ring_full(void **state)
 	free(src);
 }
 
+/* ---- BAR copies (GDRCopy) ------------------------------------------------ */
+
+/*
+ * One round of small messages GPU to GPU on QP @q (node 0 the
+ * requester): a SEND of 1000 bytes into a receive, a WRITE of 2000, a
+ * READ of 1500 - each under the BAR limits both ways - every completion
+ * checked against the device bytes when it is delivered.
+ */
+static void small_msgs(struct rig *r, const uint32_t q[2], uint8_t *src,
+		       unsigned int seed, struct expect *exp)
+{
+	enum { SLEN = 1000, WLEN = 2000, RLEN = 1500 };
+	struct ovr_eng_sge sge = { .addr = r->n[1].va + 6 * MB,
+				   .length = SLEN,
+				   .lkey = r->n[1].key };
+	struct ovr_eng_recv_wr rwr = { .wr_id = 500 + seed,
+				       .sg_list = &sge,
+				       .num_sge = 1 };
+
+	fill(src, 3 * 4096, seed);
+	dev_put(r, 0, 0, src, 3 * 4096);
+	dev_put(r, 1, 7 * MB, src + 2 * 4096, RLEN);
+	r->exp = exp;
+	r->nexp = r->nchecked = 0;
+	assert_int_equal(ovr_eng_post_recv(r->n[1].eng, q[1], &rwr, r->now), 0);
+	expect(r, 500 + seed, 1, 6 * MB, src, SLEN);
+	assert_int_equal(post(r, 0, q[0], OVR_WR_SEND, 600 + seed, DEV, 0, SLEN,
+			      DEV, 0),
+			 0);
+	expect(r, 600 + seed, 1, 6 * MB, src, SLEN);
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_WRITE, 700 + seed, DEV,
+			      4096, WLEN, DEV, 5 * MB),
+			 0);
+	expect(r, 700 + seed, 1, 5 * MB, src + 4096, WLEN);
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_READ, 800 + seed, DEV,
+			      3 * MB, RLEN, DEV, 7 * MB),
+			 0);
+	expect(r, 800 + seed, 0, 3 * MB, src + 2 * 4096, RLEN);
+	assert_true(run_until(r, 0, 3));
+	assert_true(run_until(r, 1, 1));
+	for (int i = 0; i < 2; i++)
+		for (uint32_t k = 0; k < r->n[i].ncqe; k++)
+			assert_int_equal(r->n[i].cqe[k].wc.status,
+					 OVR_WC_SUCCESS);
+	assert_int_equal(r->nchecked, 4);
+	assert_qp_order(&r->n[0], q[0]);
+	rig_settle(r);
+	r->exp = NULL;
+	r->nexp = 0;
+}
+
+/*
+ * Small messages between GPU regions, pipelined, the fake's events
+ * lazy: with the streams every one of them takes queued copies and
+ * batches on both nodes; with GDRCopy on (the fake gdrdrv) none - each
+ * copy is a BAR copy, done at once - and every completion still finds
+ * its bytes in GPU memory when it is delivered (the fake holds BAR
+ * writes until a read-back), byte-exact.
+ */
+static void test_bar_small(void **state)
+{
+	struct rig *r = *state;
+	uint8_t *src = malloc(3 * 4096);
+	struct ovr_eng_stats es0[2], es1[2];
+	struct ovr_gdr_stats gs0, gs1;
+	struct fakegdr_stats f0, f1;
+	struct expect exp[4];
+	uint32_t q[2];
+
+	assert_non_null(src);
+	assert_non_null(cu.gdr_stats);
+	cu.event_polls(2);
+
+	/* the streams */
+	rig_engines(r, true, 4);
+	connect(r, q);
+	small_msgs(r, q, src, 61, exp);
+	for (int i = 0; i < 2; i++) {
+		ovr_eng_get_stats(r->n[i].eng, &es1[i]);
+		assert_true(es1[i].dev_async > 0);
+		assert_true(es1[i].dev_batches > 0);
+	}
+
+	/* GDRCopy on: the same without a queued copy or a batch */
+	setenv("FAKEGDR", "1", 1);
+	assert_int_equal(ovr_gdr_bar_open(r->g, NULL, NULL, 0), 0);
+	ovr_gdr_get_stats(r->g, &gs0);
+	cu.gdr_stats(&f0);
+	rig_engines(r, true, 4);
+	connect(r, q);
+	for (int i = 0; i < 2; i++)
+		ovr_eng_get_stats(r->n[i].eng, &es0[i]);
+	small_msgs(r, q, src, 62, exp);
+	ovr_gdr_get_stats(r->g, &gs1);
+	cu.gdr_stats(&f1);
+	for (int i = 0; i < 2; i++) {
+		ovr_eng_get_stats(r->n[i].eng, &es1[i]);
+		print_message("gdr_engine: BAR: node %d: %llu device copies, "
+			      "%llu queued, %llu batches, %llu held\n",
+			      i,
+			      (unsigned long long)(es1[i].dev_copies -
+						   es0[i].dev_copies),
+			      (unsigned long long)(es1[i].dev_async -
+						   es0[i].dev_async),
+			      (unsigned long long)(es1[i].dev_batches -
+						   es0[i].dev_batches),
+			      (unsigned long long)(es1[i].dev_held -
+						   es0[i].dev_held));
+		assert_true(es1[i].dev_copies > es0[i].dev_copies);
+		assert_int_equal(es1[i].dev_async, es0[i].dev_async);
+		assert_int_equal(es1[i].dev_batches, es0[i].dev_batches);
+		assert_int_equal(es1[i].dev_copy_err, 0);
+	}
+	/* node 0: SEND and WRITE sources, READ placement; node 1: the
+	 * receive, the WRITE, the READ's source - one BAR copy each */
+	assert_int_equal(gs1.bar_copies - gs0.bar_copies, 6);
+	assert_int_equal(gs1.bar_reads - gs0.bar_reads, 3);
+	assert_int_equal(gs1.bar_pins, 2); /* one allocation per node */
+	assert_int_equal(gs1.async_copies, gs0.async_copies);
+	assert_int_equal(f1.posted_bytes, 0);
+	assert_true(f1.flushes - f0.flushes >= 3);
+	cu.event_polls(0);
+	free(src);
+}
+
+/* Node @i posts @op of @len bytes from @laddr (key @lkey) to @raddr
+ * (key @rkey) of the peer. */
+static int post_at(struct rig *r, int i, uint32_t qpn, uint32_t op,
+		   uint64_t wr_id, uint64_t laddr, uint32_t lkey, uint32_t len,
+		   uint64_t raddr, uint32_t rkey)
+{
+	struct ovr_eng_sge sge = { .addr = laddr, .length = len, .lkey = lkey };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = wr_id,
+		.opcode = op,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = rkey,
+		.remote_addr = raddr,
+	};
+
+	return ovr_eng_post_send(r->n[i].eng, qpn, &wr, r->now);
+}
+
+/*
+ * On one QP, small messages between large ones whose copies are queued
+ * and whose batches are in flight (the fake's events lazy): small
+ * WRITEs into bytes a large WRITE before them also writes land after it
+ * (they take the streams while stream copies of their allocation are
+ * not known done: a BAR copy would overtake them); small WRITEs and a
+ * SEND between two other GPU allocations go through the BAR at once,
+ * their completions still behind the large ones'. Every completion
+ * checked when delivered, in order; the bytes byte-exact.
+ */
+static void test_bar_mixed(void **state)
+{
+	enum { BIG = 256 * 1024, SMALL = 1000, SLEN = 800 };
+	const unsigned int acc = OVR_ENG_ACCESS_LOCAL_WRITE |
+				 OVR_ENG_ACCESS_REMOTE_WRITE |
+				 OVR_ENG_ACCESS_REMOTE_READ;
+	struct rig *r = *state;
+	const size_t srclen = 2 * BIG + 4 * 4096;
+	uint8_t *src = malloc(srclen), *want = malloc(BIG);
+	struct ovr_gdr_mem *dev2[2];
+	gdr_CUdeviceptr va2[2];
+	uint32_t key2[2];
+	struct ovr_gdr_stats gs0, gs1;
+	struct expect exp[8];
+	struct ovr_eng_sge rsge;
+	struct ovr_eng_recv_wr rwr = { .wr_id = 16,
+				       .sg_list = &rsge,
+				       .num_sge = 1 };
+	uint32_t q[2];
+
+	assert_non_null(src);
+	assert_non_null(want);
+	cu.event_polls(2);
+	rig_engines(r, true, 4);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(
+			cuapp_import(&cu, r->g, 2 * MB, &va2[i], &dev2[i]), 0);
+		assert_int_equal(ovr_eng_reg_mr_dev(r->n[i].eng, 1, va2[i],
+						    2 * MB, acc, dev2[i], 0,
+						    &key2[i]),
+				 0);
+	}
+	connect(r, q);
+	fill(src, srclen, 71);
+	dev_put(r, 0, 0, src, srclen);
+	assert_int_equal(cu.htod(va2[0], src + 2 * BIG, 2 * 4096), 0);
+	rsge = (struct ovr_eng_sge){ .addr = va2[1] + 8192,
+				     .length = SLEN,
+				     .lkey = key2[1] };
+	assert_int_equal(ovr_eng_post_recv(r->n[1].eng, q[1], &rwr, r->now), 0);
+	ovr_gdr_get_stats(r->g, &gs0);
+	r->exp = exp;
+	r->nexp = r->nchecked = 0;
+	/* 1: big, region 1 at 4 MB */
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_WRITE, 1, DEV, 0, BIG,
+			      DEV, 4 * MB),
+			 0);
+	expect(r, 1, 1, 4 * MB, src, BIG - 2 * SMALL); /* before 2's */
+	/* 2: small, into 1's last packet (placed last) */
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_WRITE, 2, DEV, 2 * BIG,
+			      SMALL, DEV, 4 * MB + BIG - 2 * SMALL),
+			 0);
+	expect(r, 2, 1, 4 * MB + BIG - 2 * SMALL, src + 2 * BIG, SMALL);
+	/* 3, 4: small, region 2 to region 2 (a WRITE and a SEND) */
+	assert_int_equal(post_at(r, 0, q[0], OVR_WR_RDMA_WRITE, 3, va2[0],
+				 key2[0], SMALL, va2[1], key2[1]),
+			 0);
+	expect(r, 3, 1, 0, src + 2 * BIG, SMALL);
+	r->exp[r->nexp - 1].va = va2[1];
+	assert_int_equal(post_at(r, 0, q[0], OVR_WR_SEND, 4, va2[0] + 4096,
+				 key2[0], SLEN, 0, 0),
+			 0);
+	expect(r, 4, 1, 8192, src + 2 * BIG + 4096, SLEN);
+	r->exp[r->nexp - 1].va = va2[1];
+	expect(r, 16, 1, 8192, src + 2 * BIG + 4096, SLEN);
+	r->exp[r->nexp - 1].va = va2[1];
+	/* 5: big, region 1 after 1; 6: small, inside 5 */
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_WRITE, 5, DEV, BIG, BIG,
+			      DEV, 4 * MB + BIG),
+			 0);
+	expect(r, 5, 1, 4 * MB + BIG, src + BIG, BIG - SMALL);
+	assert_int_equal(post(r, 0, q[0], OVR_WR_RDMA_WRITE, 6, DEV,
+			      2 * BIG + 2 * 4096, SMALL, DEV,
+			      4 * MB + 2 * BIG - SMALL),
+			 0);
+	expect(r, 6, 1, 4 * MB + 2 * BIG - SMALL, src + 2 * BIG + 2 * 4096,
+	       SMALL);
+	assert_true(run_until(r, 0, 5));
+	assert_true(run_until(r, 1, 1));
+	for (int i = 0; i < 2; i++)
+		for (uint32_t k = 0; k < r->n[i].ncqe; k++)
+			assert_int_equal(r->n[i].cqe[k].wc.status,
+					 OVR_WC_SUCCESS);
+	assert_int_equal(r->n[0].ncqe, 6);
+	assert_qp_order(&r->n[0], q[0]);
+	assert_int_equal(r->nchecked, 7);
+	rig_settle(r);
+	/* the small ones are in place, over the big ones around them */
+	memcpy(want, src, BIG);
+	memcpy(want + BIG - 2 * SMALL, src + 2 * BIG, SMALL);
+	dev_expect(r, 1, 4 * MB, want, BIG);
+	memcpy(want, src + BIG, BIG);
+	memcpy(want + BIG - SMALL, src + 2 * BIG + 2 * 4096, SMALL);
+	dev_expect(r, 1, 4 * MB + BIG, want, BIG);
+	dev_expect_at(va2[1], src + 2 * BIG, SMALL);
+	dev_expect_at(va2[1] + 8192, src + 2 * BIG + 4096, SLEN);
+	ovr_gdr_get_stats(r->g, &gs1);
+	print_message("gdr_engine: mixed: %llu BAR copies, %llu small "
+		      "copies took the streams behind stream copies\n",
+		      (unsigned long long)(gs1.bar_copies - gs0.bar_copies),
+		      (unsigned long long)(gs1.bar_busy - gs0.bar_busy));
+	/* 3 and 4: read and placed through the BAR; 2 and 6 behind the
+	 * streams on both nodes */
+	assert_int_equal(gs1.bar_copies - gs0.bar_copies, 4);
+	assert_true(gs1.bar_busy - gs0.bar_busy >= 4);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ovr_eng_dereg_mr(r->n[i].eng, key2[i]), 0);
+		ovr_gdr_release(dev2[i]);
+	}
+	cu.event_polls(0);
+	r->exp = NULL;
+	r->nexp = 0;
+	free(src);
+	free(want);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -949,6 +1242,9 @@ int main(void)
 		cmocka_unit_test(test_pipe_write_send),
 		cmocka_unit_test(test_pipe_failed_middle),
 		cmocka_unit_test(test_pipe_ring_full),
+		/* last: GDRCopy stays on for the rig's gdr once opened */
+		cmocka_unit_test(test_bar_small),
+		cmocka_unit_test(test_bar_mixed),
 	};
 
 	(void)R;

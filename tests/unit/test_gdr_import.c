@@ -8,7 +8,10 @@
  * shared IPC imports, release, the errors of bad handles, devices named
  * by UUID; the copy
  * engine's asynchronous copies (queued until a fence, ordered, batched,
- * pinned memory, failures reported by the fence).
+ * pinned memory, failures reported by the fence); BAR copies through the
+ * fake GDRCopy ($OVRDMA_LIBGDRAPI: the same library): off without it,
+ * small messages through the BAR and in GPU memory at return, ordered
+ * against stream copies, fallback when pinning fails, release.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -528,6 +531,359 @@ static void test_batches(void **state)
 	free(got);
 }
 
+/* ---- BAR copies (GDRCopy: the fake in the same library) ------------------ */
+
+static void load_gdr_side(void)
+{
+	load_app_side();
+	assert_non_null(getenv(OVR_GDR_BAR_ENV));
+	assert_non_null(cu.gdr_stats);
+	assert_non_null(cu.gdr_pin_fail);
+}
+
+/*
+ * GDRCopy missing: no library, a library without its calls, or no
+ * gdrdrv (the fake's gdr_open without FAKEGDR=1): BAR copies are off,
+ * said why, and small copies are still right, through the streams.
+ */
+static void test_bar_off(void **state)
+{
+	const size_t len = 1000;
+	char saved[512], why[256] = "";
+	uint8_t *src = malloc(len), *got = malloc(len);
+	struct fakegdr_stats f0, f1;
+	struct ovr_gdr_stats st;
+	struct ovr_gdr_mem *m;
+	gdr_CUdeviceptr va;
+	struct ovr_gdr *g;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(got);
+	load_gdr_side();
+	snprintf(saved, sizeof(saved), "%s", getenv(OVR_GDR_BAR_ENV));
+	unsetenv("FAKEGDR");
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	setenv(OVR_GDR_BAR_ENV, "/nonexistent/libgdrapi.so.2", 1);
+	assert_int_equal(ovr_gdr_bar_open(g, NULL, why, sizeof(why)),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(why, "no GDRCopy library"));
+	setenv(OVR_GDR_BAR_ENV, "libm.so.6", 1);
+	assert_int_equal(ovr_gdr_bar_open(g, NULL, why, sizeof(why)),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(why, "has no gdr_open"));
+	setenv(OVR_GDR_BAR_ENV, saved, 1);
+	assert_int_equal(ovr_gdr_bar_open(g, NULL, why, sizeof(why)), -ENODEV);
+	assert_non_null(strstr(why, "gdrdrv"));
+	ovr_gdr_get_stats(g, &st);
+	assert_false(st.bar);
+
+	cu.gdr_stats(&f0);
+	m = import_cumem(g, 2 * MB, &va);
+	fill(src, len, 21);
+	assert_int_equal(ovr_gdr_copy_msg(m, 4097, src, len, true, len), 0);
+	assert_int_equal(cu.dtoh(got, va + 4097, len), 0);
+	assert_memory_equal(got, src, len);
+	memset(got, 0, len);
+	assert_int_equal(ovr_gdr_copy_msg(m, 4097, got, len, false, len), 0);
+	assert_memory_equal(got, src, len);
+	assert_int_equal(ovr_gdr_bar_write(m, 0, src, 8), -EOPNOTSUPP);
+	assert_int_equal(ovr_gdr_bar_read(m, 0, got, 8), -EOPNOTSUPP);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_copies, 0);
+	assert_int_equal(st.bar_pins + st.bar_pin_failures, 0);
+	assert_int_equal(st.sync_copies, 2);
+	cu.gdr_stats(&f1);
+	assert_int_equal(f1.pins + f1.pin_failures, f0.pins + f0.pin_failures);
+	ovr_gdr_release(m);
+	ovr_gdr_close(g);
+	free(src);
+	free(got);
+}
+
+/* Device bytes [va, va + len) equal @want? */
+static void dev_is(gdr_CUdeviceptr va, const uint8_t *want, size_t len)
+{
+	uint8_t *got = malloc(len);
+
+	assert_non_null(got);
+	assert_int_equal(cu.dtoh(got, va, len), 0);
+	assert_memory_equal(got, want, len);
+	free(got);
+}
+
+/*
+ * BAR copies on: small messages go through the BAR, byte-exact and in
+ * GPU memory when the call returns (the fake holds BAR writes as posted
+ * until a read through the BAR), large ones take the streams; a small
+ * copy never overtakes stream copies of its allocation that are not
+ * known to be done, and a stream copy after a BAR copy sees it; release
+ * unmaps and unpins.
+ */
+static void test_bar_copies(void **state)
+{
+	const size_t pin_len = 2 * MB, K4 = 4096;
+	uint8_t *pin = aligned_alloc(4096, pin_len);
+	uint8_t *old = malloc(K4), *want = malloc(K4);
+	struct fakecuda_stats c0, c1;
+	struct fakegdr_stats f0, f1;
+	struct ovr_gdr_stats st;
+	struct ovr_gdr_mem *m, *m2;
+	gdr_CUdeviceptr va, va2;
+	struct ovr_gdr *g;
+	int rc;
+
+	(void)state;
+	assert_non_null(pin);
+	assert_non_null(old);
+	assert_non_null(want);
+	load_gdr_side();
+	setenv("FAKEGDR", "1", 1);
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	assert_int_equal(ovr_gdr_host_register(g, pin, pin_len), 0);
+	m = import_cumem(g, 4 * MB, &va);
+	memset(pin, 0, pin_len);
+	assert_int_equal(cu.htod(va, pin, MB), 0);
+	assert_int_equal(ovr_gdr_bar_open(g, NULL, NULL, 0), 0);
+	assert_int_equal(ovr_gdr_bar_open(g, NULL, NULL, 0), -EALREADY);
+	ovr_gdr_get_stats(g, &st);
+	assert_true(st.bar);
+	assert_int_equal(st.bar_h2d_max, OVR_GDR_BAR_H2D_MAX);
+	assert_int_equal(st.bar_d2h_max, OVR_GDR_BAR_D2H_MAX);
+	assert_int_equal(st.bar_mapped, 0); /* mapped at the first copy */
+	cu.gdr_stats(&f0);
+	cu.stats(&c0);
+
+	/* a small message's write: through the BAR, in GPU memory (read
+	 * back: the fake's posted writes performed) when it returns */
+	fill(pin, 3000, 31);
+	assert_int_equal(ovr_gdr_copy_msg(m, 12345, pin, 3000, true, 3000), 0);
+	cu.gdr_stats(&f1);
+	assert_int_equal(f1.pins - f0.pins, 1);
+	assert_int_equal(f1.writes - f0.writes, 1);
+	assert_int_equal(f1.flushes - f0.flushes, 1);
+	assert_int_equal(f1.posted_bytes, 0);
+	dev_is(va + 12345, pin, 3000);
+	/* and a small read */
+	memset(pin + MB, 0, 3000);
+	assert_int_equal(
+		ovr_gdr_copy_msg(m, 12345, pin + MB, 2000, false, 2000), 0);
+	assert_memory_equal(pin + MB, pin, 2000);
+	cu.stats(&c1);
+	assert_int_equal(c1.async_queued, c0.async_queued);
+	assert_int_equal(c1.async_pageable, c0.async_pageable);
+	assert_int_equal(c1.sync_memops - c0.sync_memops, 1);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.sync_copies + st.async_copies, 0);
+
+	/* a packet of a large message, a read over the D2H limit: the
+	 * streams (queued: the device keeps its bytes until the fence) */
+	fill(pin, K4, 32);
+	assert_int_equal(ovr_gdr_copy_msg(m, MB, pin, K4, true, MB), 1);
+	dev_is(va + MB, pin + MB + K4, K4); /* still zero */
+	assert_int_equal(ovr_gdr_copy_msg(m, 0, pin + MB, 100, false, 3000), 1);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	dev_is(va + MB, pin, K4);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_copies, 2);
+	assert_int_equal(st.bar_reads, 1);
+	assert_int_equal(st.bar_bytes, 5000);
+	assert_int_equal(st.bar_pins, 1);
+	assert_int_equal(st.bar_mapped, 1);
+	assert_int_equal(st.async_copies, 2);
+
+	/* the allocation's last byte; past it */
+	pin[0] = 0xa5;
+	assert_int_equal(ovr_gdr_copy_msg(m, 4 * MB - 1, pin, 1, true, 1), 0);
+	dev_is(va + 4 * MB - 1, pin, 1);
+	assert_int_equal(ovr_gdr_copy_msg(m, 4 * MB - 1, pin, 2, true, 2),
+			 -ERANGE);
+	assert_int_equal(ovr_gdr_bar_write(m, 4 * MB, pin, 1), -ERANGE);
+
+	/* a stream write queued (not performed yet), then a small write of
+	 * the same bytes: it must not overtake the first, which would then
+	 * land over it - it takes the streams behind it */
+	fill(pin, K4, 40);
+	fill(pin + K4, K4, 41);
+	assert_int_equal(ovr_gdr_copy_msg(m, 2 * MB, pin, K4, true, MB), 1);
+	assert_int_equal(
+		ovr_gdr_copy_msg(m, 2 * MB, pin + K4, 1000, true, 1000), 1);
+	assert_int_equal(ovr_gdr_bar_write(m, 2 * MB, pin, 8), -EBUSY);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	memcpy(want, pin + K4, 1000);
+	memcpy(want + 1000, pin + 1000, K4 - 1000);
+	dev_is(va + 2 * MB, want, K4);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_busy, 2);
+	/* known done now: the BAR again */
+	assert_int_equal(
+		ovr_gdr_copy_msg(m, 2 * MB, pin + 2 * K4, 500, true, 500), 0);
+	dev_is(va + 2 * MB, pin + 2 * K4, 500);
+
+	/* a BAR write, then a queued read of the same bytes: the new ones */
+	fill(pin, 700, 42);
+	assert_int_equal(ovr_gdr_copy_msg(m, 3 * MB, pin, 700, true, 700), 0);
+	assert_int_equal(ovr_gdr_read_async(m, 3 * MB, pin + MB, 700), 1);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	assert_memory_equal(pin + MB, pin, 700);
+	/* a queued read, then a small write of the bytes it reads: the
+	 * read sees the old ones */
+	memcpy(old, pin, 700);
+	assert_int_equal(ovr_gdr_read_async(m, 3 * MB, pin + MB, 700), 1);
+	fill(pin, 700, 43);
+	assert_int_equal(ovr_gdr_copy_msg(m, 3 * MB, pin, 700, true, 700), 1);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+	assert_memory_equal(pin + MB, old, 700);
+	dev_is(va + 3 * MB, pin, 700);
+
+	/* a batch still in flight holds small copies of its allocation on
+	 * the streams until it is polled done */
+	cu.event_polls(2);
+	fill(pin, 2 * K4, 44);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pin, K4), 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 0), 0);
+	assert_int_equal(ovr_gdr_copy_msg(m, 0, pin + K4, 100, true, 100), 1);
+	assert_int_equal(ovr_gdr_batch_close(g, 1), 0);
+	while ((rc = ovr_gdr_batch_poll(g, 0, false)) == -EAGAIN)
+		assert_int_equal(ovr_gdr_bar_write(m, 0, pin, 1), -EBUSY);
+	assert_int_equal(rc, 0);
+	/* batch 1 (the small copy) still out */
+	assert_int_equal(ovr_gdr_bar_write(m, 0, pin, 1), -EBUSY);
+	while ((rc = ovr_gdr_batch_poll(g, 1, false)) == -EAGAIN)
+		;
+	assert_int_equal(rc, 0);
+	fill(pin + 2 * K4, 100, 45);
+	assert_int_equal(ovr_gdr_copy_msg(m, 0, pin + 2 * K4, 100, true, 100),
+			 0);
+	memcpy(want, pin + 2 * K4, 100);
+	memcpy(want + 100, pin + 100, K4 - 100);
+	dev_is(va, want, K4);
+	cu.event_polls(0);
+
+	/* another allocation's small copies do not wait for these */
+	m2 = import_cumem(g, 2 * MB, &va2);
+	assert_int_equal(ovr_gdr_write_async(m, 0, pin, K4), 1);
+	assert_int_equal(ovr_gdr_copy_msg(m2, 64, pin + K4, 100, true, 100), 0);
+	dev_is(va2 + 64, pin + K4, 100);
+	assert_int_equal(ovr_gdr_fence(g), 0);
+
+	/* release unmaps and unpins, the other mapping stays */
+	cu.gdr_stats(&f0);
+	ovr_gdr_release(m);
+	cu.gdr_stats(&f1);
+	assert_int_equal(f0.mapped - f1.mapped, 1);
+	assert_int_equal(f0.pinned - f1.pinned, 1);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_mapped, 1);
+	assert_int_equal(st.bar_pins, 2);
+	ovr_gdr_release(m2);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_mapped, 0);
+	assert_int_equal(ovr_gdr_host_unregister(g, pin), 0);
+	ovr_gdr_close(g);
+	cu.gdr_stats(&f1);
+	assert_int_equal(f1.pinned, 0);
+	assert_int_equal(f1.mapped, 0);
+	free(pin);
+	free(old);
+	free(want);
+}
+
+static unsigned int nnotes;
+static char last_note[320];
+
+static void note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	nnotes++;
+	snprintf(last_note, sizeof(last_note), "%s", msg);
+}
+
+/*
+ * An allocation that cannot be pinned (the fake's injected failure; a
+ * cuMem allocation made without gpuDirectRDMACapable): its small copies
+ * take the streams, byte-exact, said once, never retried; another
+ * allocation still gets BAR copies. The limits are the caller's.
+ */
+static void test_bar_fallback(void **state)
+{
+	const size_t len = 1000;
+	struct ovr_gdr_bar_cfg cfg = { .h2d_max = 4096,
+				       .d2h_max = 512,
+				       .note = note };
+	uint8_t *src = malloc(5000), *got = malloc(5000);
+	struct fakegdr_stats f0, f1;
+	struct ovr_gdr_stats st;
+	struct ovr_gdr_mem *m, *m2, *m3;
+	gdr_CUdeviceptr va, va2, va3;
+	struct ovr_gdr *g;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(got);
+	load_gdr_side();
+	setenv("FAKEGDR", "1", 1);
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	assert_int_equal(ovr_gdr_bar_open(g, &cfg, NULL, 0), 0);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_h2d_max, 4096);
+	assert_int_equal(st.bar_d2h_max, 512);
+	nnotes = 0;
+	m = import_cumem(g, 2 * MB, &va);
+	cu.gdr_stats(&f0);
+	cu.gdr_pin_fail(1);
+	fill(src, len, 51);
+	assert_int_equal(ovr_gdr_copy_msg(m, 8, src, len, true, len), 0);
+	dev_is(va + 8, src, len);
+	cu.gdr_stats(&f1);
+	assert_int_equal(f1.pin_failures - f0.pin_failures, 1);
+	assert_int_equal(f1.writes, f0.writes);
+	assert_int_equal(nnotes, 1);
+	assert_non_null(strstr(last_note, "no BAR mapping"));
+	assert_non_null(strstr(last_note, "gdr_pin_buffer"));
+	/* not tried again */
+	fill(src, len, 52);
+	assert_int_equal(ovr_gdr_copy_msg(m, 8, src, len, true, len), 0);
+	dev_is(va + 8, src, len);
+	assert_int_equal(ovr_gdr_copy_msg(m, 8, got, 100, false, 100), 0);
+	assert_memory_equal(got, src, 100);
+	assert_int_equal(ovr_gdr_bar_write(m, 0, src, 8), -EOPNOTSUPP);
+	cu.gdr_stats(&f0);
+	assert_int_equal(f0.pins + f0.pin_failures, f1.pins + f1.pin_failures);
+	assert_int_equal(nnotes, 1);
+
+	/* cuMem memory the GPU will not pin for GPUDirect RDMA */
+	assert_int_equal(cuapp_import_rdma(&cu, g, 2 * MB, false, &va2, &m2),
+			 0);
+	fill(src, len, 53);
+	assert_int_equal(ovr_gdr_copy_msg(m2, 0, src, len, true, len), 0);
+	dev_is(va2, src, len);
+	assert_int_equal(nnotes, 2);
+
+	/* memory that can be pinned: BAR copies, within the limits */
+	m3 = import_cumem(g, 2 * MB, &va3);
+	assert_int_equal(ovr_gdr_copy_msg(m3, 0, src, len, true, len), 0);
+	fill(src, 5000, 54);
+	assert_int_equal(ovr_gdr_copy_msg(m3, 0, src, 5000, true, 5000), 0);
+	dev_is(va3, src, 5000);
+	assert_int_equal(ovr_gdr_copy_msg(m3, 0, got, 512, false, 512), 0);
+	assert_int_equal(ovr_gdr_copy_msg(m3, 0, got, 100, false, 600), 0);
+	assert_memory_equal(got, src, 512);
+	ovr_gdr_get_stats(g, &st);
+	assert_int_equal(st.bar_pin_failures, 2);
+	assert_int_equal(st.bar_pins, 1);
+	/* 1000 and 512 bytes; 5000 > 4096 and 600 > 512 took the streams */
+	assert_int_equal(st.bar_copies, 2);
+	assert_int_equal(st.bar_bytes, 1512);
+	assert_int_equal(nnotes, 2);
+	ovr_gdr_release(m);
+	ovr_gdr_release(m2);
+	ovr_gdr_release(m3);
+	ovr_gdr_close(g);
+	free(src);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -537,6 +893,9 @@ int main(void)
 		cmocka_unit_test(test_fd_export),
 		cmocka_unit_test(test_async_copies),
 		cmocka_unit_test(test_batches),
+		cmocka_unit_test(test_bar_off),
+		cmocka_unit_test(test_bar_copies),
+		cmocka_unit_test(test_bar_fallback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

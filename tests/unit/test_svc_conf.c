@@ -68,6 +68,10 @@ static void test_good(void **state)
 			      "[limits]\n"
 			      "qp_per_context = 10\n"
 			      "pinned_mb_per_context = 3\n"
+			      "[gpu]\n"
+			      "gdrcopy = off\n"
+			      "gdrcopy_h2d_max = 8192\n"
+			      "gdrcopy_d2h_max = 0\n"
 			      "[tenant]\n"
 			      "vni = 100\n"
 			      "vip = 192.168.1.1 local ovrdma0\n"
@@ -89,6 +93,9 @@ static void test_good(void **state)
 	assert_string_equal(c.eal, "--no-huge -m 256 --vdev=net_memif0");
 	assert_int_equal(c.ctx_max_qp, 10);
 	assert_int_equal(c.ctx_max_pinned, 3ull << 20);
+	assert_false(c.gdrcopy);
+	assert_int_equal(c.gdrcopy_h2d_max, 8192);
+	assert_int_equal(c.gdrcopy_d2h_max, 0);
 	assert_int_equal(c.host, 0x0a000001);
 	assert_int_equal(c.ntenants, 1);
 	assert_int_equal(c.tenants[0], 100);
@@ -140,7 +147,32 @@ static const struct bad {
 	  "vni = 100\n",
 	  6, "twice" },
 	{ "[service]\nhost = 10.0.0.1\nthis line has no equals sign\n", 3, "" },
+	{ "[service]\nhost = 10.0.0.1\n[gpu]\ngdrcopy = on\n", 4,
+	  "auto or off" },
+	{ "[service]\nhost = 10.0.0.1\n[gpu]\ngdrcopy_d2h_max = 2000000\n", 4,
+	  "0..1048576" },
+	{ "[service]\nhost = 10.0.0.1\n[gpu]\ngdr = auto\n", 4,
+	  "unknown key in [gpu]" },
 };
+
+/* Without a [gpu] section: GDRCopy where it is there, the limits of
+ * docs/GPU.md. */
+static void test_gpu_defaults(void **state)
+{
+	static struct svc_conf c;
+	char msg[512];
+	(void)state;
+
+	assert_int_equal(load("[service]\nhost = 10.0.0.1\n[gpu]\n"
+			      "gdrcopy = auto\n",
+			      &c, msg, sizeof(msg)),
+			 0);
+	assert_true(c.gdrcopy);
+	assert_int_equal(c.gdrcopy_h2d_max, OVR_GDR_BAR_H2D_MAX);
+	assert_int_equal(c.gdrcopy_d2h_max, OVR_GDR_BAR_D2H_MAX);
+	svc_conf_default(&c);
+	assert_true(c.gdrcopy);
+}
 
 static void test_bad(void **state)
 {
@@ -187,6 +219,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_gpu_defaults),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_missing_file),
