@@ -257,45 +257,47 @@ FAKEGDR(int, gdr_unmap, (gdrc_t g, gdrc_mh_t handle, void *va, size_t size))
 	return rc;
 }
 
+/* Queue a posted write of @size bytes of @src to @dst (gmu held): it
+ * lands at the next read through the mapping, unmap or close. */
+static int post(struct gdrc_st *g, void *dst, const void *src, size_t size)
+{
+	struct posted *q;
+
+	if (g->n == g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 16;
+
+		q = realloc(g->q, nc * sizeof(*q));
+		if (!q)
+			return ENOMEM;
+		g->q = q;
+		g->cap = nc;
+	}
+	q = &g->q[g->n];
+	q->data = malloc(size);
+	if (!q->data)
+		return ENOMEM;
+	memcpy(q->data, src, size);
+	q->dst = dst;
+	q->len = size;
+	g->n++;
+	gst.writes++;
+	gst.write_bytes += size;
+	gst.posted_bytes += size;
+	return 0;
+}
+
 FAKEGDR(int, gdr_copy_to_mapping,
 	(gdrc_mh_t handle, void *map_d_ptr, const void *h_ptr, size_t size))
 {
 	struct fmh *m;
-	struct posted *q;
 	int rc = EINVAL;
 
 	if (!size)
 		return 0;
 	pthread_mutex_lock(&gmu);
 	m = mh_get(handle);
-	if (m && in_map(m, map_d_ptr, size) && h_ptr) {
-		struct gdrc_st *g = m->g;
-
-		rc = ENOMEM;
-		if (g->n == g->cap) {
-			size_t nc = g->cap ? g->cap * 2 : 16;
-
-			q = realloc(g->q, nc * sizeof(*q));
-			if (q) {
-				g->q = q;
-				g->cap = nc;
-			}
-		}
-		if (g->n < g->cap) {
-			q = &g->q[g->n];
-			q->data = malloc(size);
-			if (q->data) {
-				memcpy(q->data, h_ptr, size);
-				q->dst = map_d_ptr;
-				q->len = size;
-				g->n++;
-				gst.writes++;
-				gst.write_bytes += size;
-				gst.posted_bytes += size;
-				rc = 0;
-			}
-		}
-	}
+	if (m && in_map(m, map_d_ptr, size) && h_ptr)
+		rc = post(m->g, map_d_ptr, h_ptr, size);
 	pthread_mutex_unlock(&gmu);
 	return rc;
 }
