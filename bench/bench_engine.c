@@ -208,7 +208,7 @@ static void ring_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
 }
 
 static void ring_event(void *ctx, uint64_t qp_user, uint32_t qpn,
-		       enum ovr_eng_event ev)
+		       enum ovr_event ev)
 {
 	(void)ctx;
 	(void)qp_user;
@@ -267,13 +267,12 @@ static struct rig *rig_create(enum rig_kind kind, const struct ovr_pair_cfg *pc,
 		r->eng[i] = ovr_eng_create(&pc->eng, &ring_ops, n);
 		if (!r->eng[i])
 			die("ovr_eng_create", -errno);
-		rc = ovr_eng_reg_mr(r->eng[i], 1,
-				    (uint64_t)(uintptr_t)r->mem[i],
-				    pc->mem_bytes,
-				    OVR_ENG_ACCESS_LOCAL_WRITE |
-					    OVR_ENG_ACCESS_REMOTE_WRITE |
-					    OVR_ENG_ACCESS_REMOTE_READ,
-				    r->mem[i], &r->key[i]);
+		rc = ovr_eng_reg_mr(
+			r->eng[i], 1, (uint64_t)(uintptr_t)r->mem[i],
+			pc->mem_bytes,
+			OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+				OVR_ACCESS_REMOTE_READ,
+			r->mem[i], &r->key[i]);
 		if (rc)
 			die("ovr_eng_reg_mr", rc);
 	}

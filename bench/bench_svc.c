@@ -253,9 +253,8 @@ static void setup(struct node *n, const char *sock, size_t buf_len)
 		die("mmap", errno);
 	memset(n->buf, 0, buf_len);
 	n->mr = ovr_cl_reg_mr(n->cl, n->pd, n->buf, buf_len,
-			      OVR_ENG_ACCESS_LOCAL_WRITE |
-				      OVR_ENG_ACCESS_REMOTE_WRITE |
-				      OVR_ENG_ACCESS_REMOTE_READ);
+			      OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+				      OVR_ACCESS_REMOTE_READ);
 	if (!n->mr)
 		die("reg_mr", errno);
 }
@@ -265,8 +264,7 @@ static void connect_qp(struct node *n, const struct node *peer)
 	const char *what = NULL;
 	int rc = ovr_cl_connect_rc(
 		n->cl, n->qp, &n->dev, ovr_cl_qp_num(peer->qp), peer->dev.vip,
-		OVR_ENG_ACCESS_REMOTE_WRITE | OVR_ENG_ACCESS_REMOTE_READ,
-		&what);
+		OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_READ, &what);
 
 	if (rc)
 		die(what, rc);
@@ -297,8 +295,8 @@ static unsigned int reap(struct node *n)
 /* @s writes @v inline into the first 8 bytes of @d's buffer. */
 static void write8(struct node *s, const struct node *d, uint64_t v)
 {
-	struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)&v, 8, s->mr->lkey };
-	struct ovr_eng_send_wr wr = {
+	struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)&v, 8, s->mr->lkey };
+	struct ovr_cl_send_wr wr = {
 		.opcode = OVR_WR_RDMA_WRITE,
 		.send_flags = OVR_SEND_SIGNALED | OVR_SEND_INLINE,
 		.sg_list = &sg,
@@ -400,10 +398,10 @@ static uint64_t stream(struct node *a, const struct node *b,
 
 		while (a->outstanding < window) {
 			uint64_t off = (posted % nslot) * wr_size;
-			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)a->buf +
-							  off,
-						  wr_size, a->mr->lkey };
-			struct ovr_eng_send_wr wr = {
+			struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)a->buf +
+							 off,
+						 wr_size, a->mr->lkey };
+			struct ovr_cl_send_wr wr = {
 				.wr_id = posted,
 				.opcode = OVR_WR_RDMA_WRITE,
 				.send_flags = OVR_SEND_SIGNALED,
@@ -479,9 +477,8 @@ static void run_bw(struct node *a, struct node *b)
 static void run_reg(struct node *a)
 {
 	static const size_t kb[] = { 4, 64, 1024, 16384, 262144, 1048576 };
-	unsigned int access = OVR_ENG_ACCESS_LOCAL_WRITE |
-			      OVR_ENG_ACCESS_REMOTE_WRITE |
-			      OVR_ENG_ACCESS_REMOTE_READ;
+	unsigned int access = OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+			      OVR_ACCESS_REMOTE_READ;
 
 	printf("\n| region | calls | reg_mr, fresh pages µs | per GB ms | "
 	       "reg_mr again (memfd-backed already) µs | dereg_mr µs |\n"

@@ -29,8 +29,9 @@
 
 #include "ovrdma.h"
 
-/* The engine's completion values are libibverbs' (include/ovrdma/engine.h
- * says so): completions pass through unchanged, so check every one. */
+/* include/ovrdma/verbs.h's constants are libibverbs' values: work
+ * requests, completions, states and masks pass through unchanged, so
+ * check every one. */
 #define SAME(a, b) _Static_assert((int)(a) == (int)(b), #a " != " #b)
 SAME(OVR_WC_SUCCESS, IBV_WC_SUCCESS);
 SAME(OVR_WC_GRH, IBV_WC_GRH);
@@ -63,6 +64,61 @@ SAME(OVR_WR_RDMA_READ, IBV_WR_RDMA_READ);
 SAME(OVR_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
 SAME(OVR_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
 SAME(OVR_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(OVR_SEND_FENCE, IBV_SEND_FENCE);
+SAME(OVR_SEND_SIGNALED, IBV_SEND_SIGNALED);
+SAME(OVR_SEND_SOLICITED, IBV_SEND_SOLICITED);
+SAME(OVR_SEND_INLINE, IBV_SEND_INLINE);
+SAME(OVR_WC_WITH_IMM, IBV_WC_WITH_IMM);
+SAME(OVR_WC_WITH_INV, IBV_WC_WITH_INV);
+SAME(OVR_MTU_256, IBV_MTU_256);
+SAME(OVR_MTU_512, IBV_MTU_512);
+SAME(OVR_MTU_1024, IBV_MTU_1024);
+SAME(OVR_MTU_2048, IBV_MTU_2048);
+SAME(OVR_MTU_4096, IBV_MTU_4096);
+SAME(OVR_QPS_RESET, IBV_QPS_RESET);
+SAME(OVR_QPS_INIT, IBV_QPS_INIT);
+SAME(OVR_QPS_RTR, IBV_QPS_RTR);
+SAME(OVR_QPS_RTS, IBV_QPS_RTS);
+SAME(OVR_QPS_SQD, IBV_QPS_SQD);
+SAME(OVR_QPS_SQE, IBV_QPS_SQE);
+SAME(OVR_QPS_ERR, IBV_QPS_ERR);
+SAME(OVR_QPT_RC, IBV_QPT_RC);
+SAME(OVR_QPT_UD, IBV_QPT_UD);
+SAME(OVR_QP_STATE, IBV_QP_STATE);
+SAME(OVR_QP_CUR_STATE, IBV_QP_CUR_STATE);
+SAME(OVR_QP_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY);
+SAME(OVR_QP_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
+SAME(OVR_QP_PKEY_INDEX, IBV_QP_PKEY_INDEX);
+SAME(OVR_QP_PORT, IBV_QP_PORT);
+SAME(OVR_QP_QKEY, IBV_QP_QKEY);
+SAME(OVR_QP_AV, IBV_QP_AV);
+SAME(OVR_QP_PATH_MTU, IBV_QP_PATH_MTU);
+SAME(OVR_QP_TIMEOUT, IBV_QP_TIMEOUT);
+SAME(OVR_QP_RETRY_CNT, IBV_QP_RETRY_CNT);
+SAME(OVR_QP_RNR_RETRY, IBV_QP_RNR_RETRY);
+SAME(OVR_QP_RQ_PSN, IBV_QP_RQ_PSN);
+SAME(OVR_QP_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
+SAME(OVR_QP_ALT_PATH, IBV_QP_ALT_PATH);
+SAME(OVR_QP_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
+SAME(OVR_QP_SQ_PSN, IBV_QP_SQ_PSN);
+SAME(OVR_QP_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
+SAME(OVR_QP_PATH_MIG_STATE, IBV_QP_PATH_MIG_STATE);
+SAME(OVR_QP_CAP, IBV_QP_CAP);
+SAME(OVR_QP_DEST_QPN, IBV_QP_DEST_QPN);
+SAME(OVR_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
+SAME(OVR_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
+SAME(OVR_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
+SAME(OVR_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
+SAME(OVR_SRQ_MAX_WR, IBV_SRQ_MAX_WR);
+SAME(OVR_SRQ_LIMIT, IBV_SRQ_LIMIT);
+SAME(OVR_EV_QP_FATAL, IBV_EVENT_QP_FATAL);
+SAME(OVR_EV_QP_REQ_ERR, IBV_EVENT_QP_REQ_ERR);
+SAME(OVR_EV_QP_ACCESS_ERR, IBV_EVENT_QP_ACCESS_ERR);
+SAME(OVR_EV_COMM_EST, IBV_EVENT_COMM_EST);
+SAME(OVR_EV_SQ_DRAINED, IBV_EVENT_SQ_DRAINED);
+SAME(OVR_EV_SRQ_LIMIT_REACHED, IBV_EVENT_SRQ_LIMIT_REACHED);
+SAME(OVR_EV_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
+SAME(OVR_QP_ATTR_ALL, (IBV_QP_DEST_QPN << 1) - 1);
 #undef SAME
 
 #define OVRDMA_FW_VERSION "ovrdma-0.1.0"
@@ -79,19 +135,14 @@ SAME(OVR_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
 #define POLL_CHUNK 16
 
 /* Work-request scatter lists are handed to the client as they are. */
-_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ovr_eng_sge) &&
+_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ovr_cl_sge) &&
 		       offsetof(struct ibv_sge, addr) ==
-			       offsetof(struct ovr_eng_sge, addr) &&
+			       offsetof(struct ovr_cl_sge, addr) &&
 		       offsetof(struct ibv_sge, length) ==
-			       offsetof(struct ovr_eng_sge, length) &&
+			       offsetof(struct ovr_cl_sge, length) &&
 		       offsetof(struct ibv_sge, lkey) ==
-			       offsetof(struct ovr_eng_sge, lkey),
-	       "ibv_sge and ovr_eng_sge differ");
-/* ovr_ctl_qp_attr's mask is ibv_qp_attr_mask. */
-_Static_assert(OVR_ENG_ATTR_AV == IBV_QP_AV &&
-		       OVR_ENG_ATTR_DEST_QPN == IBV_QP_DEST_QPN &&
-		       OVR_ENG_ATTR_CAP == IBV_QP_CAP,
-	       "QP attribute masks differ");
+			       offsetof(struct ovr_cl_sge, lkey),
+	       "ibv_sge and ovr_cl_sge differ");
 
 /* ---- device and port ----------------------------------------------------- */
 
@@ -844,8 +895,8 @@ static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 		ctx->cl, to_opd(ibpd)->handle, to_ocq(attr->send_cq)->cq,
 		to_ocq(attr->recv_cq)->cq,
 		attr->srq ? to_osrq(attr->srq)->srq : NULL,
-		attr->qp_type == IBV_QPT_UD ? OVR_CTL_QPT_UD : OVR_CTL_QPT_RC,
-		&cap, attr->sq_sig_all != 0, (uint64_t)(uintptr_t)q);
+		attr->qp_type == IBV_QPT_UD ? OVR_QPT_UD : OVR_QPT_RC, &cap,
+		attr->sq_sig_all != 0, (uint64_t)(uintptr_t)q);
 	if (!qp->qp) {
 		int e = errno;
 
@@ -1001,7 +1052,7 @@ static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 	 IBV_SEND_INLINE)
 
 /* One work request into the client's form; 0 or a positive errno. */
-static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w,
+static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 		   bool ud)
 {
 	bool inl = wr->send_flags & IBV_SEND_INLINE;
@@ -1009,11 +1060,11 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_eng_send_wr *w,
 	if (wr->send_flags & ~(unsigned int)SEND_FLAGS_SUPPORTED ||
 	    wr->num_sge < 0 || (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	*w = (struct ovr_eng_send_wr){
+	*w = (struct ovr_cl_send_wr){
 		.wr_id = wr->wr_id,
 		.opcode = wr->opcode,
 		.send_flags = wr->send_flags,
-		.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
+		.sg_list = (const struct ovr_cl_sge *)wr->sg_list,
 		.num_sge = (uint32_t)wr->num_sge,
 	};
 	if (ud) {
@@ -1069,7 +1120,7 @@ static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	bool ud = ibqp->qp_type == IBV_QPT_UD;
 
 	for (; wr; wr = wr->next) {
-		struct ovr_eng_send_wr w;
+		struct ovr_cl_send_wr w;
 		int rc = send_wr(wr, &w, ud);
 
 		if (!rc)
@@ -1088,9 +1139,9 @@ static int post_recv_list(struct ovr_cl_qp *qp, struct ovr_cl_srq *srq,
 			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	for (; wr; wr = wr->next) {
-		struct ovr_eng_recv_wr w = {
+		struct ovr_cl_recv_wr w = {
 			.wr_id = wr->wr_id,
-			.sg_list = (const struct ovr_eng_sge *)wr->sg_list,
+			.sg_list = (const struct ovr_cl_sge *)wr->sg_list,
 			.num_sge = (uint32_t)wr->num_sge,
 		};
 		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?

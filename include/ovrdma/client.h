@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include <ovrdma/ctl.h>
-#include <ovrdma/engine.h>
+#include <ovrdma/verbs.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +46,41 @@ struct ovr_cl_mr {
 	uint32_t rkey;
 	void *addr;
 	size_t length;
+};
+
+/*
+ * Work requests, in the verbs' shape: ovr_cl_sge is laid out as struct
+ * ibv_sge (the provider hands scatter lists over as they are; it checks
+ * that with static_asserts) and as the ring's struct ovr_ring_sge.
+ */
+struct ovr_cl_sge {
+	uint64_t addr; /* application virtual address */
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct ovr_cl_send_wr {
+	uint64_t wr_id;
+	uint32_t opcode; /* enum ovr_wr_opcode */
+	uint32_t send_flags; /* enum ovr_send_flags */
+	const struct ovr_cl_sge *sg_list;
+	uint32_t num_sge;
+	uint32_t imm_data; /* passed through untouched (verbs: big-endian) */
+	uint32_t invalidate_rkey; /* SEND_WITH_INV */
+	uint32_t rkey; /* WRITE*, READ, atomics */
+	uint64_t remote_addr;
+	uint64_t compare_add; /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	uint64_t swap;
+	/* UD only (ibv_send_wr.wr.ud) */
+	uint64_t ud_peer; /* the AH handle (ovr_cl_create_ah) */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey; /* bit 31 set: use the QP's own qkey */
+};
+
+struct ovr_cl_recv_wr {
+	uint64_t wr_id;
+	const struct ovr_cl_sge *sg_list;
+	uint32_t num_sge;
 };
 
 struct ovr_cl_wc {
@@ -124,7 +159,7 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 /*
  * The general form: @srq (or NULL) gives the QP its receives (then
  * cap->max_recv_* are ignored and ovr_cl_post_recv is EINVAL);
- * @qp_type OVR_CTL_QPT_RC or OVR_CTL_QPT_UD.
+ * @qp_type OVR_QPT_RC or OVR_QPT_UD.
  */
 struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
 				      struct ovr_cl_cq *send_cq,
@@ -159,16 +194,16 @@ int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
  * wr->remote_qpn and wr->remote_qkey the destination QP and its Q_Key
  * (bit 31 set: the QP's own); only SEND and SEND_WITH_IMM.
  */
-int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr);
-int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr);
+int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr);
+int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr);
 
 /*
  * Shared receive queues. @attr->max_wr / max_sge as ibv_create_srq
  * (srq_limit ignored); ovr_cl_srq_attr gives what was granted. Their
  * receives complete on the recv CQ of the QP that took them, with its
  * qp_num and qp_user. SRQ_LIMIT_REACHED (15) arrives on the async fd
- * with @user_handle as the element. modify: @mask = OVR_ENG_SRQ_LIMIT
- * arms the limit, OVR_ENG_SRQ_MAX_WR grows max_wr (up to 4x what create
+ * with @user_handle as the element. modify: @mask = OVR_SRQ_LIMIT
+ * arms the limit, OVR_SRQ_MAX_WR grows max_wr (up to 4x what create
  * granted, at most 16384).
  */
 struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
@@ -185,7 +220,7 @@ int ovr_cl_query_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 		       uint32_t *events);
 int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
-			 const struct ovr_eng_recv_wr *wr);
+			 const struct ovr_cl_recv_wr *wr);
 
 /* Address handles for UD sends: @attr->pd is the PD, dgid ::ffff:<vIP>
  * of the device's tenant, is_global 1. */

@@ -28,6 +28,8 @@
 
 #include <stdint.h>
 
+#include <ovrdma/verbs.h>
+
 #define OVR_CTL_VERSION \
 	4u /* 2: SRQs, UD QPs, address handles; 3: GPU MRs;
 			    4: GPU device UUIDs */
@@ -236,14 +238,11 @@ struct ovr_ctl_qp_cap {
 	uint32_t rsvd;
 };
 
-#define OVR_CTL_QPT_RC 2u /* IBV_QPT_RC */
-#define OVR_CTL_QPT_UD 4u /* IBV_QPT_UD */
-
 /*
  * CREATE_QP: @srq names an SRQ of the same PD (its handle from
  * CREATE_SRQ) or 0; with one, cap.max_recv_wr / max_recv_sge are
  * ignored and the reply's rq_depth is 0 (no receive ring). @qp_type
- * OVR_CTL_QPT_UD makes a UD QP: MODIFY_QP follows verbs' UD table (QKEY
+ * OVR_QPT_UD makes a UD QP: MODIFY_QP follows verbs' UD table (QKEY
  * at INIT, no AV ever), its send WQEs name an AH (ring.h).
  */
 struct ovr_ctl_create_qp_req {
@@ -251,7 +250,7 @@ struct ovr_ctl_create_qp_req {
 	uint32_t send_cq;
 	uint32_t recv_cq;
 	uint32_t srq; /* 0: none */
-	uint32_t qp_type; /* OVR_CTL_QPT_* */
+	uint32_t qp_type; /* OVR_QPT_* */
 	uint32_t sq_sig_all;
 	struct ovr_ctl_qp_cap cap;
 	uint64_t user_handle; /* the element of async events */

@@ -14,10 +14,8 @@
  * Threading: an engine is single-threaded; run one per dataplane thread.
  * Nothing here allocates after ovr_eng_create / ovr_eng_qp_create.
  *
- * Values of the enums below equal libibverbs' (enum ibv_wr_opcode,
- * ibv_wc_status, ibv_wc_opcode, ibv_send_flags, ibv_access_flags,
- * ibv_qp_attr_mask, ibv_qp_state, ibv_mtu) so the provider passes them
- * through; the provider checks that with static_asserts.
+ * Opcodes, statuses, flags, states and masks are the verbs-valued
+ * constants of include/ovrdma/verbs.h.
  */
 #ifndef OVRDMA_ENGINE_H
 #define OVRDMA_ENGINE_H
@@ -27,121 +25,11 @@
 #include <stdint.h>
 
 #include <ovrdma/cc.h>
+#include <ovrdma/verbs.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- verbs-valued enums ------------------------------------------------ */
-
-enum ovr_wr_opcode {
-	OVR_WR_RDMA_WRITE = 0,
-	OVR_WR_RDMA_WRITE_WITH_IMM = 1,
-	OVR_WR_SEND = 2,
-	OVR_WR_SEND_WITH_IMM = 3,
-	OVR_WR_RDMA_READ = 4,
-	OVR_WR_ATOMIC_CMP_AND_SWP = 5,
-	OVR_WR_ATOMIC_FETCH_AND_ADD = 6,
-	OVR_WR_SEND_WITH_INV = 9,
-};
-
-enum ovr_send_flags {
-	OVR_SEND_FENCE = 1,
-	OVR_SEND_SIGNALED = 2,
-	OVR_SEND_SOLICITED = 4,
-	OVR_SEND_INLINE = 8,
-};
-
-enum ovr_wc_status {
-	OVR_WC_SUCCESS = 0,
-	OVR_WC_LOC_LEN_ERR = 1,
-	OVR_WC_LOC_QP_OP_ERR = 2,
-	OVR_WC_LOC_PROT_ERR = 4,
-	OVR_WC_WR_FLUSH_ERR = 5,
-	OVR_WC_BAD_RESP_ERR = 7,
-	OVR_WC_LOC_ACCESS_ERR = 8,
-	OVR_WC_REM_INV_REQ_ERR = 9,
-	OVR_WC_REM_ACCESS_ERR = 10,
-	OVR_WC_REM_OP_ERR = 11,
-	OVR_WC_RETRY_EXC_ERR = 12,
-	OVR_WC_RNR_RETRY_EXC_ERR = 13,
-	OVR_WC_FATAL_ERR = 19,
-	OVR_WC_GENERAL_ERR = 21,
-	OVR_WC_REM_ABORT_ERR = 16, /* the peer QP terminated (TERMINATE) */
-};
-
-enum ovr_wc_opcode {
-	OVR_WC_SEND = 0,
-	OVR_WC_RDMA_WRITE = 1,
-	OVR_WC_RDMA_READ = 2,
-	OVR_WC_COMP_SWAP = 3,
-	OVR_WC_FETCH_ADD = 4,
-	OVR_WC_RECV = 128,
-	OVR_WC_RECV_RDMA_WITH_IMM = 129,
-};
-
-enum ovr_wc_flags {
-	OVR_WC_GRH = 1, /* UD: the first 40 bytes received are a GRH */
-	OVR_WC_WITH_IMM = 2,
-	OVR_WC_WITH_INV = 8,
-	/* A receive of a message the sender marked solicited
-	 * (OVR_SEND_SOLICITED, OVR_F_SE on the wire): what a solicited-only
-	 * CQ arm waits for. Not an ibv_wc flag: the service strips it. */
-	OVR_WC_SOLICITED = 1u << 7,
-};
-
-/* IBV_MTU_256 .. IBV_MTU_4096 */
-enum ovr_mtu {
-	OVR_MTU_256 = 1,
-	OVR_MTU_512 = 2,
-	OVR_MTU_1024 = 3,
-	OVR_MTU_2048 = 4,
-	OVR_MTU_4096 = 5,
-};
-
-/* QP states, types, attribute masks and access flags: dataplane/qpstate.h
- * and dataplane/mrtab.h define them with the verbs values; repeated here
- * as plain numbers for users of this header alone. */
-#define OVR_ENG_QPS_RESET 0
-#define OVR_ENG_QPS_INIT 1
-#define OVR_ENG_QPS_RTR 2
-#define OVR_ENG_QPS_RTS 3
-#define OVR_ENG_QPS_SQD 4
-#define OVR_ENG_QPS_SQE 5
-#define OVR_ENG_QPS_ERR 6
-
-#define OVR_ENG_QPT_RC 2 /* IBV_QPT_RC */
-#define OVR_ENG_QPT_UD 4 /* IBV_QPT_UD */
-
-/* A UD receive buffer starts with this many bytes of GRH (verbs). */
-#define OVR_ENG_GRH_LEN 40
-
-#define OVR_ENG_ACCESS_LOCAL_WRITE 1u
-#define OVR_ENG_ACCESS_REMOTE_WRITE 2u
-#define OVR_ENG_ACCESS_REMOTE_READ 4u
-#define OVR_ENG_ACCESS_REMOTE_ATOMIC 8u
-
-#define OVR_ENG_ATTR_STATE (1u << 0)
-#define OVR_ENG_ATTR_CUR_STATE (1u << 1)
-#define OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY (1u << 2)
-#define OVR_ENG_ATTR_ACCESS_FLAGS (1u << 3)
-#define OVR_ENG_ATTR_PKEY_INDEX (1u << 4)
-#define OVR_ENG_ATTR_PORT (1u << 5)
-#define OVR_ENG_ATTR_QKEY (1u << 6)
-#define OVR_ENG_ATTR_AV (1u << 7)
-#define OVR_ENG_ATTR_PATH_MTU (1u << 8)
-#define OVR_ENG_ATTR_TIMEOUT (1u << 9)
-#define OVR_ENG_ATTR_RETRY_CNT (1u << 10)
-#define OVR_ENG_ATTR_RNR_RETRY (1u << 11)
-#define OVR_ENG_ATTR_RQ_PSN (1u << 12)
-#define OVR_ENG_ATTR_MAX_QP_RD_ATOMIC (1u << 13)
-#define OVR_ENG_ATTR_ALT_PATH (1u << 14)
-#define OVR_ENG_ATTR_MIN_RNR_TIMER (1u << 15)
-#define OVR_ENG_ATTR_SQ_PSN (1u << 16)
-#define OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC (1u << 17)
-#define OVR_ENG_ATTR_PATH_MIG_STATE (1u << 18)
-#define OVR_ENG_ATTR_CAP (1u << 19)
-#define OVR_ENG_ATTR_DEST_QPN (1u << 20)
 
 /* ---- work requests and completions ------------------------------------- */
 
@@ -204,20 +92,6 @@ enum ovr_eng_verr {
 	OVR_VERR_TERM = 0x110,
 };
 
-/* Asynchronous events (values of enum ibv_event_type). */
-enum ovr_eng_event {
-	OVR_EV_QP_FATAL = 1, /* IBV_EVENT_QP_FATAL */
-	OVR_EV_QP_REQ_ERR = 2, /* IBV_EVENT_QP_REQ_ERR */
-	OVR_EV_QP_ACCESS_ERR = 3, /* IBV_EVENT_QP_ACCESS_ERR */
-	OVR_EV_COMM_EST = 4, /* IBV_EVENT_COMM_EST */
-	OVR_EV_SQ_DRAINED = 5, /* IBV_EVENT_SQ_DRAINED */
-	/* a QP that takes its receives from an SRQ went to ERROR and every
-	 * receive it had taken has completed (flushed) */
-	OVR_EV_QP_LAST_WQE_REACHED = 16, /* IBV_EVENT_QP_LAST_WQE_REACHED */
-	/* through ops->srq_event: fewer receives than the armed limit */
-	OVR_EV_SRQ_LIMIT_REACHED = 15, /* IBV_EVENT_SRQ_LIMIT_REACHED */
-};
-
 /* ---- queue pairs ------------------------------------------------------- */
 
 struct ovr_eng_qp_cap {
@@ -239,14 +113,14 @@ struct ovr_eng_qp_init {
 	 * cap.max_recv_wr / max_recv_sge are ignored (reported 0) and
 	 * ovr_eng_post_recv on the QP is EINVAL */
 	uint32_t srq;
-	uint32_t qp_type; /* OVR_ENG_QPT_RC (or 0) or OVR_ENG_QPT_UD */
+	uint32_t qp_type; /* OVR_QPT_RC (or 0) or OVR_QPT_UD */
 };
 
 struct ovr_eng_qp_attr {
 	uint32_t qp_state;
 	uint32_t cur_qp_state;
 	uint32_t path_mtu; /* enum ovr_mtu */
-	uint32_t qp_access_flags; /* OVR_ENG_ACCESS_REMOTE_* */
+	uint32_t qp_access_flags; /* OVR_ACCESS_REMOTE_* */
 	uint32_t dest_qp_num;
 	uint32_t rq_psn;
 	uint32_t sq_psn;
@@ -305,11 +179,11 @@ struct ovr_eng_ops {
 	void (*cqe)(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc);
 	/* An asynchronous event on a QP. */
 	void (*event)(void *ctx, uint64_t qp_user, uint32_t qpn,
-		      enum ovr_eng_event ev);
+		      enum ovr_event ev);
 	/* (optional) An asynchronous event on a shared receive queue: only
 	 * OVR_EV_SRQ_LIMIT_REACHED; @srq_user is the SRQ's init user. */
 	void (*srq_event)(void *ctx, uint64_t srq_user, uint32_t srqn,
-			  enum ovr_eng_event ev);
+			  enum ovr_event ev);
 	/*
 	 * (optional) The 40-byte GRH of a datagram that UD QP @qp_user
 	 * accepted from @from (ovr_eng_rx_from's address vector): fill
@@ -319,7 +193,7 @@ struct ovr_eng_ops {
 	 * and the flag clear. Called before the completion.
 	 */
 	void (*ud_grh)(void *ctx, uint64_t qp_user, uint64_t from,
-		       uint8_t grh[OVR_ENG_GRH_LEN]);
+		       uint8_t grh[OVR_GRH_LEN]);
 	/*
 	 * (optional; needed for ovr_eng_reg_mr_dev) Copy @len bytes between
 	 * @host and offset @off of device memory @dev (the cookie given at
@@ -428,7 +302,7 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
  * retransmission. A message longer than the QP's MTU (query path_mtu:
  * the largest verbs MTU a PDU of cfg.max_pdu carries) completes
  * successfully without being sent, as the IB spec (C10-93.1.1) says.
- * Receives take OVR_ENG_GRH_LEN bytes of GRH then the payload; byte_len
+ * Receives take OVR_GRH_LEN bytes of GRH then the payload; byte_len
  * counts both; src_qp is the sender's QPN.
  */
 int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
@@ -465,10 +339,6 @@ struct ovr_eng_srq_attr {
 	uint32_t srq_limit; /* modify: arm at this level; 0 disarms */
 };
 
-/* = enum ibv_srq_attr_mask */
-#define OVR_ENG_SRQ_MAX_WR (1u << 0)
-#define OVR_ENG_SRQ_LIMIT (1u << 1)
-
 struct ovr_eng_srq_init {
 	uint32_t pd; /* QPs using it must be in the same pd */
 	uint64_t user; /* passed to ops->srq_event */
@@ -484,10 +354,10 @@ struct ovr_eng_srq_init {
 int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
 		       uint32_t *srqn);
 /*
- * ibv_modify_srq. OVR_ENG_SRQ_LIMIT arms the limit event: the first time
+ * ibv_modify_srq. OVR_SRQ_LIMIT arms the limit event: the first time
  * a QP takes a receive that leaves fewer than srq_limit posted, ops->
  * srq_event gets OVR_EV_SRQ_LIMIT_REACHED once and the limit disarms
- * (reads 0). OVR_ENG_SRQ_MAX_WR grows the queue (posted receives kept);
+ * (reads 0). OVR_SRQ_MAX_WR grows the queue (posted receives kept);
  * shrinking is -EINVAL. 0, -EINVAL or -ENOMEM.
  */
 int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,

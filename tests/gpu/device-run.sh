@@ -122,7 +122,7 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
 	echo "EAL: $OVRDMA_EAL_EXTRA"
 	echo "shadowed by the system's own: $(ls "$prefix/shadowed" | tr '\n' ' ')"
 	local f bad=0
-	for f in "$build/dataplane/ovrdmad" "$build/tools/ovrdma-fabric" \
+	for f in "$build/service/ovrdmad" "$build/tools/ovrdma-fabric" \
 		"$build/tests/integration/verbs_gdr" \
 		"$build/provider/libovrdma-rdmav34.so" $OVRDMA_EAL_EXTRA; do
 		[ "$f" = -d ] && continue
@@ -132,7 +132,7 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
 			bad=1
 		fi
 	done
-	ldd "$build/dataplane/ovrdmad" | grep -E 'librte_eal|libisal|liburcu'
+	ldd "$build/service/ovrdmad" | grep -E 'librte_eal|libisal|liburcu'
 	ip -V && ethtool --version | head -1
 	return $bad
 }

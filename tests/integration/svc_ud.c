@@ -91,7 +91,7 @@ static void setup(struct node *n, const char *sock, const char *dev,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	CHECK(n->buf != MAP_FAILED, "mmap");
 	n->mr = ovr_cl_reg_mr(n->cl, n->pd, n->buf, 1 << 20,
-			      OVR_ENG_ACCESS_LOCAL_WRITE);
+			      OVR_ACCESS_LOCAL_WRITE);
 	if (!n->mr)
 		die("reg_mr", errno);
 	n->cq = ovr_cl_create_cq(n->cl, 64, OVR_CTL_NO_CHANNEL, 0);
@@ -107,37 +107,36 @@ static void setup(struct node *n, const char *sock, const char *dev,
 		CHECK(sa.max_wr >= 16 && sa.max_sge == 1, "srq attr granted");
 	}
 	n->qp = ovr_cl_create_qp_ex(n->cl, n->pd, n->cq, n->cq, n->srq,
-				    OVR_CTL_QPT_UD, &cap, false, 0x77);
+				    OVR_QPT_UD, &cap, false, 0x77);
 	if (!n->qp)
 		die("create_qp UD", errno);
-	a.qp_state = OVR_ENG_QPS_INIT;
+	a.qp_state = OVR_QPS_INIT;
 	a.qkey = QKEY;
 	a.port_num = 1;
 	rc = ovr_cl_modify_qp(n->cl, n->qp, &a,
-			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-				      OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_QKEY);
+			      OVR_QP_STATE | OVR_QP_PKEY_INDEX | OVR_QP_PORT |
+				      OVR_QP_QKEY);
 	if (rc)
 		die("modify INIT", rc);
 	/* a UD QP takes no address vector */
-	a.qp_state = OVR_ENG_QPS_RTR;
+	a.qp_state = OVR_QPS_RTR;
 	a.dest_qp_num = 5;
 	CHECK(ovr_cl_modify_qp(n->cl, n->qp, &a,
-			       OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-				       OVR_ENG_ATTR_DEST_QPN) == -EINVAL,
+			       OVR_QP_STATE | OVR_QP_AV | OVR_QP_DEST_QPN) ==
+		      -EINVAL,
 	      "RTR with an AV refused on UD");
-	rc = ovr_cl_modify_qp(n->cl, n->qp, &a, OVR_ENG_ATTR_STATE);
+	rc = ovr_cl_modify_qp(n->cl, n->qp, &a, OVR_QP_STATE);
 	if (rc)
 		die("modify RTR", rc);
-	a.qp_state = OVR_ENG_QPS_RTS;
+	a.qp_state = OVR_QPS_RTS;
 	a.sq_psn = 0;
-	rc = ovr_cl_modify_qp(n->cl, n->qp, &a,
-			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN);
+	rc = ovr_cl_modify_qp(n->cl, n->qp, &a, OVR_QP_STATE | OVR_QP_SQ_PSN);
 	if (rc)
 		die("modify RTS", rc);
 	rc = ovr_cl_query_qp(n->cl, n->qp, &a);
 	if (rc)
 		die("query_qp", rc);
-	CHECK(a.qkey == QKEY && a.qp_state == OVR_ENG_QPS_RTS, "query qkey");
+	CHECK(a.qkey == QKEY && a.qp_state == OVR_QPS_RTS, "query qkey");
 }
 
 static void make_ah(struct node *n, uint32_t vip)
@@ -157,17 +156,17 @@ static void make_ah(struct node *n, uint32_t vip)
 
 static void send_one(struct node *n, uint32_t qpn, uint8_t seed)
 {
-	struct ovr_eng_sge sg = { .addr = (uint64_t)(uintptr_t)n->buf,
-				  .length = PAYLOAD,
-				  .lkey = n->mr->lkey };
-	struct ovr_eng_send_wr wr = { .wr_id = seed,
-				      .opcode = OVR_WR_SEND,
-				      .send_flags = OVR_SEND_SIGNALED,
-				      .sg_list = &sg,
-				      .num_sge = 1,
-				      .ud_peer = n->ah,
-				      .remote_qpn = qpn,
-				      .remote_qkey = QKEY };
+	struct ovr_cl_sge sg = { .addr = (uint64_t)(uintptr_t)n->buf,
+				 .length = PAYLOAD,
+				 .lkey = n->mr->lkey };
+	struct ovr_cl_send_wr wr = { .wr_id = seed,
+				     .opcode = OVR_WR_SEND,
+				     .send_flags = OVR_SEND_SIGNALED,
+				     .sg_list = &sg,
+				     .num_sge = 1,
+				     .ud_peer = n->ah,
+				     .remote_qpn = qpn,
+				     .remote_qkey = QKEY };
 	struct ovr_cl_wc wc;
 	int rc, k;
 	time_t t0 = time(NULL);
@@ -273,15 +272,15 @@ int main(int argc, char **argv)
 
 	/* receives on A's SRQ, each 40 + PAYLOAD bytes apart */
 	for (uint32_t i = 0; i < NRECV; i++) {
-		struct ovr_eng_sge sg = {
+		struct ovr_cl_sge sg = {
 			.addr = (uint64_t)(uintptr_t)(a.buf + i * 2048),
 			.length = 2048,
 			.lkey = a.mr->lkey
 		};
-		struct ovr_eng_recv_wr wr = { .wr_id = 1000 + i,
-					      .sg_list = &sg,
-					      .num_sge = 1 };
-		struct ovr_eng_recv_wr bad = { .wr_id = 1, .num_sge = 0 };
+		struct ovr_cl_recv_wr wr = { .wr_id = 1000 + i,
+					     .sg_list = &sg,
+					     .num_sge = 1 };
+		struct ovr_cl_recv_wr bad = { .wr_id = 1, .num_sge = 0 };
 
 		rc = ovr_cl_post_srq_recv(a.srq, &wr);
 		if (rc)
@@ -290,7 +289,7 @@ int main(int argc, char **argv)
 			CHECK(ovr_cl_post_recv(a.qp, &bad) == EINVAL,
 			      "post_recv on a QP with an SRQ refused");
 	}
-	rc = ovr_cl_modify_srq(a.cl, a.srq, &sa, OVR_ENG_SRQ_LIMIT);
+	rc = ovr_cl_modify_srq(a.cl, a.srq, &sa, OVR_SRQ_LIMIT);
 	if (rc)
 		die("modify_srq limit", rc);
 	rc = ovr_cl_query_srq(a.cl, a.srq, &sa);

@@ -176,12 +176,12 @@ static void post_recvs(struct node *d, unsigned int *rposted,
 		       unsigned int nchunks)
 {
 	while (*rposted < nchunks) {
-		struct ovr_eng_sge sg = {
+		struct ovr_cl_sge sg = {
 			(uint64_t)(uintptr_t)(d->buf +
 					      (size_t)*rposted * CHUNK),
 			CHUNK, d->mr->lkey
 		};
-		struct ovr_eng_recv_wr rw = { *rposted, &sg, 1 };
+		struct ovr_cl_recv_wr rw = { *rposted, &sg, 1 };
 		int rc = ovr_cl_post_recv(d->qp, &rw);
 
 		if (rc == ENOMEM)
@@ -232,7 +232,7 @@ static void move(struct node *s, struct node *d, uint32_t op, const char *what)
 		while (posted < nchunks && posted - done < DEPTH &&
 		       (!send || posted < rposted)) {
 			size_t off = (size_t)posted * CHUNK;
-			struct ovr_eng_sge sg = {
+			struct ovr_cl_sge sg = {
 				(uint64_t)(uintptr_t)((op == OVR_WR_RDMA_READ ?
 							       d->buf :
 							       s->buf) +
@@ -241,7 +241,7 @@ static void move(struct node *s, struct node *d, uint32_t op, const char *what)
 				op == OVR_WR_RDMA_READ ? d->mr->lkey :
 							 s->mr->lkey
 			};
-			struct ovr_eng_send_wr wr = {
+			struct ovr_cl_send_wr wr = {
 				.wr_id = posted,
 				.opcode = op,
 				.send_flags = OVR_SEND_SIGNALED,
@@ -324,9 +324,9 @@ static void round_trip(struct node *s, struct node *d, uint32_t op,
 
 static void atomics(struct node *s, struct node *d)
 {
-	struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)s->atom, 8,
-				  s->amr->lkey };
-	struct ovr_eng_send_wr wr = {
+	struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)s->atom, 8,
+				 s->amr->lkey };
+	struct ovr_cl_send_wr wr = {
 		.opcode = OVR_WR_ATOMIC_FETCH_AND_ADD,
 		.send_flags = OVR_SEND_SIGNALED,
 		.sg_list = &sg,
@@ -428,11 +428,10 @@ static int many_qps(struct node *a, struct node *b, unsigned int nq)
 		for (int s = 0; s < 2; s++) {
 			struct node *n = side[s], *p = side[!s];
 			size_t off = (size_t)(s ? nq + i : i) * piece;
-			struct ovr_eng_sge sg = {
-				(uint64_t)(uintptr_t)(n->buf + off),
-				(uint32_t)piece, n->mr->lkey
-			};
-			struct ovr_eng_send_wr wr = {
+			struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)(n->buf +
+								       off),
+						 (uint32_t)piece, n->mr->lkey };
+			struct ovr_cl_send_wr wr = {
 				.wr_id = i,
 				.opcode = OVR_WR_RDMA_WRITE,
 				.send_flags = OVR_SEND_SIGNALED,
@@ -536,10 +535,10 @@ static int peer_kill(const char *sock_a, const char *sock_b, const char *dev_a,
 
 		while (!t_kill && posted - done < DEPTH) {
 			size_t off = (size_t)(posted % (len / CHUNK)) * CHUNK;
-			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)b.buf +
-							  off,
-						  CHUNK, b.mr->lkey };
-			struct ovr_eng_send_wr wr = {
+			struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)b.buf +
+							 off,
+						 CHUNK, b.mr->lkey };
+			struct ovr_cl_send_wr wr = {
 				.wr_id = posted,
 				.opcode = posted % 2 ? OVR_WR_RDMA_READ :
 						       OVR_WR_RDMA_WRITE,
@@ -644,9 +643,9 @@ int main(int argc, char **argv)
 		memset(b.buf, 0x5a, b.len);
 		fill(a.buf, CHUNK, 9);
 		{
-			struct ovr_eng_sge sg = { (uint64_t)(uintptr_t)a.buf,
-						  CHUNK, a.mr->lkey };
-			struct ovr_eng_send_wr wr = {
+			struct ovr_cl_sge sg = { (uint64_t)(uintptr_t)a.buf,
+						 CHUNK, a.mr->lkey };
+			struct ovr_cl_send_wr wr = {
 				.opcode = OVR_WR_RDMA_WRITE,
 				.send_flags = OVR_SEND_SIGNALED,
 				.sg_list = &sg,

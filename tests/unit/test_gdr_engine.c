@@ -323,17 +323,16 @@ static void node_engine(struct rig *r, struct node *n, bool pipe,
 	pc.eng.dev_batches = batches;
 	n->eng = ovr_eng_create(&pc.eng, pipe ? &t_ops_pipe : &t_ops, n);
 	assert_non_null(n->eng);
-	assert_int_equal(
-		ovr_eng_reg_mr_dev(n->eng, 1, n->va, DEV_LEN,
-				   OVR_ENG_ACCESS_LOCAL_WRITE |
-					   OVR_ENG_ACCESS_REMOTE_WRITE |
-					   OVR_ENG_ACCESS_REMOTE_READ,
-				   n->dev, 0, &n->key),
-		0);
+	assert_int_equal(ovr_eng_reg_mr_dev(n->eng, 1, n->va, DEV_LEN,
+					    OVR_ACCESS_LOCAL_WRITE |
+						    OVR_ACCESS_REMOTE_WRITE |
+						    OVR_ACCESS_REMOTE_READ,
+					    n->dev, 0, &n->key),
+			 0);
 	assert_int_equal(ovr_eng_reg_mr(n->eng, 1, (uintptr_t)n->host, DEV_LEN,
-					OVR_ENG_ACCESS_LOCAL_WRITE |
-						OVR_ENG_ACCESS_REMOTE_WRITE |
-						OVR_ENG_ACCESS_REMOTE_READ,
+					OVR_ACCESS_LOCAL_WRITE |
+						OVR_ACCESS_REMOTE_WRITE |
+						OVR_ACCESS_REMOTE_READ,
 					n->host, &n->hkey),
 			 0);
 	(void)r;
@@ -411,8 +410,8 @@ static void connect(struct rig *r, uint32_t qpn[2])
 	const uint32_t pd[2] = { 1, 1 };
 
 	ovr_pair_qp_params_default(&qp);
-	qp.access = OVR_ENG_ACCESS_LOCAL_WRITE | OVR_ENG_ACCESS_REMOTE_WRITE |
-		    OVR_ENG_ACCESS_REMOTE_READ;
+	qp.access = OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+		    OVR_ACCESS_REMOTE_READ;
 	assert_int_equal(ovr_eng_connect_two(eng, pd, &qp, 0, r->now, qpn), 0);
 	r->n[0].ncqe = r->n[1].ncqe = 0;
 }
@@ -1119,9 +1118,9 @@ static int post_at(struct rig *r, int i, uint32_t qpn, uint32_t op,
 static void test_bar_mixed(void **state)
 {
 	enum { BIG = 256 * 1024, SMALL = 1000, SLEN = 800 };
-	const unsigned int acc = OVR_ENG_ACCESS_LOCAL_WRITE |
-				 OVR_ENG_ACCESS_REMOTE_WRITE |
-				 OVR_ENG_ACCESS_REMOTE_READ;
+	const unsigned int acc = OVR_ACCESS_LOCAL_WRITE |
+				 OVR_ACCESS_REMOTE_WRITE |
+				 OVR_ACCESS_REMOTE_READ;
 	struct rig *r = *state;
 	const size_t srclen = 2 * BIG + 4 * 4096;
 	uint8_t *src = malloc(srclen), *want = malloc(BIG);

@@ -54,10 +54,8 @@ void ovr_pair_qp_params_default(struct ovr_pair_qp_params *p)
 			 .max_send_sge = 4,
 			 .max_recv_sge = 4,
 			 .max_inline_data = 256 },
-		.access = OVR_ENG_ACCESS_LOCAL_WRITE |
-			  OVR_ENG_ACCESS_REMOTE_WRITE |
-			  OVR_ENG_ACCESS_REMOTE_READ |
-			  OVR_ENG_ACCESS_REMOTE_ATOMIC,
+		.access = OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+			  OVR_ACCESS_REMOTE_READ | OVR_ACCESS_REMOTE_ATOMIC,
 		.mtu = OVR_MTU_4096,
 		.timeout = 14,
 		.retry_cnt = 7,
@@ -120,7 +118,7 @@ static void pair_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
 }
 
 static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
-		       enum ovr_eng_event ev)
+		       enum ovr_event ev)
 {
 	struct ovr_pair_node *n = ctx;
 
@@ -131,7 +129,7 @@ static void pair_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 }
 
 static void pair_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
-			   enum ovr_eng_event ev)
+			   enum ovr_event ev)
 {
 	struct ovr_pair_node *n = ctx;
 
@@ -144,10 +142,10 @@ static void pair_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
 /* A recognisable GRH: where it came from, then the receiving QP's user
  * value, then 0xab. */
 static void pair_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
-			uint8_t grh[OVR_ENG_GRH_LEN])
+			uint8_t grh[OVR_GRH_LEN])
 {
 	(void)ctx;
-	memset(grh, 0xab, OVR_ENG_GRH_LEN);
+	memset(grh, 0xab, OVR_GRH_LEN);
 	memcpy(grh, &from, sizeof(from));
 	memcpy(grh + 8, &qp_user, sizeof(qp_user));
 }
@@ -179,13 +177,12 @@ struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
 		n->out = ovr_link_create(&cfg->link[i], cfg->eng.max_pdu);
 		n->eng = ovr_eng_create(&cfg->eng, &pair_ops, n);
 		if (!n->mem || !n->txbuf || !n->out || !n->eng ||
-		    ovr_eng_reg_mr(n->eng, n->pd, ovr_pair_va(p, i, 0),
-				   n->mem_len,
-				   OVR_ENG_ACCESS_LOCAL_WRITE |
-					   OVR_ENG_ACCESS_REMOTE_WRITE |
-					   OVR_ENG_ACCESS_REMOTE_READ |
-					   OVR_ENG_ACCESS_REMOTE_ATOMIC,
-				   n->mem, &n->key)) {
+		    ovr_eng_reg_mr(
+			    n->eng, n->pd, ovr_pair_va(p, i, 0), n->mem_len,
+			    OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+				    OVR_ACCESS_REMOTE_READ |
+				    OVR_ACCESS_REMOTE_ATOMIC,
+			    n->mem, &n->key)) {
 			ovr_pair_destroy(p);
 			errno = ENOMEM;
 			return NULL;
@@ -233,19 +230,19 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 		if (rc)
 			return rc;
 		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_INIT;
+		a.qp_state = OVR_QPS_INIT;
 		a.qp_access_flags = qp->access;
-		rc = ovr_eng_qp_modify(
-			eng[i], qpn[i], &a,
-			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-				OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_ACCESS_FLAGS,
-			now);
+		rc = ovr_eng_qp_modify(eng[i], qpn[i], &a,
+				       OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+					       OVR_QP_PORT |
+					       OVR_QP_ACCESS_FLAGS,
+				       now);
 		if (rc)
 			return rc;
 	}
 	for (int i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_RTR;
+		a.qp_state = OVR_QPS_RTR;
 		a.path_mtu = qp->mtu;
 		a.dest_qp_num = qpn[1 - i];
 		a.rq_psn = 0x100 * (uint32_t)(i + 1) + 0xfff000;
@@ -253,19 +250,18 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 		a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
 		a.min_rnr_timer = qp->min_rnr_timer;
 		rc = ovr_eng_qp_modify(eng[i], qpn[i], &a,
-				       OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-					       OVR_ENG_ATTR_PATH_MTU |
-					       OVR_ENG_ATTR_DEST_QPN |
-					       OVR_ENG_ATTR_RQ_PSN |
-					       OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-					       OVR_ENG_ATTR_MIN_RNR_TIMER,
+				       OVR_QP_STATE | OVR_QP_AV |
+					       OVR_QP_PATH_MTU |
+					       OVR_QP_DEST_QPN | OVR_QP_RQ_PSN |
+					       OVR_QP_MAX_DEST_RD_ATOMIC |
+					       OVR_QP_MIN_RNR_TIMER,
 				       now);
 		if (rc)
 			return rc;
 	}
 	for (int i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_RTS;
+		a.qp_state = OVR_QPS_RTS;
 		/* each side starts where the other expects; near the 24-bit
 		 * wrap so every run crosses it */
 		a.sq_psn = 0x100 * (uint32_t)(2 - i) + 0xfff000;
@@ -275,10 +271,9 @@ int ovr_eng_connect_two(struct ovr_eng *eng[2], const uint32_t pd[2],
 		a.max_rd_atomic = qp->max_rd_atomic;
 		rc = ovr_eng_qp_modify(
 			eng[i], qpn[i], &a,
-			OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-				OVR_ENG_ATTR_TIMEOUT | OVR_ENG_ATTR_RETRY_CNT |
-				OVR_ENG_ATTR_RNR_RETRY |
-				OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
+			OVR_QP_STATE | OVR_QP_SQ_PSN | OVR_QP_TIMEOUT |
+				OVR_QP_RETRY_CNT | OVR_QP_RNR_RETRY |
+				OVR_QP_MAX_QP_RD_ATOMIC,
 			now);
 		if (rc)
 			return rc;

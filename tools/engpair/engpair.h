@@ -19,7 +19,7 @@
 #include <ovrdma/linkemu.h>
 
 #define OVR_PAIR_MAX_CQ 64
-#define OVR_PAIR_MAX_EV 32 /* event values counted (enum ovr_eng_event) */
+#define OVR_PAIR_MAX_EV 32 /* event values counted (enum ovr_event) */
 
 struct ovr_pair_node;
 
@@ -41,7 +41,7 @@ struct ovr_pair_node {
 	uint32_t key; /* region over the whole arena, every right */
 	struct ovr_pair_cq cq[OVR_PAIR_MAX_CQ];
 	uint8_t *txbuf;
-	uint64_t events[OVR_PAIR_MAX_EV]; /* count per enum ovr_eng_event */
+	uint64_t events[OVR_PAIR_MAX_EV]; /* count per enum ovr_event */
 	uint64_t srq_events[OVR_PAIR_MAX_EV]; /* the same, of SRQs */
 	uint32_t last_srq_event_srqn;
 	uint64_t tx_pkts;

@@ -4,7 +4,7 @@
  * a clean link and on a bad one, completion order, and every error path
  * (access violations, bad keys, bounds, retry exhaustion against a dead
  * peer, RNR wait and release, flush on error, invalid transitions).
- * The randomised soak lives in test_dataplane_engine_soak.c.
+ * The randomised soak lives in test_engine_soak.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -319,7 +319,7 @@ static void expect_error_then_flush(struct fix *f, uint64_t first,
 		assert_int_equal(wc.wr_id, first + 1 + i);
 		assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
 	}
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_ERR);
 }
 
 static void test_bad_rkey(void **state)
@@ -346,7 +346,7 @@ static void test_bad_rkey(void **state)
 	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, 3);
 	assert_int_equal(p->n[1].mem[0], 0);
 	/* the responder went to ERROR and said why */
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
 	/* a WR posted now completes at once, flushed */
 	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 9, 0, 8, 0, 0),
@@ -371,9 +371,9 @@ static void test_out_of_bounds(void **state)
 {
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
-	uint32_t key = small_mr(f, 1u << 20, 4096,
-				OVR_ENG_ACCESS_LOCAL_WRITE |
-					OVR_ENG_ACCESS_REMOTE_WRITE);
+	uint32_t key =
+		small_mr(f, 1u << 20, 4096,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE);
 	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 8192, p->n[0].key };
 	struct ovr_eng_send_wr wr = {
 		.wr_id = 1,
@@ -399,9 +399,9 @@ static void test_missing_right(void **state)
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
 	/* writable but not readable */
-	uint32_t key = small_mr(f, 2u << 20, 4096,
-				OVR_ENG_ACCESS_LOCAL_WRITE |
-					OVR_ENG_ACCESS_REMOTE_WRITE);
+	uint32_t key =
+		small_mr(f, 2u << 20, 4096,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE);
 	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
 	struct ovr_eng_send_wr wr = {
 		.wr_id = 1,
@@ -449,7 +449,7 @@ static void test_bad_lkey(void **state)
 	assert_true(wait_cq(p, 0, 0, 2));
 	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_SEND);
 	expect_wc(f, 0, 0, 2, OVR_WC_LOC_PROT_ERR, 0);
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_ERR);
 }
 
 /*
@@ -485,7 +485,7 @@ static void test_fail_at_post_idle(void **state)
 			 0);
 	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 1);
 	expect_wc(f, 0, 0, 1, OVR_WC_LOC_PROT_ERR, 0);
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_ERR);
 
 	for (unsigned int i = 0; i < 3; i++) {
 		struct ovr_pair_qp_params qp;
@@ -698,7 +698,7 @@ static void test_flush_on_modify_error(void **state)
 {
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
-	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_ERR };
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_ERR };
 	struct ovr_eng_wc wc;
 
 	for (int i = 0; i < 5; i++)
@@ -706,7 +706,7 @@ static void test_flush_on_modify_error(void **state)
 					       10 + (uint64_t)i, 0, 64),
 				 0);
 	assert_int_equal(ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
-					   OVR_ENG_ATTR_STATE, p->now),
+					   OVR_QP_STATE, p->now),
 			 0);
 	for (int i = 0; i < 5; i++) {
 		assert_true(ovr_pair_poll(p, 1, 1, &wc));
@@ -718,11 +718,11 @@ static void test_flush_on_modify_error(void **state)
 	assert_int_equal(wc.wr_id, 20);
 	assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
 	/* back to RESET, then the full bring-up is needed again */
-	a.qp_state = OVR_ENG_QPS_RESET;
+	a.qp_state = OVR_QPS_RESET;
 	assert_int_equal(ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
-					   OVR_ENG_ATTR_STATE, p->now),
+					   OVR_QP_STATE, p->now),
 			 0);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_RESET);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RESET);
 	assert_int_equal(ovr_pair_cq_len(p, 1, 1), 0);
 }
 
@@ -739,49 +739,44 @@ static void test_state_machine(void **state)
 
 	assert_int_equal(ovr_eng_qp_create(e, &init, &qpn), 0);
 	/* RESET -> RTR skips INIT */
-	a.qp_state = OVR_ENG_QPS_RTR;
-	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE, 0),
+	a.qp_state = OVR_QPS_RTR;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_QP_STATE, 0),
 			 -EINVAL);
 	/* RESET -> INIT without its required attributes */
-	a.qp_state = OVR_ENG_QPS_INIT;
-	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE, 0),
+	a.qp_state = OVR_QPS_INIT;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_QP_STATE, 0),
 			 -EINVAL);
 	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
-					   OVR_ENG_ATTR_STATE |
-						   OVR_ENG_ATTR_PKEY_INDEX |
-						   OVR_ENG_ATTR_PORT |
-						   OVR_ENG_ATTR_ACCESS_FLAGS,
+					   OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+						   OVR_QP_PORT |
+						   OVR_QP_ACCESS_FLAGS,
 					   0),
 			 0);
 	/* posting a send before RTS is refused */
 	assert_int_equal(post_one(f->p, 0, qpn, OVR_WR_SEND, 1, 0, 8, 0, 0),
 			 EINVAL);
 	/* INIT -> RTS skips RTR */
-	a.qp_state = OVR_ENG_QPS_RTS;
-	assert_int_equal(
-		ovr_eng_qp_modify(e, qpn, &a,
-				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN, 0),
-		-EINVAL);
+	a.qp_state = OVR_QPS_RTS;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
+					   OVR_QP_STATE | OVR_QP_SQ_PSN, 0),
+			 -EINVAL);
 	/* bad values are refused even on a legal transition */
-	a.qp_state = OVR_ENG_QPS_RTR;
+	a.qp_state = OVR_QPS_RTR;
 	a.path_mtu = 9;
 	a.max_dest_rd_atomic = 1;
 	assert_int_equal(
 		ovr_eng_qp_modify(e, qpn, &a,
-				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-					  OVR_ENG_ATTR_PATH_MTU |
-					  OVR_ENG_ATTR_DEST_QPN |
-					  OVR_ENG_ATTR_RQ_PSN |
-					  OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-					  OVR_ENG_ATTR_MIN_RNR_TIMER,
+				  OVR_QP_STATE | OVR_QP_AV | OVR_QP_PATH_MTU |
+					  OVR_QP_DEST_QPN | OVR_QP_RQ_PSN |
+					  OVR_QP_MAX_DEST_RD_ATOMIC |
+					  OVR_QP_MIN_RNR_TIMER,
 				  0),
 		-EINVAL);
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_RTS);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_RTS);
 	/* the connected QP cannot go back to RTR */
-	a.qp_state = OVR_ENG_QPS_RTR;
+	a.qp_state = OVR_QPS_RTR;
 	a.path_mtu = OVR_MTU_1024;
-	assert_int_equal(ovr_eng_qp_modify(e, f->qpn[0], &a, OVR_ENG_ATTR_STATE,
-					   0),
+	assert_int_equal(ovr_eng_qp_modify(e, f->qpn[0], &a, OVR_QP_STATE, 0),
 			 -EINVAL);
 	assert_int_equal(ovr_eng_qp_destroy(e, qpn), 0);
 	assert_int_equal(ovr_eng_qp_destroy(e, qpn), -EINVAL);
@@ -883,19 +878,18 @@ static void test_sqd(void **state)
 {
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
-	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_SQD };
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_SQD };
 
 	fill_pattern(p->n[0].mem, 1u << 20, 5);
 	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 1, 0,
 				  1u << 20, 0, OVR_SEND_SIGNALED),
 			 0);
 	ovr_pair_step(p); /* the first one is on its way */
-	assert_int_equal(
-		ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
-				  OVR_ENG_ATTR_STATE |
-					  OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY,
-				  p->now),
-		0);
+	assert_int_equal(ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
+					   OVR_QP_STATE |
+						   OVR_QP_EN_SQD_ASYNC_NOTIFY,
+					   p->now),
+			 0);
 	/* a WR posted in SQD waits */
 	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 2, 0, 64,
 				  2u << 20, OVR_SEND_SIGNALED),
@@ -907,9 +901,9 @@ static void test_sqd(void **state)
 	assert_int_equal(p->n[0].events[OVR_EV_SQ_DRAINED], 1);
 	assert_int_equal(ovr_pair_cq_len(p, 0, 0), 0);
 	/* back to RTS: the waiting WR goes */
-	a.qp_state = OVR_ENG_QPS_RTS;
+	a.qp_state = OVR_QPS_RTS;
 	assert_int_equal(ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
-					   OVR_ENG_ATTR_STATE, p->now),
+					   OVR_QP_STATE, p->now),
 			 0);
 	assert_true(wait_cq(p, 0, 0, 1));
 	expect_wc(f, 0, 0, 2, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
@@ -974,20 +968,19 @@ static int setup_rtr_responder(void **state)
 						   &f->qpn[i]),
 				 0);
 		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_INIT;
+		a.qp_state = OVR_QPS_INIT;
 		a.qp_access_flags = qp.access;
 		assert_int_equal(
 			ovr_eng_qp_modify(f->p->n[i].eng, f->qpn[i], &a,
-					  OVR_ENG_ATTR_STATE |
-						  OVR_ENG_ATTR_PKEY_INDEX |
-						  OVR_ENG_ATTR_PORT |
-						  OVR_ENG_ATTR_ACCESS_FLAGS,
+					  OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+						  OVR_QP_PORT |
+						  OVR_QP_ACCESS_FLAGS,
 					  f->p->now),
 			0);
 	}
 	for (int i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
-		a.qp_state = OVR_ENG_QPS_RTR;
+		a.qp_state = OVR_QPS_RTR;
 		a.path_mtu = qp.mtu;
 		a.dest_qp_num = f->qpn[1 - i];
 		a.rq_psn = i ? RTR_PSN0 : RTR_PSN1;
@@ -997,31 +990,27 @@ static int setup_rtr_responder(void **state)
 		assert_int_equal(
 			ovr_eng_qp_modify(
 				f->p->n[i].eng, f->qpn[i], &a,
-				OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-					OVR_ENG_ATTR_PATH_MTU |
-					OVR_ENG_ATTR_DEST_QPN |
-					OVR_ENG_ATTR_RQ_PSN |
-					OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-					OVR_ENG_ATTR_MIN_RNR_TIMER,
+				OVR_QP_STATE | OVR_QP_AV | OVR_QP_PATH_MTU |
+					OVR_QP_DEST_QPN | OVR_QP_RQ_PSN |
+					OVR_QP_MAX_DEST_RD_ATOMIC |
+					OVR_QP_MIN_RNR_TIMER,
 				f->p->now),
 			0);
 	}
 	memset(&a, 0, sizeof(a));
-	a.qp_state = OVR_ENG_QPS_RTS;
+	a.qp_state = OVR_QPS_RTS;
 	a.sq_psn = RTR_PSN0;
 	a.timeout = qp.timeout;
 	a.retry_cnt = qp.retry_cnt;
 	a.rnr_retry = qp.rnr_retry;
 	a.max_rd_atomic = qp.max_rd_atomic;
-	assert_int_equal(
-		ovr_eng_qp_modify(f->p->n[0].eng, f->qpn[0], &a,
-				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-					  OVR_ENG_ATTR_TIMEOUT |
-					  OVR_ENG_ATTR_RETRY_CNT |
-					  OVR_ENG_ATTR_RNR_RETRY |
-					  OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
-				  f->p->now),
-		0);
+	assert_int_equal(ovr_eng_qp_modify(
+				 f->p->n[0].eng, f->qpn[0], &a,
+				 OVR_QP_STATE | OVR_QP_SQ_PSN | OVR_QP_TIMEOUT |
+					 OVR_QP_RETRY_CNT | OVR_QP_RNR_RETRY |
+					 OVR_QP_MAX_QP_RD_ATOMIC,
+				 f->p->now),
+			 0);
 	*state = f;
 	return 0;
 }
@@ -1065,26 +1054,24 @@ static void test_rtr_responder(void **state)
 	memcpy(&got, p->n[1].mem + 8192, 8);
 	assert_int_equal(got, 5); /* post_one adds compare_add = 0 */
 	assert_int_equal(ovr_eng_qp_query(p->n[1].eng, f->qpn[1], &a), 0);
-	assert_int_equal(a.qp_state, OVR_ENG_QPS_RTR);
+	assert_int_equal(a.qp_state, OVR_QPS_RTR);
 
 	/* RTS later, with the sq_psn the peer was told: the send PSN space
 	 * that began in RTR goes on, and node 1 can request too */
 	memset(&a, 0, sizeof(a));
-	a.qp_state = OVR_ENG_QPS_RTS;
+	a.qp_state = OVR_QPS_RTS;
 	a.sq_psn = RTR_PSN1;
 	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 16;
-	assert_int_equal(
-		ovr_eng_qp_modify(p->n[1].eng, f->qpn[1], &a,
-				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-					  OVR_ENG_ATTR_TIMEOUT |
-					  OVR_ENG_ATTR_RETRY_CNT |
-					  OVR_ENG_ATTR_RNR_RETRY |
-					  OVR_ENG_ATTR_MAX_QP_RD_ATOMIC,
-				  p->now),
-		0);
+	assert_int_equal(ovr_eng_qp_modify(
+				 p->n[1].eng, f->qpn[1], &a,
+				 OVR_QP_STATE | OVR_QP_SQ_PSN | OVR_QP_TIMEOUT |
+					 OVR_QP_RETRY_CNT | OVR_QP_RNR_RETRY |
+					 OVR_QP_MAX_QP_RD_ATOMIC,
+				 p->now),
+			 0);
 	fill_pattern(p->n[1].mem, 100000, 12);
 	assert_int_equal(post_one(p, 1, f->qpn[1], OVR_WR_RDMA_WRITE, 99, 0,
 				  100000, 16u << 20, OVR_SEND_SIGNALED),
@@ -1204,9 +1191,9 @@ static bool sent_at_least(struct ovr_pair *p, void *ctx)
 static void read_dereg(struct fix *f, int drop_naks)
 {
 	struct ovr_pair *p = f->p;
-	uint32_t key = small_mr(f, 4u << 20, 2u << 20,
-				OVR_ENG_ACCESS_LOCAL_WRITE |
-					OVR_ENG_ACCESS_REMOTE_READ);
+	uint32_t key =
+		small_mr(f, 4u << 20, 2u << 20,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
 	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 2u << 20,
 				   p->n[0].key };
 	struct ovr_eng_send_wr wr = {
@@ -1236,7 +1223,7 @@ static void read_dereg(struct fix *f, int drop_naks)
 		ovr_pair_run(p, sent_at_least, &want, p->now + 1000000000ull));
 	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
 	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, drop_naks ? 0 : 1);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
 	ovr_eng_get_stats(p->n[0].eng, &st0);
 	ovr_eng_get_stats(p->n[1].eng, &st1);
@@ -1267,9 +1254,9 @@ static void test_read_dereg_spurious_resend(void **state)
 {
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
-	uint32_t key = small_mr(f, 4u << 20, 1u << 20,
-				OVR_ENG_ACCESS_LOCAL_WRITE |
-					OVR_ENG_ACCESS_REMOTE_READ);
+	uint32_t key =
+		small_mr(f, 4u << 20, 1u << 20,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
 	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 65536,
 				   p->n[0].key };
 	struct ovr_eng_send_wr wr = {
@@ -1311,7 +1298,7 @@ static void test_read_dereg_spurious_resend(void **state)
 	assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
 	/* well before the retry budget (8 x 67 ms) */
 	assert_true(p->now - t0 < 100000000ull);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 }
 
 /* The responder of a READ falls silent (its node died) while the
@@ -1342,7 +1329,7 @@ static void test_read_responder_silent(void **state)
 	/* (retry_cnt + 1) local ACK timeouts of 67 ms, then a probe's RTO */
 	assert_true(p->now - t0 >= 8 * 67108864ull);
 	assert_true(p->now - t0 < 2000000000ull);
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_ERR);
 }
 
 /*
@@ -1355,9 +1342,9 @@ static void test_write_tail_dereg(void **state)
 {
 	struct fix *f = *state;
 	struct ovr_pair *p = f->p;
-	uint32_t key = small_mr(f, 6u << 20, 65536,
-				OVR_ENG_ACCESS_LOCAL_WRITE |
-					OVR_ENG_ACCESS_REMOTE_WRITE);
+	uint32_t key =
+		small_mr(f, 6u << 20, 65536,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE);
 	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 5 * 4096,
 				   p->n[0].key };
 	struct ovr_eng_send_wr wr = {
@@ -1395,7 +1382,7 @@ static void test_write_tail_dereg(void **state)
 	expect_wc(f, 0, 0, 2, OVR_WC_REM_ACCESS_ERR, 0);
 	assert_memory_equal(p->n[1].mem + (6u << 20) + 5 * 4096 - 16, zero, 16);
 	assert_memory_equal(p->n[1].mem + (1u << 20), p->n[0].mem, 100);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	ovr_eng_get_stats(p->n[1].eng, &st);
 	assert_int_equal(st.mr_revoked, 1);
 }

@@ -938,6 +938,5 @@ int main(void)
 		cmocka_unit_test(test_model),
 	};
 
-	return cmocka_run_group_tests_name("dataplane_mrtab", tests, NULL,
-					   NULL);
+	return cmocka_run_group_tests_name("engine_mrtab", tests, NULL, NULL);
 }

@@ -28,8 +28,8 @@
 
 #define PAGE 4096ull
 
-_Static_assert(sizeof(struct ovr_eng_sge) == sizeof(struct ovr_ring_sge) &&
-		       offsetof(struct ovr_eng_sge, lkey) ==
+_Static_assert(sizeof(struct ovr_cl_sge) == sizeof(struct ovr_ring_sge) &&
+		       offsetof(struct ovr_cl_sge, lkey) ==
 			       offsetof(struct ovr_ring_sge, lkey),
 	       "work request SGEs are copied into the ring as they are");
 #define QP_BUCKETS 1024u
@@ -1068,9 +1068,8 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 				   const struct ovr_ctl_qp_cap *cap,
 				   bool sq_sig_all, uint64_t user_handle)
 {
-	return ovr_cl_create_qp_ex(cl, pd, send_cq, recv_cq, NULL,
-				   OVR_CTL_QPT_RC, cap, sq_sig_all,
-				   user_handle);
+	return ovr_cl_create_qp_ex(cl, pd, send_cq, recv_cq, NULL, OVR_QPT_RC,
+				   cap, sq_sig_all, user_handle);
 }
 
 struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
@@ -1169,8 +1168,7 @@ int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 	int rc = req_exact(cl, OVR_CTL_MODIFY_QP, &q, sizeof(q), NULL, 0, NULL,
 			   0, NULL, 0);
 
-	if (!rc && (mask & OVR_ENG_ATTR_STATE) &&
-	    attr->qp_state == OVR_ENG_QPS_RESET) {
+	if (!rc && (mask & OVR_QP_STATE) && attr->qp_state == OVR_QPS_RESET) {
 		/* RESET discards all work without completions */
 		qp->sq_done = qp->sq_prod;
 		qp->rq_done = qp->rq_prod;
@@ -1186,17 +1184,16 @@ int ovr_cl_connect_rc(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 	const char *step = "modify INIT";
 	int rc;
 
-	a.qp_state = OVR_ENG_QPS_INIT;
+	a.qp_state = OVR_QPS_INIT;
 	a.qp_access_flags = access;
 	a.port_num = 1;
 	rc = ovr_cl_modify_qp(cl, qp, &a,
-			      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-				      OVR_ENG_ATTR_PORT |
-				      OVR_ENG_ATTR_ACCESS_FLAGS);
+			      OVR_QP_STATE | OVR_QP_PKEY_INDEX | OVR_QP_PORT |
+				      OVR_QP_ACCESS_FLAGS);
 	if (!rc) {
 		step = "modify RTR";
 		a = (struct ovr_ctl_qp_attr){ 0 };
-		a.qp_state = OVR_ENG_QPS_RTR;
+		a.qp_state = OVR_QPS_RTR;
 		a.path_mtu = dev->active_mtu;
 		a.dest_qp_num = dqpn;
 		a.rq_psn = 0;
@@ -1210,28 +1207,26 @@ int ovr_cl_connect_rc(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		a.dgid[14] = (uint8_t)(dvip >> 8);
 		a.dgid[15] = (uint8_t)dvip;
 		rc = ovr_cl_modify_qp(cl, qp, &a,
-				      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV |
-					      OVR_ENG_ATTR_PATH_MTU |
-					      OVR_ENG_ATTR_DEST_QPN |
-					      OVR_ENG_ATTR_RQ_PSN |
-					      OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC |
-					      OVR_ENG_ATTR_MIN_RNR_TIMER);
+				      OVR_QP_STATE | OVR_QP_AV |
+					      OVR_QP_PATH_MTU |
+					      OVR_QP_DEST_QPN | OVR_QP_RQ_PSN |
+					      OVR_QP_MAX_DEST_RD_ATOMIC |
+					      OVR_QP_MIN_RNR_TIMER);
 	}
 	if (!rc) {
 		step = "modify RTS";
 		a = (struct ovr_ctl_qp_attr){ 0 };
-		a.qp_state = OVR_ENG_QPS_RTS;
+		a.qp_state = OVR_QPS_RTS;
 		a.sq_psn = 0;
 		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 16;
-		rc = ovr_cl_modify_qp(cl, qp, &a,
-				      OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_SQ_PSN |
-					      OVR_ENG_ATTR_TIMEOUT |
-					      OVR_ENG_ATTR_RETRY_CNT |
-					      OVR_ENG_ATTR_RNR_RETRY |
-					      OVR_ENG_ATTR_MAX_QP_RD_ATOMIC);
+		rc = ovr_cl_modify_qp(
+			cl, qp, &a,
+			OVR_QP_STATE | OVR_QP_SQ_PSN | OVR_QP_TIMEOUT |
+				OVR_QP_RETRY_CNT | OVR_QP_RNR_RETRY |
+				OVR_QP_MAX_QP_RD_ATOMIC);
 	}
 	if (rc && what)
 		*what = step;
@@ -1312,11 +1307,11 @@ static void ring_doorbell(struct ovr_cl *cl, uint32_t idx)
 
 static bool state_allows_send(uint32_t st)
 {
-	return st == OVR_ENG_QPS_RTS || st == OVR_ENG_QPS_SQD ||
-	       st == OVR_ENG_QPS_SQE || st == OVR_ENG_QPS_ERR;
+	return st == OVR_QPS_RTS || st == OVR_QPS_SQD || st == OVR_QPS_SQE ||
+	       st == OVR_QPS_ERR;
 }
 
-int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
+int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
 {
 	struct ovr_ring_swqe *w;
 	uint8_t *slot;
@@ -1325,7 +1320,7 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
 
 	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
 		return EIO;
-	if (qp->type == OVR_CTL_QPT_UD &&
+	if (qp->type == OVR_QPT_UD &&
 	    ((wr->opcode != OVR_WR_SEND && wr->opcode != OVR_WR_SEND_WITH_IMM) ||
 	     !wr->ud_peer || wr->ud_peer > UINT32_MAX))
 		return EINVAL;
@@ -1358,7 +1353,7 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
 		.rkey = wr->rkey,
 		.invalidate_rkey = wr->invalidate_rkey,
 	};
-	if (qp->type == OVR_CTL_QPT_UD) {
+	if (qp->type == OVR_QPT_UD) {
 		w->ah = (uint32_t)wr->ud_peer;
 		w->remote_qpn = wr->remote_qpn;
 		w->remote_qkey = wr->remote_qkey;
@@ -1384,7 +1379,7 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_eng_send_wr *wr)
 	return 0;
 }
 
-int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr)
+int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr)
 {
 	struct ovr_ring_rwqe *w;
 	uint8_t *slot;
@@ -1395,7 +1390,7 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_eng_recv_wr *wr)
 	if (qp->srq)
 		return EINVAL;
 	st = atomic_load_explicit(&qp->ring->state, memory_order_acquire);
-	if (st == OVR_ENG_QPS_RESET)
+	if (st == OVR_QPS_RESET)
 		return EINVAL;
 	if (wr->num_sge > qp->cap.max_recv_sge)
 		return EINVAL;
@@ -1501,11 +1496,11 @@ int ovr_cl_modify_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 					    .attr = *attr };
 	int rc;
 
-	if ((mask & OVR_ENG_SRQ_MAX_WR) && attr->max_wr > srq->depth)
+	if ((mask & OVR_SRQ_MAX_WR) && attr->max_wr > srq->depth)
 		return -EINVAL;
 	rc = req_exact(cl, OVR_CTL_MODIFY_SRQ, &q, sizeof(q), NULL, 0, NULL, 0,
 		       NULL, 0);
-	if (!rc && (mask & OVR_ENG_SRQ_MAX_WR)) {
+	if (!rc && (mask & OVR_SRQ_MAX_WR)) {
 		struct ovr_ctl_srq_attr a;
 
 		/* the engine rounds up; allow what it granted */
@@ -1550,7 +1545,7 @@ int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 }
 
 int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
-			 const struct ovr_eng_recv_wr *wr)
+			 const struct ovr_cl_recv_wr *wr)
 {
 	struct ovr_ring_rwqe *w;
 	uint8_t *slot;

@@ -100,5 +100,5 @@ int main(void)
 		cmocka_unit_test(test_probe_timeout),
 	};
 
-	return cmocka_run_group_tests_name("dataplane_rtt", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("engine_rtt", tests, NULL, NULL);
 }

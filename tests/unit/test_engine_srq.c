@@ -141,9 +141,8 @@ static void test_srq_many_qps(void **state)
 		assert_int_equal(post_buf(f, b), 0);
 	assert_int_equal(post_buf(f, 0), ENOMEM); /* full */
 	a.srq_limit = 16;
-	assert_int_equal(ovr_eng_srq_modify(p->n[1].eng, f->srq, &a,
-					    OVR_ENG_SRQ_LIMIT),
-			 0);
+	assert_int_equal(
+		ovr_eng_srq_modify(p->n[1].eng, f->srq, &a, OVR_SRQ_LIMIT), 0);
 	/* more messages than receives: the SRQ runs dry (RNR) and is
 	 * refilled as receives complete */
 	for (int k = 0; k < NMSG; k++)
@@ -274,10 +273,10 @@ static void test_srq_verbs(void **state)
 	assert_int_equal(ovr_eng_qp_create(e, &qi, &qpn), -EINVAL);
 	/* modify: limit beyond the size, shrinking, unknown bits */
 	a = (struct ovr_eng_srq_attr){ .srq_limit = 5 };
-	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a, OVR_ENG_SRQ_LIMIT),
+	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a, OVR_SRQ_LIMIT),
 			 -EINVAL);
 	a.max_wr = 2;
-	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a, OVR_ENG_SRQ_MAX_WR),
+	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a, OVR_SRQ_MAX_WR),
 			 -EINVAL);
 	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a, 4), -EINVAL);
 	/* growing keeps what is posted */
@@ -289,8 +288,7 @@ static void test_srq_verbs(void **state)
 	}
 	a = (struct ovr_eng_srq_attr){ .max_wr = 9, .srq_limit = 6 };
 	assert_int_equal(ovr_eng_srq_modify(e, srq2, &a,
-					    OVR_ENG_SRQ_MAX_WR |
-						    OVR_ENG_SRQ_LIMIT),
+					    OVR_SRQ_MAX_WR | OVR_SRQ_LIMIT),
 			 0);
 	assert_int_equal(ovr_eng_srq_query(e, srq2, &a), 0);
 	assert_int_equal(a.max_wr, 16);
@@ -323,10 +321,10 @@ static void test_srq_verbs(void **state)
 	assert_int_equal(wc.wr_id, 0);
 	assert_int_equal(wc.status, OVR_WC_SUCCESS);
 	{
-		struct ovr_eng_qp_attr qa = { .qp_state = OVR_ENG_QPS_ERR };
+		struct ovr_eng_qp_attr qa = { .qp_state = OVR_QPS_ERR };
 
 		assert_int_equal(ovr_eng_qp_modify(e, f->qpn[0][1], &qa,
-						   OVR_ENG_ATTR_STATE, p->now),
+						   OVR_QP_STATE, p->now),
 				 0);
 	}
 	assert_false(ovr_pair_poll(p, 1, 1, &wc)); /* it held none */

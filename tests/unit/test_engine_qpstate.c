@@ -523,6 +523,5 @@ int main(void)
 		cmocka_unit_test(test_abi_numbers),
 	};
 
-	return cmocka_run_group_tests_name("dataplane_qpstate", tests, NULL,
-					   NULL);
+	return cmocka_run_group_tests_name("engine_qpstate", tests, NULL, NULL);
 }

@@ -35,50 +35,7 @@
 #ifndef OVR_DP_QPSTATE_H
 #define OVR_DP_QPSTATE_H
 
-/* = enum ibv_qp_state */
-enum ovr_qp_state {
-	OVR_QPS_RESET = 0,
-	OVR_QPS_INIT,
-	OVR_QPS_RTR,
-	OVR_QPS_RTS,
-	OVR_QPS_SQD,
-	OVR_QPS_SQE,
-	OVR_QPS_ERR,
-};
-
-/* = IBV_QPT_RC / IBV_QPT_UD; the only types the engine runs */
-enum ovr_qp_type {
-	OVR_QPT_RC = 2,
-	OVR_QPT_UD = 4,
-};
-
-/* = enum ibv_qp_attr_mask, up to IBV_QP_DEST_QPN */
-enum ovr_qp_attr_mask {
-	OVR_QP_STATE = 1 << 0,
-	OVR_QP_CUR_STATE = 1 << 1,
-	OVR_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
-	OVR_QP_ACCESS_FLAGS = 1 << 3,
-	OVR_QP_PKEY_INDEX = 1 << 4,
-	OVR_QP_PORT = 1 << 5,
-	OVR_QP_QKEY = 1 << 6,
-	OVR_QP_AV = 1 << 7,
-	OVR_QP_PATH_MTU = 1 << 8,
-	OVR_QP_TIMEOUT = 1 << 9,
-	OVR_QP_RETRY_CNT = 1 << 10,
-	OVR_QP_RNR_RETRY = 1 << 11,
-	OVR_QP_RQ_PSN = 1 << 12,
-	OVR_QP_MAX_QP_RD_ATOMIC = 1 << 13,
-	OVR_QP_ALT_PATH = 1 << 14,
-	OVR_QP_MIN_RNR_TIMER = 1 << 15,
-	OVR_QP_SQ_PSN = 1 << 16,
-	OVR_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
-	OVR_QP_PATH_MIG_STATE = 1 << 18,
-	OVR_QP_CAP = 1 << 19,
-	OVR_QP_DEST_QPN = 1 << 20,
-};
-
-/* Every bit above; any other bit in a mask is invalid. */
-#define OVR_QP_ATTR_ALL ((1u << 21) - 1)
+#include <ovrdma/verbs.h>
 
 /*
  * 0 when modifying a QP of @type, looked up from state @cur, with @mask is

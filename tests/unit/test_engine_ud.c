@@ -20,7 +20,7 @@
 #include "eng_util.h"
 
 #define QKEY 0x11110000u
-#define GRH OVR_ENG_GRH_LEN
+#define GRH OVR_GRH_LEN
 
 struct fix {
 	struct ovr_pair *p;
@@ -39,54 +39,47 @@ static uint32_t ud_qp(struct ovr_pair *p, int n, uint32_t qkey, uint32_t srq)
 		.user = 100 + (uint64_t)n,
 		.cap = { 64, 256, 2, 2, 64 },
 		.srq = srq,
-		.qp_type = OVR_ENG_QPT_UD,
+		.qp_type = OVR_QPT_UD,
 	};
-	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_INIT,
-				     .qkey = qkey };
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_INIT, .qkey = qkey };
 	uint32_t qpn;
 
 	assert_int_equal(ovr_eng_qp_create(e, &init, &qpn), 0);
 	/* UD INIT takes QKEY, not access flags */
 	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
-					   OVR_ENG_ATTR_STATE |
-						   OVR_ENG_ATTR_PKEY_INDEX |
-						   OVR_ENG_ATTR_PORT,
+					   OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+						   OVR_QP_PORT,
 					   p->now),
 			 -EINVAL);
 	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
-					   OVR_ENG_ATTR_STATE |
-						   OVR_ENG_ATTR_PKEY_INDEX |
-						   OVR_ENG_ATTR_PORT |
-						   OVR_ENG_ATTR_ACCESS_FLAGS,
+					   OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+						   OVR_QP_PORT |
+						   OVR_QP_ACCESS_FLAGS,
 					   p->now),
 			 -EINVAL);
-	assert_int_equal(
-		ovr_eng_qp_modify(e, qpn, &a,
-				  OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_PKEY_INDEX |
-					  OVR_ENG_ATTR_PORT | OVR_ENG_ATTR_QKEY,
-				  p->now),
-		0);
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
+					   OVR_QP_STATE | OVR_QP_PKEY_INDEX |
+						   OVR_QP_PORT | OVR_QP_QKEY,
+					   p->now),
+			 0);
 	/* RTR needs nothing; a path (AV, DEST_QPN, ...) is refused */
-	a.qp_state = OVR_ENG_QPS_RTR;
-	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
-					   OVR_ENG_ATTR_STATE | OVR_ENG_ATTR_AV,
+	a.qp_state = OVR_QPS_RTR;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_QP_STATE | OVR_QP_AV,
 					   p->now),
 			 -EINVAL);
-	assert_int_equal(
-		ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE, p->now), 0);
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_QP_STATE, p->now),
+			 0);
 	/* RTS needs SQ_PSN */
-	a.qp_state = OVR_ENG_QPS_RTS;
-	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_ENG_ATTR_STATE,
-					   p->now),
+	a.qp_state = OVR_QPS_RTS;
+	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a, OVR_QP_STATE, p->now),
 			 -EINVAL);
 	a.sq_psn = 1234;
 	assert_int_equal(ovr_eng_qp_modify(e, qpn, &a,
-					   OVR_ENG_ATTR_STATE |
-						   OVR_ENG_ATTR_SQ_PSN,
+					   OVR_QP_STATE | OVR_QP_SQ_PSN,
 					   p->now),
 			 0);
 	assert_int_equal(ovr_eng_qp_query(e, qpn, &a), 0);
-	assert_int_equal(a.qp_state, OVR_ENG_QPS_RTS);
+	assert_int_equal(a.qp_state, OVR_QPS_RTS);
 	assert_int_equal(a.qkey, qkey);
 	assert_int_equal(a.path_mtu, OVR_MTU_4096);
 	return qpn;
@@ -384,7 +377,7 @@ static void test_ud_too_long_and_opcodes(void **state)
 
 		assert_int_equal(ovr_eng_qp_query(p->n[1].eng, f->qpn[1], &a),
 				 0);
-		assert_int_equal(a.qp_state, OVR_ENG_QPS_RTS);
+		assert_int_equal(a.qp_state, OVR_QPS_RTS);
 	}
 }
 
@@ -430,7 +423,7 @@ static void test_ud_sqe(void **state)
 		.remote_qpn = f->qpn[1],
 		.remote_qkey = QKEY,
 	};
-	struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_RTS };
+	struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_RTS };
 	struct ovr_eng_wc wc;
 
 	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
@@ -443,7 +436,7 @@ static void test_ud_sqe(void **state)
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
 	assert_int_equal(ovr_eng_qp_query(p->n[0].eng, f->qpn[0], &a), 0);
-	assert_int_equal(a.qp_state, OVR_ENG_QPS_SQE);
+	assert_int_equal(a.qp_state, OVR_QPS_SQE);
 	/* posted in SQE: flushed at once */
 	assert_int_equal(ud_send(f, 0, 3, 0, 10, QKEY, false), 0);
 	assert_true(ovr_pair_poll(p, 0, 0, &wc));
@@ -454,9 +447,9 @@ static void test_ud_sqe(void **state)
 	assert_true(wait_cq(p, 0, 1, 1));
 	assert_true(ovr_pair_poll(p, 0, 1, &wc));
 	assert_int_equal(wc.status, OVR_WC_SUCCESS);
-	a = (struct ovr_eng_qp_attr){ .qp_state = OVR_ENG_QPS_RTS };
+	a = (struct ovr_eng_qp_attr){ .qp_state = OVR_QPS_RTS };
 	assert_int_equal(ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
-					   OVR_ENG_ATTR_STATE, p->now),
+					   OVR_QP_STATE, p->now),
 			 0);
 	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 5, 0, 100), 0);
 	assert_int_equal(ud_send(f, 0, 5, 0, 10, QKEY, false), 0);

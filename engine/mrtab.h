@@ -42,20 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* libibverbs' IBV_ACCESS_* values. */
-enum ovr_access {
-	OVR_ACCESS_LOCAL_WRITE = 1,
-	OVR_ACCESS_REMOTE_WRITE = 2,
-	OVR_ACCESS_REMOTE_READ = 4,
-	OVR_ACCESS_REMOTE_ATOMIC = 8,
-};
-
-#define OVR_ACCESS_ALL                                      \
-	(OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE | \
-	 OVR_ACCESS_REMOTE_READ | OVR_ACCESS_REMOTE_ATOMIC)
-#define OVR_ACCESS_REMOTE                                   \
-	(OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_READ | \
-	 OVR_ACCESS_REMOTE_ATOMIC)
+#include <ovrdma/verbs.h>
 
 /* Largest table: 2^20 slots leave a 12-bit tag. */
 #define OVR_MR_MAX_REGIONS (1u << 20)

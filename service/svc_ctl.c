@@ -1092,7 +1092,7 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		return status(c, r->h, -EBADF);
 	if (!pd || !scq || !rcq)
 		return status(c, r->h, -ENOENT);
-	if (q->qp_type != OVR_CTL_QPT_RC && q->qp_type != OVR_CTL_QPT_UD)
+	if (q->qp_type != OVR_QPT_RC && q->qp_type != OVR_QPT_UD)
 		return status(c, r->h, -EOPNOTSUPP);
 	if (q->srq) {
 		srq = obj_get(c, q->srq, SVC_OBJ_SRQ);
@@ -1133,8 +1133,8 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 			.max_inline_data = q->cap.max_inline_data,
 		},
 		.srq = srq ? srq->srqn : 0,
-		.qp_type = q->qp_type == OVR_CTL_QPT_UD ? OVR_ENG_QPT_UD :
-							  OVR_ENG_QPT_RC,
+		.qp_type = q->qp_type == OVR_QPT_UD ? OVR_QPT_UD :
+							  OVR_QPT_RC,
 	};
 	rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
 	if (rc) {
@@ -1225,19 +1225,19 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	const struct ovr_ctl_qp_attr *a = &q->attr;
 	struct ovr_eng_qp_attr ea = { 0 };
 	struct ovr_vpc_flow flow = { 0 };
-	bool av = q->mask & OVR_ENG_ATTR_AV;
+	bool av = q->mask & OVR_QP_AV;
 	int rc;
 
 	if (!qp)
 		return status(c, r->h, -ENOENT);
 	/* a UD QP has no peer: each send names an AH */
-	if (av && qp->type == OVR_CTL_QPT_UD)
+	if (av && qp->type == OVR_QPT_UD)
 		return status(c, r->h, -EINVAL);
 	if (av) {
 		const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
 		uint32_t peer;
 
-		if (!(q->mask & OVR_ENG_ATTR_DEST_QPN) ||
+		if (!(q->mask & OVR_QP_DEST_QPN) ||
 		    ovr_vpc_gid_to_vip(a->dgid, &peer))
 			return status(c, r->h, -EINVAL);
 		rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
@@ -1267,10 +1267,10 @@ static int do_modify_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 		qp->flow = flow;
 		qp->connected = true;
 	}
-	if (q->mask & OVR_ENG_ATTR_STATE) {
+	if (q->mask & OVR_QP_STATE) {
 		atomic_store_explicit(&qp->ring->state, a->qp_state,
 				      memory_order_release);
-		if (a->qp_state == OVR_ENG_QPS_RESET) {
+		if (a->qp_state == OVR_QPS_RESET) {
 			/* RESET drops all work, without completions */
 			qp->connected = false;
 			qp->sq_cons = atomic_load(&qp->ring->sq_prod);
@@ -1314,7 +1314,7 @@ static int do_query_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	a->sq_draining = ea.sq_draining;
 	a->port_num = 1;
 	a->hop_limit = 64;
-	a->is_global = qp->type != OVR_CTL_QPT_UD;
+	a->is_global = qp->type != OVR_QPT_UD;
 	a->traffic_class = (uint8_t)(qp->flow.dscp << 2);
 	if (qp->connected)
 		ovr_vpc_vip_to_gid(qp->flow.dst_vip, a->dgid);
@@ -1464,10 +1464,10 @@ static int do_modify_srq(struct svc *s, struct svc_ctx *c, struct req *r)
 
 	if (!srq)
 		return status(c, r->h, -ENOENT);
-	if (q->mask & ~(OVR_ENG_SRQ_MAX_WR | OVR_ENG_SRQ_LIMIT))
+	if (q->mask & ~(OVR_SRQ_MAX_WR | OVR_SRQ_LIMIT))
 		return status(c, r->h, -EINVAL);
 	/* the ring was sized at creation: max_wr grows up to its depth */
-	if ((q->mask & OVR_ENG_SRQ_MAX_WR) && q->attr.max_wr > srq->depth)
+	if ((q->mask & OVR_SRQ_MAX_WR) && q->attr.max_wr > srq->depth)
 		return status(c, r->h, -EINVAL);
 	/* receives the ring holds may be posted against the old size:
 	 * hand them to the engine first */
@@ -1856,7 +1856,7 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 				    "%-8u %-8u %-8u %-8u %-9u %-8llu %-10llu "
 				    "%-8llu %-6u%c %-7u\n",
 				    c->id, qp->qpn,
-				    qp->type == OVR_CTL_QPT_UD ? "UD" : "RC",
+				    qp->type == OVR_QPT_UD ? "UD" : "RC",
 				    qp->srq ? "+S" : "", st.state, v >> 24,
 				    (v >> 16) & 255, (v >> 8) & 255, v & 255,
 				    qa.dest_qp_num, st.snd_una, st.snd_nxt,

@@ -885,8 +885,7 @@ static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		.imm_data = r->imm,
 		.qp_num = qp->qpn,
 		/* UD: the sender of the datagram, kept in last_psn */
-		.src_qp = qp->type == OVR_ENG_QPT_UD ? r->last_psn :
-						       qp->dest_qpn,
+		.src_qp = qp->type == OVR_QPT_UD ? r->last_psn : qp->dest_qpn,
 		.wc_flags = status == OVR_WC_SUCCESS ? r->wc_flags : 0,
 		.vendor_err = verr,
 	};
@@ -897,8 +896,7 @@ static void complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 	rwqe_put_refs(e, qp, idx);
 }
 
-static void qp_event(struct ovr_eng *e, struct eng_qp *qp,
-		     enum ovr_eng_event ev)
+static void qp_event(struct ovr_eng *e, struct eng_qp *qp, enum ovr_event ev)
 {
 	if (e->ops.event)
 		e->ops.event(e->ctx, qp->user, qp->qpn, ev);
@@ -979,7 +977,7 @@ static void qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
  */
 static bool term_can_tell(const struct eng_qp *qp)
 {
-	return qp->type == OVR_ENG_QPT_RC &&
+	return qp->type == OVR_QPT_RC &&
 	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD);
 }
 
@@ -1174,22 +1172,22 @@ int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
 	uint32_t cap;
 	int rc;
 
-	if (!q || !attr || (mask & ~(OVR_ENG_SRQ_MAX_WR | OVR_ENG_SRQ_LIMIT)))
+	if (!q || !attr || (mask & ~(OVR_SRQ_MAX_WR | OVR_SRQ_LIMIT)))
 		return -EINVAL;
 	cap = q->cap;
-	if (mask & OVR_ENG_SRQ_MAX_WR) {
+	if (mask & OVR_SRQ_MAX_WR) {
 		if (attr->max_wr < q->cap || attr->max_wr > OVR_ENG_MAX_WR)
 			return -EINVAL;
 		cap = pow2_at_least(attr->max_wr);
 	}
-	if ((mask & OVR_ENG_SRQ_LIMIT) && attr->srq_limit > cap)
+	if ((mask & OVR_SRQ_LIMIT) && attr->srq_limit > cap)
 		return -EINVAL;
 	if (cap != q->cap) {
 		rc = srq_resize(q, cap);
 		if (rc)
 			return rc;
 	}
-	if (mask & OVR_ENG_SRQ_LIMIT)
+	if (mask & OVR_SRQ_LIMIT)
 		q->limit = attr->srq_limit;
 	return 0;
 }
@@ -1258,7 +1256,7 @@ static void rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 		if (!g->length)
 			continue;
 		if (ovr_mr_check_dev(e->mrs, g->lkey, pd, g->addr, g->length,
-				     OVR_ENG_ACCESS_LOCAL_WRITE, &loc) ||
+				     OVR_ACCESS_LOCAL_WRITE, &loc) ||
 		    ovr_mr_get(e->mrs, g->lkey)) {
 			r->bad = OVR_WC_LOC_PROT_ERR;
 			r->nsge = (uint8_t)i;
@@ -1323,8 +1321,8 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	int rc;
 
 	if (!init || !qpn ||
-	    (init->qp_type && init->qp_type != OVR_ENG_QPT_RC &&
-	     init->qp_type != OVR_ENG_QPT_UD))
+	    (init->qp_type && init->qp_type != OVR_QPT_RC &&
+	     init->qp_type != OVR_QPT_UD))
 		return -EINVAL;
 	cap = init->cap;
 	if (cap.max_send_wr > OVR_ENG_MAX_WR ||
@@ -1364,8 +1362,8 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	if (!e->qp_gen)
 		e->qp_gen = 1;
 	qp->qpn = (e->qp_gen << e->qp_bits) | i;
-	qp->type = init->qp_type ? init->qp_type : OVR_ENG_QPT_RC;
-	if (qp->type == OVR_ENG_QPT_UD) {
+	qp->type = init->qp_type ? init->qp_type : OVR_QPT_RC;
+	if (qp->type == OVR_QPT_UD) {
 		/* no path: the port's MTU, fixed */
 		qp->mtu = ud_mtu(e);
 		qp->seg = mtu_bytes(qp->mtu);
@@ -1456,30 +1454,30 @@ int ovr_eng_qp_destroy(struct ovr_eng *e, uint32_t qpn)
 
 static int check_attr_values(const struct ovr_eng_qp_attr *a, unsigned int m)
 {
-	if ((m & OVR_ENG_ATTR_PATH_MTU) && !mtu_bytes(a->path_mtu))
+	if ((m & OVR_QP_PATH_MTU) && !mtu_bytes(a->path_mtu))
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_TIMEOUT) && a->timeout > 31)
+	if ((m & OVR_QP_TIMEOUT) && a->timeout > 31)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_RETRY_CNT) && a->retry_cnt > 7)
+	if ((m & OVR_QP_RETRY_CNT) && a->retry_cnt > 7)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_RNR_RETRY) && a->rnr_retry > 7)
+	if ((m & OVR_QP_RNR_RETRY) && a->rnr_retry > 7)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+	if ((m & OVR_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_MAX_QP_RD_ATOMIC) &&
+	if ((m & OVR_QP_MAX_QP_RD_ATOMIC) &&
 	    a->max_rd_atomic > OVR_ENG_MAX_RD_ATOMIC)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC) &&
+	if ((m & OVR_QP_MAX_DEST_RD_ATOMIC) &&
 	    a->max_dest_rd_atomic > OVR_ENG_MAX_RD_ATOMIC)
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_ACCESS_FLAGS) &&
+	if ((m & OVR_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags &
-	     ~(OVR_ENG_ACCESS_LOCAL_WRITE | OVR_ENG_ACCESS_REMOTE_WRITE |
-	       OVR_ENG_ACCESS_REMOTE_READ | OVR_ENG_ACCESS_REMOTE_ATOMIC)))
+	     ~(OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+	       OVR_ACCESS_REMOTE_READ | OVR_ACCESS_REMOTE_ATOMIC)))
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_DEST_QPN) && (a->dest_qp_num & ~M24))
+	if ((m & OVR_QP_DEST_QPN) && (a->dest_qp_num & ~M24))
 		return -EINVAL;
-	if ((m & OVR_ENG_ATTR_CAP))
+	if ((m & OVR_QP_CAP))
 		return -EINVAL; /* resizing queues is not supported */
 	return 0;
 }
@@ -1523,13 +1521,13 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	if (!qp || !a)
 		return -EINVAL;
 	cur = qp->state;
-	if ((mask & OVR_ENG_ATTR_CUR_STATE) && a->cur_qp_state != cur)
+	if ((mask & OVR_QP_CUR_STATE) && a->cur_qp_state != cur)
 		return -EINVAL;
-	next = (mask & OVR_ENG_ATTR_STATE) ? a->qp_state : cur;
+	next = (mask & OVR_QP_STATE) ? a->qp_state : cur;
 	if (next > OVR_QPS_ERR)
 		return -EINVAL;
-	if (ovr_qp_modify_check(qp->type == OVR_ENG_QPT_UD ? OVR_QPT_UD :
-							     OVR_QPT_RC,
+	if (ovr_qp_modify_check(qp->type == OVR_QPT_UD ? OVR_QPT_UD :
+							 OVR_QPT_RC,
 				cur, next, mask))
 		return -EINVAL;
 	if (check_attr_values(a, mask))
@@ -1547,42 +1545,42 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	}
 	if (cur == OVR_QPS_RESET)
 		qp_reset(e, qp);
-	if (mask & OVR_ENG_ATTR_ACCESS_FLAGS)
+	if (mask & OVR_QP_ACCESS_FLAGS)
 		qp->access = a->qp_access_flags;
-	if (mask & OVR_ENG_ATTR_QKEY)
+	if (mask & OVR_QP_QKEY)
 		qp->qkey = a->qkey;
-	if (mask & OVR_ENG_ATTR_AV)
+	if (mask & OVR_QP_AV)
 		qp->peer = a->peer;
-	if (mask & OVR_ENG_ATTR_PATH_MTU) {
+	if (mask & OVR_QP_PATH_MTU) {
 		qp->mtu = a->path_mtu;
 		qp->seg = min32(mtu_bytes(a->path_mtu), e->max_seg);
 	}
-	if (mask & OVR_ENG_ATTR_DEST_QPN)
+	if (mask & OVR_QP_DEST_QPN)
 		qp->dest_qpn = a->dest_qp_num;
-	if (mask & OVR_ENG_ATTR_RQ_PSN)
+	if (mask & OVR_QP_RQ_PSN)
 		ovr_dp_rxwin_init(&qp->rx, qp->rxbits, e->cfg.window_pkts,
 				  a->rq_psn & M24);
-	if ((mask & OVR_ENG_ATTR_SQ_PSN) && !qp->psn_adopted) {
+	if ((mask & OVR_QP_SQ_PSN) && !qp->psn_adopted) {
 		sb_release(e, qp);
 		qp->snd_una = qp->snd_nxt = a->sq_psn & M24;
 	}
-	if (mask & OVR_ENG_ATTR_TIMEOUT)
+	if (mask & OVR_QP_TIMEOUT)
 		qp->timeout = a->timeout;
-	if (mask & OVR_ENG_ATTR_RETRY_CNT)
+	if (mask & OVR_QP_RETRY_CNT)
 		qp->retry_cnt = a->retry_cnt;
-	if (mask & OVR_ENG_ATTR_RNR_RETRY)
+	if (mask & OVR_QP_RNR_RETRY)
 		qp->rnr_retry = a->rnr_retry;
-	if (mask & OVR_ENG_ATTR_MIN_RNR_TIMER)
+	if (mask & OVR_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = a->min_rnr_timer;
-	if (mask & OVR_ENG_ATTR_MAX_QP_RD_ATOMIC)
+	if (mask & OVR_QP_MAX_QP_RD_ATOMIC)
 		qp->max_rd_atomic = a->max_rd_atomic;
-	if (mask & OVR_ENG_ATTR_MAX_DEST_RD_ATOMIC)
+	if (mask & OVR_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
-	    qp->type == OVR_ENG_QPT_RC && !qp->psn_adopted)
+	    qp->type == OVR_QPT_RC && !qp->psn_adopted)
 		qp_to_rts(e, qp, now_ns);
 	if (next == OVR_QPS_SQD) {
-		qp->sqd_notify = mask & OVR_ENG_ATTR_EN_SQD_ASYNC_NOTIFY;
+		qp->sqd_notify = mask & OVR_QP_EN_SQD_ASYNC_NOTIFY;
 		qp->sqd_drained = false;
 	}
 	qp->state = next;
@@ -1667,7 +1665,7 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		return EINVAL;
 	if (qp->state < OVR_QPS_RTS)
 		return EINVAL;
-	if (qp->type == OVR_ENG_QPT_UD && wr->opcode != OVR_WR_SEND &&
+	if (qp->type == OVR_QPT_UD && wr->opcode != OVR_WR_SEND &&
 	    wr->opcode != OVR_WR_SEND_WITH_IMM)
 		return EINVAL;
 	switch (wr->opcode) {
@@ -1716,7 +1714,7 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 						      wr->imm_data;
 	w->cmp_add = wr->compare_add;
 	w->swap = wr->swap;
-	if (qp->type == OVR_ENG_QPT_UD) {
+	if (qp->type == OVR_QPT_UD) {
 		w->raddr = wr->ud_peer;
 		w->rkey = wr->remote_qpn & M24;
 		/* verbs' controlled qkey: the high bit means "the QP's" */
@@ -1736,8 +1734,8 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 		}
 		w->inl = 1;
 	} else {
-		unsigned int need =
-			is_q1(wr->opcode) ? OVR_ENG_ACCESS_LOCAL_WRITE : 0;
+		unsigned int need = is_q1(wr->opcode) ? OVR_ACCESS_LOCAL_WRITE :
+							0;
 
 		for (i = 0; i < wr->num_sge; i++) {
 			const struct ovr_eng_sge *g = &wr->sg_list[i];
@@ -1769,7 +1767,7 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	 * responder would answer is known here, REM_ACCESS_ERR when the WR
 	 * reaches the head (the PDU builder would refuse it forever).
 	 */
-	if (w->state != W_LOCERR && qp->type == OVR_ENG_QPT_RC &&
+	if (w->state != W_LOCERR && qp->type == OVR_QPT_RC &&
 	    (wr->opcode == OVR_WR_RDMA_WRITE ||
 	     wr->opcode == OVR_WR_RDMA_WRITE_WITH_IMM ||
 	     wr->opcode == OVR_WR_RDMA_READ || atomic)) {
@@ -1838,7 +1836,7 @@ int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 	}
 	/* A peer that ran out of credit learns at once that it may go on. */
 	if (qp->state >= OVR_QPS_RTR && qp->rq_prod - qp->rq_cons == 1 &&
-	    qp->type == OVR_ENG_QPT_RC) {
+	    qp->type == OVR_QPT_RC) {
 		qp->ack_now = true;
 		qp_activate(e, qp);
 	}
@@ -2062,7 +2060,7 @@ static bool tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	 */
 	if (q->opcode == OVR_OP_READ_REQ && len &&
 	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + off, len,
-			     OVR_ENG_ACCESS_REMOTE_READ, &loc)) {
+			     OVR_ACCESS_REMOTE_READ, &loc)) {
 		e->st.mr_revoked++;
 		qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
@@ -2307,7 +2305,7 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 static void rtr_adopt_psn(struct ovr_eng *e, struct eng_qp *qp,
 			  const struct ovr_wire_pkt *p, uint64_t now)
 {
-	if (qp->type != OVR_ENG_QPT_RC || !(p->flags & OVR_F_ACK) || qp->sb ||
+	if (qp->type != OVR_QPT_RC || !(p->flags & OVR_F_ACK) || qp->sb ||
 	    qp->snd_una != qp->snd_nxt)
 		return;
 	qp->snd_una = qp->snd_nxt = p->ack_psn & M24;
@@ -2521,7 +2519,7 @@ static uint32_t ud_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 		  const struct ovr_wire_pkt *p, uint64_t from)
 {
-	uint8_t grh[OVR_ENG_GRH_LEN];
+	uint8_t grh[OVR_GRH_LEN];
 	struct eng_rwqe *r;
 	uint32_t idx;
 
@@ -2542,7 +2540,7 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 	r->last_psn = p->sqpn; /* src_qp of the completion */
 	qp->st.rx_pkts++;
 	qp->st.rx_bytes += p->payload_len;
-	if (r->bad || OVR_ENG_GRH_LEN + p->payload_len > r->cap) {
+	if (r->bad || OVR_GRH_LEN + p->payload_len > r->cap) {
 		/* the receive is used up, the datagram dropped; a UD QP
 		 * has no connection to fail */
 		complete_recv(e, qp, idx, r->bad ? r->bad : OVR_WC_LOC_LEN_ERR,
@@ -2554,20 +2552,20 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 	if (e->ops.ud_grh) {
 		e->ops.ud_grh(e->ctx, qp->user, from, grh);
 		if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, 0, grh,
-			       sizeof(grh), OVR_ENG_GRH_LEN + p->payload_len)) {
+			       sizeof(grh), OVR_GRH_LEN + p->payload_len)) {
 			complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
 			return;
 		}
 		r->wc_flags = OVR_WC_GRH;
 	}
-	if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, OVR_ENG_GRH_LEN,
+	if (!sge_write(e, qp, -1, rwqe_sge(qp, idx), r->nsge, OVR_GRH_LEN,
 		       p->payload, p->payload_len,
-		       OVR_ENG_GRH_LEN + p->payload_len)) {
+		       OVR_GRH_LEN + p->payload_len)) {
 		/* the datagram is lost with the receive; no connection */
 		complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
 		return;
 	}
-	r->msg_len = OVR_ENG_GRH_LEN + p->payload_len;
+	r->msg_len = OVR_GRH_LEN + p->payload_len;
 	if (p->opcode == OVR_OP_UD_SEND_IMM) {
 		r->imm = p->u.ud.imm;
 		r->wc_flags |= OVR_WC_WITH_IMM;
@@ -2584,7 +2582,7 @@ static uint32_t qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 	uint32_t n = 0;
 	int r;
 
-	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD))
+	if (ovr_unlikely(qp->type == OVR_QPT_UD))
 		return ud_tx(e, qp, now, burst);
 
 	if (qp->nak_code) {
@@ -3030,7 +3028,7 @@ static void on_nak(struct ovr_eng *e, struct eng_qp *qp,
 static void sq_complete(struct ovr_eng *e, struct eng_qp *qp)
 {
 	/* (UD WRs complete as they are sent: ud_tx) */
-	while (qp->type == OVR_ENG_QPT_RC && qp->sq_cons != qp->sq_prod &&
+	while (qp->type == OVR_QPT_RC && qp->sq_cons != qp->sq_prod &&
 	       qp->state != OVR_QPS_ERR) {
 		uint32_t idx = qp->sq_cons;
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
@@ -3108,9 +3106,9 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		if (!best)
 			break;
 		/* the region may have gone since the segment arrived */
-		if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
+		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
 		    ovr_mr_check_dev(e->mrs, best->rkey, qp->pd, best->va,
-				     best->len, OVR_ENG_ACCESS_REMOTE_WRITE,
+				     best->len, OVR_ACCESS_REMOTE_WRITE,
 				     &loc)) {
 			e->st.mr_revoked++;
 			qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
@@ -3136,11 +3134,11 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		loc.host = NULL;
 		loc.dev = NULL;
 		if (q->opcode == OVR_OP_READ_REQ) {
-			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_READ) ||
+			if (!(qp->access & OVR_ACCESS_REMOTE_READ) ||
 			    (q->len &&
-			     ovr_mr_check_dev(
-				     e->mrs, q->rkey, qp->pd, q->va, q->len,
-				     OVR_ENG_ACCESS_REMOTE_READ, &loc))) {
+			     ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va,
+					      q->len, OVR_ACCESS_REMOTE_READ,
+					      &loc))) {
 				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 				return;
 			}
@@ -3156,10 +3154,9 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 				qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, q->psn);
 				return;
 			}
-			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_ATOMIC) ||
+			if (!(qp->access & OVR_ACCESS_REMOTE_ATOMIC) ||
 			    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, 8,
-					     OVR_ENG_ACCESS_REMOTE_ATOMIC,
-					     &loc)) {
+					     OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
 				qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 				return;
 			}
@@ -3396,12 +3393,11 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	case OVR_OP_WRITE:
 	case OVR_OP_WRITE_IMM:
 		if (p->payload_len) {
-			if (!(qp->access & OVR_ENG_ACCESS_REMOTE_WRITE) ||
+			if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
 			    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
 					     p->u.write.va + p->u.write.mo,
 					     p->payload_len,
-					     OVR_ENG_ACCESS_REMOTE_WRITE,
-					     &loc)) {
+					     OVR_ACCESS_REMOTE_WRITE, &loc)) {
 				violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
 				return;
 			}
@@ -3582,7 +3578,7 @@ static void rx_terminate(struct ovr_eng *e, const struct ovr_wire_pkt *p,
 		e->st.rx_bad_state++;
 		return;
 	}
-	if (qp->type != OVR_ENG_QPT_RC || p->sqpn != qp->dest_qpn ||
+	if (qp->type != OVR_QPT_RC || p->sqpn != qp->dest_qpn ||
 	    !term_psn_ok(e, qp, p)) {
 		e->st.rx_term_bad++;
 		return;
@@ -3689,12 +3685,10 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 				from, 0, NULL, now);
 		return;
 	}
-	if (ovr_unlikely(qp->type == OVR_ENG_QPT_UD ||
-			 p.opcode == OVR_OP_UD_SEND ||
+	if (ovr_unlikely(qp->type == OVR_QPT_UD || p.opcode == OVR_OP_UD_SEND ||
 			 p.opcode == OVR_OP_UD_SEND_IMM)) {
-		if (qp->type == OVR_ENG_QPT_UD &&
-		    (p.opcode == OVR_OP_UD_SEND ||
-		     p.opcode == OVR_OP_UD_SEND_IMM))
+		if (qp->type == OVR_QPT_UD && (p.opcode == OVR_OP_UD_SEND ||
+					       p.opcode == OVR_OP_UD_SEND_IMM))
 			rx_ud(e, qp, &p, from);
 		else
 			e->st.rx_bad++; /* a datagram for RC, or the reverse */
@@ -3846,7 +3840,7 @@ static void on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
  */
 static bool rsp_waiting(const struct eng_qp *qp)
 {
-	return qp->type == OVR_ENG_QPT_RC &&
+	return qp->type == OVR_QPT_RC &&
 	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD) &&
 	       qp->rd_out && qp->snd_una == qp->snd_nxt && !qp->fail_pending;
 }
@@ -3944,7 +3938,7 @@ static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		on_pto(e, qp, now);
 	if (qp->rto_at && now >= qp->rto_at)
 		on_rto(e, qp, now);
-	if (qp->type == OVR_ENG_QPT_RC)
+	if (qp->type == OVR_QPT_RC)
 		rsp_watch(e, qp, now);
 }
 
@@ -4032,7 +4026,7 @@ static void dev_fail_qps(struct ovr_eng *e)
 			continue;
 		qp->dev_fail = false;
 		e->st.dev_copy_err++;
-		if (qp->type == OVR_ENG_QPT_UD || qp->state == OVR_QPS_ERR ||
+		if (qp->type == OVR_QPT_UD || qp->state == OVR_QPS_ERR ||
 		    qp->state == OVR_QPS_RESET)
 			continue; /* a UD QP only lost those receives */
 		if (qp->dev_resp)

@@ -1093,5 +1093,5 @@ int main(void)
 		cmocka_unit_test(test_format_and_names),
 	};
 
-	return cmocka_run_group_tests_name("dataplane_wire", tests, NULL, NULL);
+	return cmocka_run_group_tests_name("engine_wire", tests, NULL, NULL);
 }

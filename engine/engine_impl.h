@@ -172,7 +172,7 @@ struct eng_qp {
 	/* identity and verbs attributes */
 	uint32_t qpn;
 	uint32_t state;
-	uint32_t type; /* OVR_ENG_QPT_RC or OVR_ENG_QPT_UD */
+	uint32_t type; /* OVR_QPT_RC or OVR_QPT_UD */
 	uint32_t qkey; /* UD */
 	uint32_t pd, send_cq, recv_cq;
 	uint64_t user;

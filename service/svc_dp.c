@@ -201,19 +201,19 @@ static bool lost_fail(struct svc *s)
 	s->lost = NULL;
 	while (list) {
 		struct svc_qp *qp = list;
-		struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_ERR };
+		struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_ERR };
 		struct ovr_eng_qp_attr cur;
 
 		list = qp->lost_next;
 		qp->cq_lost = false;
 		if (ovr_eng_qp_query(s->eng, qp->qpn, &cur) ||
-		    cur.qp_state == OVR_ENG_QPS_ERR ||
-		    cur.qp_state == OVR_ENG_QPS_RESET)
+		    cur.qp_state == OVR_QPS_ERR ||
+		    cur.qp_state == OVR_QPS_RESET)
 			continue;
-		if (ovr_eng_qp_modify(s->eng, qp->qpn, &a, OVR_ENG_ATTR_STATE,
+		if (ovr_eng_qp_modify(s->eng, qp->qpn, &a, OVR_QP_STATE,
 				      svc_now()))
 			continue;
-		atomic_store_explicit(&qp->ring->state, OVR_ENG_QPS_ERR,
+		atomic_store_explicit(&qp->ring->state, OVR_QPS_ERR,
 				      memory_order_release);
 		svc_async(qp->ctx, qp->user_handle, IBV_EVENT_QP_FATAL);
 	}
@@ -281,7 +281,7 @@ static void eng_cqe(void *ctx, uint32_t cqn, const struct ovr_eng_wc *wc)
 }
 
 static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
-		      enum ovr_eng_event ev)
+		      enum ovr_event ev)
 {
 	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
 
@@ -291,14 +291,14 @@ static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
 		return;
 	if (ev == OVR_EV_QP_FATAL || ev == OVR_EV_QP_REQ_ERR ||
 	    ev == OVR_EV_QP_ACCESS_ERR)
-		atomic_store_explicit(&qp->ring->state, OVR_ENG_QPS_ERR,
+		atomic_store_explicit(&qp->ring->state, OVR_QPS_ERR,
 				      memory_order_release);
 	if (svc_async(qp->ctx, qp->user_handle, ev))
 		ring_event(&qp->ring->events);
 }
 
 static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
-			  enum ovr_eng_event ev)
+			  enum ovr_event ev)
 {
 	struct svc_srq *srq = (struct svc_srq *)(uintptr_t)srq_user;
 
@@ -319,7 +319,7 @@ static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
  * both work.
  */
 static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
-		       uint8_t grh[OVR_ENG_GRH_LEN])
+		       uint8_t grh[OVR_GRH_LEN])
 {
 	struct svc *s = ctx;
 	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
@@ -327,7 +327,7 @@ static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
 	uint32_t src = (uint32_t)from, dst = qp ? qp->vip : 0, sum = 0;
 	uint32_t tot = 20 + 8 + s->rx_pdu_len;
 
-	memset(grh, 0, OVR_ENG_GRH_LEN);
+	memset(grh, 0, OVR_GRH_LEN);
 	if (!(from & SVC_FROM_UD))
 		src = 0;
 	ip[0] = 0x45;
@@ -509,7 +509,7 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
-	if (qp && qp->type == OVR_CTL_QPT_UD) {
+	if (qp && qp->type == OVR_QPT_UD) {
 		const struct ovr_wire_prefix *p = (const void *)pdu;
 
 		/* a datagram: the WQE's AH gave the destination vIP */
@@ -596,7 +596,7 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		s->rx_src.valid = false;
 		return;
 	}
-	if (qp->type == OVR_CTL_QPT_UD) {
+	if (qp->type == OVR_QPT_UD) {
 		/* a UD QP hears anyone of its tenant that sends to its
 		 * device's vIP (the overlay checked the sender's binding
 		 * and the security group) */
@@ -686,7 +686,7 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 			.compare_add = w.compare_add,
 			.swap = w.swap,
 		};
-		if (qp->type == OVR_CTL_QPT_UD) {
+		if (qp->type == OVR_QPT_UD) {
 			struct svc_ah *ah =
 				w.ah && w.ah <= qp->ctx->nobj &&
 						qp->ctx->obj[w.ah - 1].type ==

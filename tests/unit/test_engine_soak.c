@@ -1346,7 +1346,7 @@ static bool final_checks(struct soak *s)
 			ovr_eng_qp_stats(s->p->n[n].eng, s->side[n][k].qpn,
 					 &st);
 			CHECK(s,
-			      st.state == OVR_ENG_QPS_RTS &&
+			      st.state == OVR_QPS_RTS &&
 				      st.inflight_pkts == 0 &&
 				      st.snd_una == st.snd_nxt,
 			      "node %d qp %d at rest: state %u inflight %u "
@@ -1671,13 +1671,12 @@ static bool run_one(struct soak *s)
 		memcpy(s->sh[n], arena(s, n), s->mem);
 		s->inv_off = 64;
 		CHECK(s,
-		      ovr_eng_reg_mr(s->p->n[n].eng, s->p->n[n].pd,
-				     ovr_pair_va(s->p, n, s->inv_off), 64,
-				     OVR_ENG_ACCESS_LOCAL_WRITE |
-					     OVR_ENG_ACCESS_REMOTE_WRITE |
-					     OVR_ENG_ACCESS_REMOTE_READ,
-				     arena(s, n) + s->inv_off,
-				     &s->inv_key[n]) == 0,
+		      ovr_eng_reg_mr(
+			      s->p->n[n].eng, s->p->n[n].pd,
+			      ovr_pair_va(s->p, n, s->inv_off), 64,
+			      OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+				      OVR_ACCESS_REMOTE_READ,
+			      arena(s, n) + s->inv_off, &s->inv_key[n]) == 0,
 		      "reg_mr");
 		heap_free(&s->heap[n], 4096, s->mem - 4096);
 	}

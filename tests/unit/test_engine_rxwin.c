@@ -281,6 +281,5 @@ int main(void)
 		cmocka_unit_test(test_random_against_model),
 	};
 
-	return cmocka_run_group_tests_name("dataplane_rxwin", tests, NULL,
-					   NULL);
+	return cmocka_run_group_tests_name("engine_rxwin", tests, NULL, NULL);
 }

@@ -145,10 +145,10 @@ static void peer_goes_away(struct fix *f, bool destroy, uint64_t limit_ns,
 	if (destroy) {
 		assert_int_equal(ovr_eng_qp_destroy(p->n[0].eng, f->qpn[0]), 0);
 	} else {
-		struct ovr_eng_qp_attr a = { .qp_state = OVR_ENG_QPS_ERR };
+		struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_ERR };
 
 		assert_int_equal(ovr_eng_qp_modify(p->n[0].eng, f->qpn[0], &a,
-						   OVR_ENG_ATTR_STATE, p->now),
+						   OVR_QP_STATE, p->now),
 				 0);
 	}
 	assert_true(wait_cq(p, 1, 0, 4));
@@ -169,7 +169,7 @@ static void peer_goes_away(struct fix *f, bool destroy, uint64_t limit_ns,
 		assert_int_equal(wc.wr_id, 100 + (uint64_t)i);
 		assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
 	}
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 1);
 	eng_stats(f, 1, &st);
 	assert_int_equal(st.rx_term, 1);
@@ -316,7 +316,7 @@ static void test_destroy_term_lost_ack_answer(void **state)
 
 		assert_false(ovr_pair_run(p, cq_has, &w, p->now + 10 * RTT_NS));
 	}
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_RTS);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 0);
 	eng_stats(f, 1, &st);
 	/* (each of its ACKs to the gone QPN was answered) */
@@ -340,7 +340,7 @@ static void test_destroy_term_lost_ack_answer(void **state)
 		assert_int_equal(wc.wr_id, 10 + (uint64_t)i);
 		assert_int_equal(wc.status, OVR_WC_WR_FLUSH_ERR);
 	}
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 1);
 	eng_stats(f, 1, &st);
 	assert_int_equal(st.rx_term_idle, idle);
@@ -395,7 +395,7 @@ static void test_destroy_after_delivery(void **state)
 
 		assert_false(ovr_pair_run(p, cq_has, &w, p->now + 10 * RTT_NS));
 	}
-	assert_int_equal(qp_state(f, 0), OVR_ENG_QPS_RTS);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_RTS);
 	assert_int_equal(p->n[0].events[OVR_EV_QP_FATAL], 0);
 	eng_stats(f, 0, &st);
 	assert_int_equal(st.rx_term, 1);
@@ -466,7 +466,7 @@ static void test_forged_terminate(void **state)
 	assert_int_equal(st.rx_no_qp - st0.rx_no_qp, 1);
 	assert_int_equal(st.rx_term, 0);
 	assert_int_equal(st.tx_term, 0);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_RTS);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 0);
 	/* the QP still works */
 	fill_pattern(p->n[0].mem, 5000, 8);
@@ -487,7 +487,7 @@ static void test_forged_terminate(void **state)
 	inject_term(f, 1, f->qpn[1], f->qpn[0], OVR_TERM_DESTROYED, q0.snd_nxt);
 	eng_stats(f, 1, &st);
 	assert_int_equal(st.rx_term, 1);
-	assert_int_equal(qp_state(f, 1), OVR_ENG_QPS_ERR);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
 	assert_int_equal(p->n[1].events[OVR_EV_QP_FATAL], 1);
 	/* a second one finds the QP in ERROR already */
 	inject_term(f, 1, f->qpn[1], f->qpn[0], OVR_TERM_DESTROYED, q0.snd_nxt);

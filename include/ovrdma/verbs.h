@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Verbs-valued constants, one spelling each, shared by every room: the
+ * engine, the control protocol, the client library and the provider.
+ *
+ * Every value equals libibverbs' (enum ibv_wr_opcode, ibv_send_flags,
+ * ibv_wc_status, ibv_wc_opcode, ibv_wc_flags, ibv_mtu, ibv_qp_state,
+ * ibv_qp_type, ibv_qp_attr_mask, ibv_access_flags, ibv_srq_attr_mask,
+ * ibv_event_type), so the provider passes them through unchanged; it
+ * checks that with static_asserts (provider/ovrdma_verbs.c). This header
+ * needs nothing from libibverbs: the service and the tests build without
+ * it.
+ */
+#ifndef OVRDMA_VERBS_H
+#define OVRDMA_VERBS_H
+
+/* ---- work requests and completions ------------------------------------- */
+
+enum ovr_wr_opcode {
+	OVR_WR_RDMA_WRITE = 0,
+	OVR_WR_RDMA_WRITE_WITH_IMM = 1,
+	OVR_WR_SEND = 2,
+	OVR_WR_SEND_WITH_IMM = 3,
+	OVR_WR_RDMA_READ = 4,
+	OVR_WR_ATOMIC_CMP_AND_SWP = 5,
+	OVR_WR_ATOMIC_FETCH_AND_ADD = 6,
+	OVR_WR_SEND_WITH_INV = 9,
+};
+
+enum ovr_send_flags {
+	OVR_SEND_FENCE = 1,
+	OVR_SEND_SIGNALED = 2,
+	OVR_SEND_SOLICITED = 4,
+	OVR_SEND_INLINE = 8,
+};
+
+enum ovr_wc_status {
+	OVR_WC_SUCCESS = 0,
+	OVR_WC_LOC_LEN_ERR = 1,
+	OVR_WC_LOC_QP_OP_ERR = 2,
+	OVR_WC_LOC_PROT_ERR = 4,
+	OVR_WC_WR_FLUSH_ERR = 5,
+	OVR_WC_BAD_RESP_ERR = 7,
+	OVR_WC_LOC_ACCESS_ERR = 8,
+	OVR_WC_REM_INV_REQ_ERR = 9,
+	OVR_WC_REM_ACCESS_ERR = 10,
+	OVR_WC_REM_OP_ERR = 11,
+	OVR_WC_RETRY_EXC_ERR = 12,
+	OVR_WC_RNR_RETRY_EXC_ERR = 13,
+	OVR_WC_FATAL_ERR = 19,
+	OVR_WC_GENERAL_ERR = 21,
+	OVR_WC_REM_ABORT_ERR = 16, /* the peer QP terminated (TERMINATE) */
+};
+
+enum ovr_wc_opcode {
+	OVR_WC_SEND = 0,
+	OVR_WC_RDMA_WRITE = 1,
+	OVR_WC_RDMA_READ = 2,
+	OVR_WC_COMP_SWAP = 3,
+	OVR_WC_FETCH_ADD = 4,
+	OVR_WC_RECV = 128,
+	OVR_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum ovr_wc_flags {
+	OVR_WC_GRH = 1, /* UD: the first 40 bytes received are a GRH */
+	OVR_WC_WITH_IMM = 2,
+	OVR_WC_WITH_INV = 8,
+	/* A receive of a message the sender marked solicited
+	 * (OVR_SEND_SOLICITED, OVR_F_SE on the wire): what a solicited-only
+	 * CQ arm waits for. Not an ibv_wc flag: the service strips it. */
+	OVR_WC_SOLICITED = 1u << 7,
+};
+
+/* A UD receive buffer starts with this many bytes of GRH. */
+#define OVR_GRH_LEN 40
+
+/* IBV_MTU_256 .. IBV_MTU_4096 */
+enum ovr_mtu {
+	OVR_MTU_256 = 1,
+	OVR_MTU_512 = 2,
+	OVR_MTU_1024 = 3,
+	OVR_MTU_2048 = 4,
+	OVR_MTU_4096 = 5,
+};
+
+/* ---- queue pairs -------------------------------------------------------- */
+
+/* = enum ibv_qp_state */
+enum ovr_qp_state {
+	OVR_QPS_RESET = 0,
+	OVR_QPS_INIT = 1,
+	OVR_QPS_RTR = 2,
+	OVR_QPS_RTS = 3,
+	OVR_QPS_SQD = 4,
+	OVR_QPS_SQE = 5,
+	OVR_QPS_ERR = 6,
+};
+
+/* = IBV_QPT_RC / IBV_QPT_UD; the only types the engine runs */
+enum ovr_qp_type {
+	OVR_QPT_RC = 2,
+	OVR_QPT_UD = 4,
+};
+
+/* = enum ibv_qp_attr_mask, up to IBV_QP_DEST_QPN */
+enum ovr_qp_attr_mask {
+	OVR_QP_STATE = 1 << 0,
+	OVR_QP_CUR_STATE = 1 << 1,
+	OVR_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	OVR_QP_ACCESS_FLAGS = 1 << 3,
+	OVR_QP_PKEY_INDEX = 1 << 4,
+	OVR_QP_PORT = 1 << 5,
+	OVR_QP_QKEY = 1 << 6,
+	OVR_QP_AV = 1 << 7,
+	OVR_QP_PATH_MTU = 1 << 8,
+	OVR_QP_TIMEOUT = 1 << 9,
+	OVR_QP_RETRY_CNT = 1 << 10,
+	OVR_QP_RNR_RETRY = 1 << 11,
+	OVR_QP_RQ_PSN = 1 << 12,
+	OVR_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	OVR_QP_ALT_PATH = 1 << 14,
+	OVR_QP_MIN_RNR_TIMER = 1 << 15,
+	OVR_QP_SQ_PSN = 1 << 16,
+	OVR_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+	OVR_QP_PATH_MIG_STATE = 1 << 18,
+	OVR_QP_CAP = 1 << 19,
+	OVR_QP_DEST_QPN = 1 << 20,
+};
+
+/* Every bit above; any other bit in a mask is invalid. */
+#define OVR_QP_ATTR_ALL ((1u << 21) - 1)
+
+/* ---- memory and shared receive queues ----------------------------------- */
+
+/* = IBV_ACCESS_* (the ones ovrdma grants) */
+enum ovr_access {
+	OVR_ACCESS_LOCAL_WRITE = 1,
+	OVR_ACCESS_REMOTE_WRITE = 2,
+	OVR_ACCESS_REMOTE_READ = 4,
+	OVR_ACCESS_REMOTE_ATOMIC = 8,
+};
+
+#define OVR_ACCESS_ALL                                      \
+	(OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE | \
+	 OVR_ACCESS_REMOTE_READ | OVR_ACCESS_REMOTE_ATOMIC)
+#define OVR_ACCESS_REMOTE                                   \
+	(OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_READ | \
+	 OVR_ACCESS_REMOTE_ATOMIC)
+
+/* = enum ibv_srq_attr_mask */
+enum ovr_srq_attr_mask {
+	OVR_SRQ_MAX_WR = 1 << 0,
+	OVR_SRQ_LIMIT = 1 << 1,
+};
+
+/* ---- asynchronous events (= enum ibv_event_type) ------------------------ */
+
+enum ovr_event {
+	OVR_EV_QP_FATAL = 1,
+	OVR_EV_QP_REQ_ERR = 2,
+	OVR_EV_QP_ACCESS_ERR = 3,
+	OVR_EV_COMM_EST = 4,
+	OVR_EV_SQ_DRAINED = 5,
+	/* through the engine's ops->srq_event: fewer receives than the
+	 * armed limit */
+	OVR_EV_SRQ_LIMIT_REACHED = 15,
+	/* a QP that takes its receives from an SRQ went to ERROR and every
+	 * receive it had taken has completed (flushed) */
+	OVR_EV_QP_LAST_WQE_REACHED = 16,
+};
+
+#endif /* OVRDMA_VERBS_H */
