@@ -57,6 +57,7 @@
 
 #include <ovrdma/engine.h>
 #include <ovrdma/linkemu.h>
+#include <ovrdma/util.h>
 
 #include "engpair.h"
 
@@ -89,14 +90,6 @@ static double cpu_s(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -307,7 +300,7 @@ static uint64_t rig_now(const struct rig *r)
 static void ring_deliver(struct rig *r, int to)
 {
 	struct rnode *n = &r->rn[1 - to];
-	uint64_t t0 = r->split ? mono_ns() : 0;
+	uint64_t t0 = r->split ? ovr_mono_ns() : 0;
 	size_t off = 0;
 	uint32_t len, k = 0;
 
@@ -323,7 +316,7 @@ static void ring_deliver(struct rig *r, int to)
 	if (k % RX_BURST || !k)
 		(void)ovr_eng_poll(r->eng[to], r->now, 0);
 	if (r->split)
-		r->busy_ns[to] += mono_ns() - t0;
+		r->busy_ns[to] += ovr_mono_ns() - t0;
 }
 
 /* One round: deliver, transmit, advance time; completions reach r->wl.
@@ -357,7 +350,7 @@ static void wl_feed(struct rig *r, struct wl *w)
 		.num_sge = 1,
 		.rkey = r->key[1],
 	};
-	uint64_t now = rig_now(r), t0 = r->split ? mono_ns() : 0, t1;
+	uint64_t now = rig_now(r), t0 = r->split ? ovr_mono_ns() : 0, t1;
 	int rc;
 
 	while (w->rposted - w->rdone < w->rq_depth) {
@@ -372,7 +365,7 @@ static void wl_feed(struct rig *r, struct wl *w)
 		w->rposted++;
 	}
 	if (r->split) {
-		t1 = mono_ns();
+		t1 = ovr_mono_ns();
 		r->busy_ns[1] += t1 - t0;
 		t0 = t1;
 	}
@@ -394,7 +387,7 @@ static void wl_feed(struct rig *r, struct wl *w)
 		w->posted++;
 	}
 	if (r->split)
-		r->busy_ns[0] += mono_ns() - t0;
+		r->busy_ns[0] += ovr_mono_ns() - t0;
 }
 
 /* Run @w to completion on @r; CPU seconds. */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <ovrdma/gdr.h>
+#include <ovrdma/util.h>
 
 #include "cuapp.h"
 #include "cudadrv.h"
@@ -41,10 +42,7 @@ static struct cuapp cu;
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)ovr_mono_ns() * 1e-9;
 }
 
 /* A cuMem allocation on device 0, exported and imported through gdr/

@@ -65,6 +65,7 @@
 #endif
 
 #include <ovrdma/client.h>
+#include <ovrdma/util.h>
 
 #define QP_DEPTH 256u /* send WRs a QP holds */
 #define BW_BUF (64u << 20) /* per node: the WRITEs cycle over it */
@@ -98,14 +99,6 @@ static void die(const char *what, int rc)
 	fprintf(stderr, "bench-svc: %s: %s\n", what,
 		strerror(rc < 0 ? -rc : rc));
 	exit(1);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -196,11 +189,11 @@ static void cpu_report(const struct cpu_mark *a, const struct cpu_mark *b,
 static void measure_tsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	uint64_t t0 = mono_ns(), c0 = __rdtsc(), t1, c1;
+	uint64_t t0 = ovr_mono_ns(), c0 = __rdtsc(), t1, c1;
 
-	while (mono_ns() - t0 < 200000000ull)
+	while (ovr_mono_ns() - t0 < 200000000ull)
 		;
-	t1 = mono_ns();
+	t1 = ovr_mono_ns();
 	c1 = __rdtsc();
 	tsc_hz = (double)(c1 - c0) * 1e9 / (double)(t1 - t0);
 #endif
@@ -326,8 +319,8 @@ static void wait_value(const struct node *n, uint64_t v)
 		if (i % 65536)
 			continue;
 		if (!t0)
-			t0 = mono_ns();
-		else if (mono_ns() - t0 > SPIN_LIMIT_NS) {
+			t0 = ovr_mono_ns();
+		else if (ovr_mono_ns() - t0 > SPIN_LIMIT_NS) {
 			fprintf(stderr,
 				"bench-svc: lat: value %llu never arrived\n",
 				(unsigned long long)v);
@@ -347,20 +340,20 @@ static void run_lat(struct node *a, struct node *b)
 	for (unsigned int i = 0; i < warmup + iters; i++) {
 		if (i == warmup) {
 			cpu_mark(&m0);
-			t_start = mono_ns();
+			t_start = ovr_mono_ns();
 		}
 		v++;
-		t0 = mono_ns();
+		t0 = ovr_mono_ns();
 		write8(a, b, v);
 		wait_value(b, v);
 		write8(b, a, v);
 		wait_value(a, v);
 		if (i >= warmup)
-			rtt[i - warmup] = mono_ns() - t0;
+			rtt[i - warmup] = ovr_mono_ns() - t0;
 		reap(a);
 		reap(b);
 	}
-	wall = (double)(mono_ns() - t_start) * 1e-9;
+	wall = (double)(ovr_mono_ns() - t_start) * 1e-9;
 	cpu_mark(&m1);
 	qsort(rtt, iters, sizeof(*rtt), cmp_u64);
 	printf("\n| 8 B RDMA WRITE ping-pong | round trips | p50 µs | p99 µs | "
@@ -389,7 +382,8 @@ static void run_lat(struct node *a, struct node *b)
 static uint64_t stream(struct node *a, const struct node *b,
 		       unsigned int window, double secs, double *wall)
 {
-	uint64_t t0 = mono_ns(), stop = t0 + (uint64_t)(secs * 1e9), idle = 0;
+	uint64_t t0 = ovr_mono_ns(), stop = t0 + (uint64_t)(secs * 1e9),
+		 idle = 0;
 	uint64_t posted = 0, done = 0, nslot = BW_BUF / wr_size;
 
 	for (;;) {
@@ -413,7 +407,7 @@ static uint64_t stream(struct node *a, const struct node *b,
 			};
 			int rc;
 
-			if (mono_ns() >= stop)
+			if (ovr_mono_ns() >= stop)
 				break;
 			rc = ovr_cl_post_send(a->qp, &wr);
 			if (rc)
@@ -423,7 +417,7 @@ static uint64_t stream(struct node *a, const struct node *b,
 		}
 		k = reap(a);
 		done += k;
-		now = mono_ns();
+		now = ovr_mono_ns();
 		if (!a->outstanding && now >= stop)
 			break;
 		if (k)
@@ -436,7 +430,7 @@ static uint64_t stream(struct node *a, const struct node *b,
 			exit(1);
 		}
 	}
-	*wall = (double)(mono_ns() - t0) * 1e-9;
+	*wall = (double)(ovr_mono_ns() - t0) * 1e-9;
 	return done;
 }
 
@@ -503,26 +497,26 @@ static void run_reg(struct node *a)
 			if (p == MAP_FAILED)
 				die("mmap", errno);
 			memset(p, (int)r + 1, len); /* every page present */
-			t = mono_ns();
+			t = ovr_mono_ns();
 			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
-			t_reg[r] = mono_ns() - t;
+			t_reg[r] = ovr_mono_ns() - t;
 			if (!mr)
 				die("reg_mr", errno);
 			if (p[len - 1] != (uint8_t)(r + 1))
 				die("reg_mr lost the contents", EIO);
-			t = mono_ns();
+			t = ovr_mono_ns();
 			rc = ovr_cl_dereg_mr(a->cl, mr);
-			t_dereg[2 * r] = mono_ns() - t;
+			t_dereg[2 * r] = ovr_mono_ns() - t;
 			if (rc)
 				die("dereg_mr", rc);
-			t = mono_ns();
+			t = ovr_mono_ns();
 			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
-			t_again[r] = mono_ns() - t;
+			t_again[r] = ovr_mono_ns() - t;
 			if (!mr)
 				die("reg_mr again", errno);
-			t = mono_ns();
+			t = ovr_mono_ns();
 			rc = ovr_cl_dereg_mr(a->cl, mr);
-			t_dereg[2 * r + 1] = mono_ns() - t;
+			t_dereg[2 * r + 1] = ovr_mono_ns() - t;
 			if (rc)
 				die("dereg_mr", rc);
 			munmap(p, len);

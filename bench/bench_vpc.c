@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include <ovrdma/vpc.h>
+#include <ovrdma/util.h>
 
 #define LOCAL 0xc0a80001u /* this host */
 #define TEN 1000u
@@ -30,14 +31,6 @@
 
 static unsigned long iters = 2000000;
 static uint64_t tput_ns = 500000000ull; /* one throughput run */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t rnd(uint32_t *s)
 {
@@ -183,13 +176,13 @@ static double bench_encap(void)
 	h.dst_vip = vip_of(1);
 	h.dport = OVR_WIRE_UDP_PORT;
 	h.ecn = OVR_VPC_ECN_ECT0;
-	t0 = now_ns();
+	t0 = ovr_mono_ns();
 	for (i = 0; i < iters; i++) {
 		h.sport = (uint16_t)(OVR_VPC_SPORT_MIN | (i & 0x3fff));
 		rc |= ovr_vpc_encap(bufs + (i & 63) * 1152 + OVR_WIRE_ENCAP_LEN,
 				    OVR_WIRE_ENCAP_LEN, PDU, &h);
 	}
-	t0 = now_ns() - t0;
+	t0 = ovr_mono_ns() - t0;
 	free(bufs);
 	if (rc)
 		exit(1);
@@ -206,7 +199,7 @@ static double bench_tx(struct ovr_vpc_thread *t, struct frames *fr)
 	if (!bufs)
 		exit(1);
 	memset(bufs, 0, 64 * 1152);
-	t0 = now_ns();
+	t0 = ovr_mono_ns();
 	for (i = 0; i < iters; i++) {
 		rc |= ovr_vpc_tx(t, &fr->flow[i & (NFRAMES - 1)],
 				 (uint8_t)(i & 3),
@@ -215,7 +208,7 @@ static double bench_tx(struct ovr_vpc_thread *t, struct frames *fr)
 		if ((i & 31) == 31) /* a poll loop of 32 packets */
 			ovr_vpc_quiescent();
 	}
-	t0 = now_ns() - t0;
+	t0 = ovr_mono_ns() - t0;
 	free(bufs);
 	if (rc)
 		exit(1);
@@ -228,7 +221,7 @@ static double bench_decap(struct ovr_vpc_thread *t, struct frames *fr)
 	unsigned long i, bad = 0;
 	uint64_t t0;
 
-	t0 = now_ns();
+	t0 = ovr_mono_ns();
 	for (i = 0; i < iters; i++) {
 		if (ovr_vpc_decap(t, fr->buf + (i & (NFRAMES - 1)) * 1152,
 				  fr->len, &rx))
@@ -236,7 +229,7 @@ static double bench_decap(struct ovr_vpc_thread *t, struct frames *fr)
 		if ((i & 31) == 31)
 			ovr_vpc_quiescent();
 	}
-	t0 = now_ns() - t0;
+	t0 = ovr_mono_ns() - t0;
 	if (bad) {
 		fprintf(stderr, "bench-vpc: %lu frames dropped\n", bad);
 		exit(1);
@@ -263,7 +256,7 @@ static void *writer_main(void *arg)
 	struct ovr_vpc_binding b;
 	struct timespec ts;
 
-	t0 = next = now_ns();
+	t0 = next = ovr_mono_ns();
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
 		i = nloc + rnd(&s) % (w->n - nloc);
 		b = binding_of(i, w->n, (uint32_t)w->done + 1);
@@ -275,7 +268,7 @@ static void *writer_main(void *arg)
 		ts.tv_nsec = (long)(next % 1000000000ull);
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
-	w->ns = now_ns() - t0;
+	w->ns = ovr_mono_ns() - t0;
 	return NULL;
 }
 
@@ -286,7 +279,7 @@ static double lookup_rate(struct ovr_vpc_thread *t, uint32_t n)
 	uint64_t t0, t1, done = 0, hit = 0;
 	uint32_t s = 99, i;
 
-	t0 = now_ns();
+	t0 = ovr_mono_ns();
 	do {
 		for (i = 0; i < 4096; i++) {
 			e = ovr_vpc_lookup(t, TEN, vip_of(rnd(&s) % n));
@@ -295,7 +288,7 @@ static double lookup_rate(struct ovr_vpc_thread *t, uint32_t n)
 				ovr_vpc_quiescent();
 		}
 		done += 4096;
-		t1 = now_ns();
+		t1 = ovr_mono_ns();
 	} while (t1 - t0 < tput_ns);
 	if (hit != done) {
 		fprintf(stderr, "bench-vpc: lookups missed\n");
@@ -368,10 +361,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 
 	for (s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = ovr_mono_ns();
 
 		vpc = build(sizes[s], &t);
-		t0 = now_ns() - t0;
+		t0 = ovr_mono_ns() - t0;
 		make_frames(&fr, sizes[s]);
 		for (r = 0; r < RUNS; r++) {
 			v[r] = bench_decap(t, &fr);

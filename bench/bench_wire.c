@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include <ovrdma/wire_codec.h>
+#include <ovrdma/util.h>
 
 #define NBUF 64
 #define REPS 9
@@ -33,10 +34,7 @@ enum mode { PARSE, BUILD, BUILD_COPY };
 
 static double now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+	return (double)ovr_mono_ns();
 }
 
 static int cmp_double(const void *a, const void *b)

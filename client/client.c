@@ -25,6 +25,7 @@
 #include <ovrdma/client.h>
 #include <ovrdma/gdr.h>
 #include <ovrdma/ring.h>
+#include <ovrdma/util.h>
 
 #define PAGE 4096ull
 
@@ -357,14 +358,6 @@ int ovr_cl_async_fd(const struct ovr_cl *cl)
 	return cl->async_rd;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void declare_dead(struct ovr_cl *cl)
 {
 	struct ovr_ctl_async_event ev = { .event_type =
@@ -453,8 +446,8 @@ bool ovr_cl_alive(struct ovr_cl *cl)
 		return false;
 	/* a stale heartbeat (a dead or stopped service): ask the socket */
 	if (atomic_load_explicit(&cl->svc->stopping, memory_order_relaxed) ||
-	    mono_ns() - atomic_load_explicit(&cl->svc->heartbeat_ns,
-					     memory_order_relaxed) >
+	    ovr_mono_ns() - atomic_load_explicit(&cl->svc->heartbeat_ns,
+						 memory_order_relaxed) >
 		    OVR_RING_DEAD_NS) {
 		if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
 			declare_dead(cl);

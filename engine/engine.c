@@ -28,6 +28,7 @@
 #include <sys/random.h>
 
 #include <ovrdma/compiler.h>
+#include <ovrdma/util.h>
 
 #include "engine_impl.h"
 #include "qpstate.h"
@@ -59,15 +60,6 @@ static inline uint32_t min32(uint32_t a, uint32_t b)
 static inline uint32_t ts_of(uint64_t now)
 {
 	return (uint32_t)now | 1u; /* tsecr 0 would read as "no echo" */
-}
-
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
 }
 
 /* IB's 5-bit RNR NAK timer code, in nanoseconds (code 0 is the longest). */
@@ -232,8 +224,8 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	seed = cfg->seed;
 	if (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = (uint64_t)(uintptr_t)e ^ 0x9e3779b97f4a7c15ull;
-	e->mrs = ovr_mr_create(pow2_at_least(cfg->max_mr), seed);
-	maxqp = pow2_at_least(cfg->max_qp);
+	e->mrs = ovr_mr_create((uint32_t)ovr_pow2_at_least(cfg->max_mr), seed);
+	maxqp = (uint32_t)ovr_pow2_at_least(cfg->max_qp);
 	for (e->qp_bits = 0; (1u << e->qp_bits) < maxqp; e->qp_bits++)
 		;
 	e->qp_gen = (uint32_t)(seed >> 40);
@@ -245,7 +237,7 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 		calloc((size_t)maxqp * ovr_dp_rxwin_words(cfg->window_pkts),
 		       sizeof(uint64_t));
 	if (cfg->max_srq) {
-		uint32_t n = pow2_at_least(cfg->max_srq);
+		uint32_t n = (uint32_t)ovr_pow2_at_least(cfg->max_srq);
 
 		for (e->srq_bits = 0; (1u << e->srq_bits) < n; e->srq_bits++)
 			;
@@ -1046,8 +1038,10 @@ static void violation(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 static int qp_alloc_queues(struct eng_qp *qp, struct ovr_eng_qp_cap *cap,
 			   bool srq, uint32_t nbind)
 {
-	uint32_t ns = pow2_at_least(cap->max_send_wr ? cap->max_send_wr : 1);
-	uint32_t nr = pow2_at_least(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	uint32_t ns = (uint32_t)ovr_pow2_at_least(
+		cap->max_send_wr ? cap->max_send_wr : 1);
+	uint32_t nr = (uint32_t)ovr_pow2_at_least(
+		cap->max_recv_wr ? cap->max_recv_wr : 1);
 
 	cap->max_send_sge = cap->max_send_sge ? cap->max_send_sge : 1;
 	cap->max_recv_sge = cap->max_recv_sge ? cap->max_recv_sge : 1;
@@ -1150,7 +1144,7 @@ int ovr_eng_srq_create(struct ovr_eng *e, const struct ovr_eng_srq_init *init,
 		return -ENOSPC;
 	memset(q, 0, sizeof(*q));
 	q->max_sge = init->attr.max_sge;
-	rc = srq_resize(q, pow2_at_least(init->attr.max_wr));
+	rc = srq_resize(q, (uint32_t)ovr_pow2_at_least(init->attr.max_wr));
 	if (rc)
 		return rc;
 	/* like QPNs: generation | slot, never 0 */
@@ -1178,7 +1172,7 @@ int ovr_eng_srq_modify(struct ovr_eng *e, uint32_t srqn,
 	if (mask & OVR_SRQ_MAX_WR) {
 		if (attr->max_wr < q->cap || attr->max_wr > OVR_ENG_MAX_WR)
 			return -EINVAL;
-		cap = pow2_at_least(attr->max_wr);
+		cap = (uint32_t)ovr_pow2_at_least(attr->max_wr);
 	}
 	if ((mask & OVR_SRQ_LIMIT) && attr->srq_limit > cap)
 		return -EINVAL;

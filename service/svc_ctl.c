@@ -20,6 +20,8 @@
 
 #include "svc.h"
 
+#include <ovrdma/util.h>
+
 #define PAGE 4096ull
 #define MAX_FDS ((int)OVR_CTL_MR_MAX_SEG)
 #define CQ_MAX_DEPTH 65536u
@@ -28,15 +30,6 @@
 static uint64_t page_up(uint64_t n)
 {
 	return (n + PAGE - 1) & ~(PAGE - 1);
-}
-
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
 }
 
 /* ---- devices ------------------------------------------------------------- */
@@ -1026,7 +1019,7 @@ static int do_create_cq(struct svc *s, struct svc_ctx *c, struct req *r)
 	if (!cq)
 		return status(c, r->h, -ENOMEM);
 	cq->ctx = c;
-	cq->depth = pow2_at_least(q->cqe + 1);
+	cq->depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
 	cq->map_len =
 		page_up(OVR_RING_CQ_ENTRIES_OFF +
 			(uint64_t)cq->depth * sizeof(struct ovr_ring_cqe));
@@ -1162,16 +1155,16 @@ static int do_create_qp(struct svc *s, struct svc_ctx *c, struct req *r)
 	qp->scq = scq;
 	qp->rcq = rcq;
 	qp->user_handle = q->user_handle;
-	qp->sq_depth = pow2_at_least(qp->cap.max_send_wr);
-	qp->rq_depth = pow2_at_least(qp->cap.max_recv_wr);
+	qp->sq_depth = (uint32_t)ovr_pow2_at_least(qp->cap.max_send_wr);
+	qp->rq_depth = (uint32_t)ovr_pow2_at_least(qp->cap.max_recv_wr);
 	per_sq = qp->cap.max_send_sge * (uint32_t)sizeof(struct ovr_ring_sge);
 	if (qp->cap.max_inline_data > per_sq)
 		per_sq = qp->cap.max_inline_data;
-	qp->sq_stride =
-		pow2_at_least((uint32_t)sizeof(struct ovr_ring_swqe) + per_sq);
+	qp->sq_stride = (uint32_t)ovr_pow2_at_least(
+		(uint32_t)sizeof(struct ovr_ring_swqe) + per_sq);
 	per_rq = qp->cap.max_recv_sge * (uint32_t)sizeof(struct ovr_ring_sge);
-	qp->rq_stride =
-		pow2_at_least((uint32_t)sizeof(struct ovr_ring_rwqe) + per_rq);
+	qp->rq_stride = (uint32_t)ovr_pow2_at_least(
+		(uint32_t)sizeof(struct ovr_ring_rwqe) + per_rq);
 	rep.sq_off = PAGE;
 	rep.rq_off =
 		page_up(rep.sq_off + (uint64_t)qp->sq_depth * qp->sq_stride);
@@ -1411,12 +1404,12 @@ static int do_create_srq(struct svc *s, struct svc_ctx *c, struct req *r)
 	srq->max_sge = ea.max_sge;
 	/* room to grow max_wr (MODIFY_SRQ) without a new ring: up to 4x,
 	 * within the engine's limit */
-	srq->depth = pow2_at_least(ea.max_wr);
+	srq->depth = (uint32_t)ovr_pow2_at_least(ea.max_wr);
 	if (srq->depth * 4 <= SRQ_MAX_WR)
 		srq->depth *= 4;
 	else
 		srq->depth = SRQ_MAX_WR > srq->depth ? SRQ_MAX_WR : srq->depth;
-	srq->stride = pow2_at_least(
+	srq->stride = (uint32_t)ovr_pow2_at_least(
 		(uint32_t)(sizeof(struct ovr_ring_rwqe) +
 			   ea.max_sge * sizeof(struct ovr_ring_sge)));
 	rep.slots_off = PAGE;

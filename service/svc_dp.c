@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <ovrdma/wire.h>
+#include <ovrdma/util.h>
 
 #include "svc.h"
 
@@ -59,10 +60,7 @@ _Static_assert(OVR_ENG_MAX_DEV_BATCHES + 1 <= OVR_GDR_MAX_BATCH,
 
 uint64_t svc_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return ovr_mono_ns();
 }
 
 /* ---- lookup tables ------------------------------------------------------- */

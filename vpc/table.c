@@ -41,6 +41,8 @@
 
 #include "vpc_frame.h"
 
+#include <ovrdma/util.h>
+
 #define VPC_DEFAULT_MAX_THREADS 64u
 #define VPC_MAX_THREADS 4096u
 #define VPC_DEFAULT_SIZE_HINT 1024u
@@ -338,15 +340,6 @@ static void ctl_leave(enum ctl_state s)
 
 /* ---- create / destroy ---------------------------------------------------- */
 
-static unsigned long pow2_at_least(unsigned long v)
-{
-	unsigned long p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 struct ovr_vpc *ovr_vpc_create(const struct ovr_vpc_config *cfg)
 {
 	unsigned long init;
@@ -381,8 +374,8 @@ struct ovr_vpc *ovr_vpc_create(const struct ovr_vpc_config *cfg)
 	if (pthread_mutex_init(&vpc->lock, NULL))
 		goto err_alloc;
 
-	init = pow2_at_least(cfg->size_hint ? cfg->size_hint :
-					      VPC_DEFAULT_SIZE_HINT);
+	init = ovr_pow2_at_least(cfg->size_hint ? cfg->size_hint :
+						  VPC_DEFAULT_SIZE_HINT);
 	vpc->vips = cds_lfht_new(init, 1, 0, flags, NULL);
 	if (!vpc->vips)
 		goto err_vips;

@@ -31,20 +31,14 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <ovrdma/util.h>
+
 #define BURST 32
 #define IP_A 0x0a630001u
 #define IP_B 0x0a630002u
 
 static const uint8_t mac_a[6] = { 0x02, 0x99, 0, 0, 0, 0x0a };
 static const uint8_t mac_b[6] = { 0x02, 0x99, 0, 0, 0, 0x0b };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void put16(uint8_t *p, uint16_t v)
 {
@@ -187,21 +181,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* memif: wait for the fabric to accept both connections */
-	deadline = now_ns() + 10000000000ull;
+	deadline = ovr_mono_ns() + 10000000000ull;
 	for (i = 0; i < 2; i++) {
 		do {
 			rte_eth_link_get_nowait((uint16_t)i, &link);
 			if (link.link_status)
 				break;
 			usleep(10000);
-		} while (now_ns() < deadline);
+		} while (ovr_mono_ns() < deadline);
 		if (!link.link_status) {
 			fprintf(stderr, "fabric-gen: port %d: no link\n", i);
 			return 1;
 		}
 	}
 	/* hellos, until B hears A (both learned) */
-	deadline = now_ns() + 5000000000ull;
+	deadline = ovr_mono_ns() + 5000000000ull;
 	for (;;) {
 		bool heard = false;
 
@@ -215,17 +209,18 @@ int main(int argc, char **argv)
 		}
 		if (heard)
 			break;
-		if (now_ns() > deadline) {
+		if (ovr_mono_ns() > deadline) {
 			fprintf(stderr, "fabric-gen: B never hears A\n");
 			return 1;
 		}
 	}
 
-	t0 = now_ns();
+	t0 = ovr_mono_ns();
 	t = t0;
 	deadline = t0;
-	while (sent < count || now_ns() - deadline < quiet_ms * 1000000ull) {
-		t = now_ns();
+	while (sent < count ||
+	       ovr_mono_ns() - deadline < quiet_ms * 1000000ull) {
+		t = ovr_mono_ns();
 		if (sent < count &&
 		    (!pps || sent < (t - t0) * (uint64_t)pps / 1000000000ull)) {
 			uint16_t want = count - sent < BURST ?
@@ -248,7 +243,7 @@ int main(int argc, char **argv)
 							      want - n);
 			}
 			if (sent == count)
-				deadline = now_ns();
+				deadline = ovr_mono_ns();
 		}
 		n = rte_eth_rx_burst(1, 0, bufs, BURST);
 		for (k = 0; k < n; k++) {
@@ -280,7 +275,7 @@ int main(int argc, char **argv)
 		if (n) {
 			rte_pktmbuf_free_bulk(bufs, n);
 			if (sent == count)
-				deadline = now_ns();
+				deadline = ovr_mono_ns();
 		}
 		/* port 0 may get frames back (nothing here sends them) */
 		n = rte_eth_rx_burst(0, 0, bufs, BURST);

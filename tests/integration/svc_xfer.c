@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include <ovrdma/client.h>
+#include <ovrdma/util.h>
 
 #define CHUNK (1u << 20) /* bytes per work request */
 #define DEPTH 64
@@ -58,10 +59,7 @@ static int fail(const char *what, int rc)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return (double)ovr_mono_ns() * 1e-9;
 }
 
 static void setup(struct node *n, const char *sock, const char *dev, size_t len)

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include <ovrdma/vpc.h>
+#include <ovrdma/util.h>
 
 #define LOCAL 0xc0a80001u /* this host */
 #define TEN 4242u
@@ -38,14 +39,6 @@
 #define NREADERS 2
 #define STRESS_NS 1000000000ull /* 1 s of updates */
 #define HOLD 32 /* pointers a reader holds per loop */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ms(unsigned int ms)
 {
@@ -209,8 +202,8 @@ static void test_stress(void **state)
 	}
 
 	/* the control plane: an unregistered thread, as ovrdmad's will be */
-	deadline = now_ns() + STRESS_NS;
-	while (now_ns() < deadline) {
+	deadline = ovr_mono_ns() + STRESS_NS;
+	while (ovr_mono_ns() < deadline) {
 		k = rnd(&seed) % NKEYS;
 		b = binding_for(KEY(k), ++gen[k]);
 		if (!present[k]) {
@@ -236,13 +229,13 @@ static void test_stress(void **state)
 		}
 	}
 	/* grace periods complete while the readers run (bounded wait) */
-	deadline = now_ns() + 10 * 1000000000ull;
+	deadline = ovr_mono_ns() + 10 * 1000000000ull;
 	do {
 		ovr_vpc_info(vpc, &mid);
 		if (mid.freed)
 			break;
 		sleep_ms(1);
-	} while (now_ns() < deadline);
+	} while (ovr_mono_ns() < deadline);
 
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (i = 0; i < NREADERS; i++) {
@@ -355,14 +348,14 @@ static void *staller_main(void *arg)
 static uint64_t watch_freed(struct ovr_vpc *vpc, uint64_t from, unsigned int ms)
 {
 	struct ovr_vpc_info info;
-	uint64_t end = now_ns() + ms * 1000000ull;
+	uint64_t end = ovr_mono_ns() + ms * 1000000ull;
 
 	do {
 		ovr_vpc_info(vpc, &info);
 		if (info.freed != from)
 			return info.freed;
 		sleep_ms(5);
-	} while (now_ns() < end);
+	} while (ovr_mono_ns() < end);
 	return from;
 }
 

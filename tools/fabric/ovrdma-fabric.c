@@ -43,6 +43,8 @@
 
 #include "fabric.h"
 
+#include <ovrdma/util.h>
+
 #define BURST 32
 #define TXQ_MAX 64 /* frames waiting for a full Tx ring, per port */
 #define TX_STUCK_NS 10000000 /* a ring full that long: discard */
@@ -93,14 +95,6 @@ static uint8_t *scratch; /* linearised multi-segment frames */
 static int epfd = -1, dp_epfd = -1, sig_fd = -1, listen_fd = -1;
 static struct client *clients[MAX_CLIENTS];
 static bool stop;
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void usage(FILE *f)
 {
@@ -709,7 +703,7 @@ static void run(const struct opts *o)
 	const uint64_t spin_ns = (uint64_t)o->spin_us * 1000;
 	const uint64_t idle_max_ns = (uint64_t)o->idle_us * 1000;
 	const uint64_t deep_max_ns = (uint64_t)o->deep_idle_us * 1000;
-	uint64_t now, last_work = now_ns(), last_events = 0, sleep_ns = 0;
+	uint64_t now, last_work = ovr_mono_ns(), last_events = 0, sleep_ns = 0;
 	uint64_t next, t, cap;
 	bool all_intr = true;
 	unsigned work;
@@ -718,7 +712,7 @@ static void run(const struct opts *o)
 	for (i = 0; i < nports; i++)
 		all_intr &= port_intr[i];
 	while (!stop) {
-		now = now_ns();
+		now = ovr_mono_ns();
 		work = poll_rx(now);
 		work += poll_tx(now);
 		if (work) {
@@ -755,15 +749,15 @@ static void run(const struct opts *o)
 		if (t < 1000)
 			continue; /* due any moment: keep spinning */
 		intr_enable(true);
-		if (poll_rx(now_ns())) { /* arrived before the interrupt was on */
+		if (poll_rx(ovr_mono_ns())) { /* arrived before the interrupt was on */
 			intr_enable(false);
-			last_work = now_ns();
+			last_work = ovr_mono_ns();
 			sleep_ns = 0;
 			continue;
 		}
 		handle_events((int)t);
 		intr_enable(false);
-		last_events = now_ns();
+		last_events = ovr_mono_ns();
 	}
 }
 
