@@ -104,7 +104,7 @@ struct ovr_ctl_dev {
 	uint32_t vip; /* the device's address in the tenant (GID 0) */
 	uint64_t guid; /* node and port GUID, stable per binding */
 	uint64_t rate_bps; /* configured port rate */
-	uint32_t active_mtu; /* enum ibv_mtu */
+	uint32_t active_mtu; /* enum ovr_mtu */
 	uint32_t underlay_mtu;
 	uint32_t max_qp, max_qp_wr, max_sge, max_inline;
 	uint32_t max_cq, max_cqe, max_mr, max_pd;
@@ -161,7 +161,7 @@ struct ovr_ctl_mr_seg {
 
 struct ovr_ctl_reg_mr_req {
 	uint32_t pd;
-	uint32_t access; /* enum ibv_access_flags */
+	uint32_t access; /* enum ovr_access */
 	uint64_t va;
 	uint64_t len;
 	uint64_t span;
@@ -192,7 +192,7 @@ struct ovr_ctl_reg_mr_rep {
  */
 struct ovr_ctl_reg_mr_gpu_req {
 	uint32_t pd;
-	uint32_t access; /* enum ibv_access_flags */
+	uint32_t access; /* enum ovr_access */
 	uint64_t va;
 	uint64_t len;
 	uint64_t offset;
@@ -299,7 +299,7 @@ struct ovr_ctl_qp_attr {
 
 struct ovr_ctl_modify_qp_req {
 	uint32_t qp;
-	uint32_t mask; /* enum ibv_qp_attr_mask */
+	uint32_t mask; /* enum ovr_qp_attr_mask */
 	struct ovr_ctl_qp_attr attr;
 };
 
@@ -353,7 +353,7 @@ struct ovr_ctl_create_srq_rep {
 	uint32_t rsvd;
 };
 
-/* MODIFY_SRQ: mask = enum ibv_srq_attr_mask (MAX_WR 1, LIMIT 2). */
+/* MODIFY_SRQ: mask = enum ovr_srq_attr_mask. */
 struct ovr_ctl_modify_srq_req {
 	uint32_t srq;
 	uint32_t mask;
@@ -401,7 +401,7 @@ struct ovr_ctl_create_ah_rep {
  */
 struct ovr_ctl_async_event {
 	uint64_t element;
-	uint32_t event_type; /* enum ibv_event_type */
+	uint32_t event_type; /* enum ovr_event */
 	uint32_t rsvd;
 };
 

@@ -173,7 +173,7 @@ struct ovr_ring_qp {
 	uint8_t pad2[OVR_RING_CACHELINE - 4];
 	OVR_ATOMIC(uint32_t) rq_cons; /* service */
 	uint8_t pad3[OVR_RING_CACHELINE - 4];
-	/* service: current QP state (enum ibv_qp_state), for the client's
+	/* service: current QP state (enum ovr_qp_state), for the client's
 	 * post checks after the service moved the QP to ERROR */
 	OVR_ATOMIC(uint32_t) state;
 	/* service: asynchronous events of this QP written to the owner's
