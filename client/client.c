@@ -34,7 +34,6 @@ _Static_assert(sizeof(struct ovr_cl_sge) == sizeof(struct ovr_ring_sge) &&
 			       offsetof(struct ovr_ring_sge, lkey),
 	       "work request SGEs are copied into the ring as they are");
 #define QP_BUCKETS 1024u
-#define IBV_EVENT_DEVICE_FATAL 8u
 
 struct ovr_cl {
 	int fd;
@@ -360,8 +359,7 @@ int ovr_cl_async_fd(const struct ovr_cl *cl)
 
 static void declare_dead(struct ovr_cl *cl)
 {
-	struct ovr_ctl_async_event ev = { .event_type =
-						  IBV_EVENT_DEVICE_FATAL };
+	struct ovr_ctl_async_event ev = { .event_type = OVR_EV_DEVICE_FATAL };
 
 	if (atomic_exchange(&cl->dead, true))
 		return;
@@ -374,7 +372,7 @@ static void declare_dead(struct ovr_cl *cl)
 /*
  * The watcher thread of a context: sleeps in poll(2) on the control
  * socket for the hang-up that ovrdmad's exit (or crash) causes, and then
- * declares the context dead, which queues IBV_EVENT_DEVICE_FATAL on the
+ * declares the context dead, which queues OVR_EV_DEVICE_FATAL on the
  * async fd. Without it an application blocked in ibv_get_async_event (or
  * one that stopped polling) would learn of the death only at its next
  * post or poll. It asks for POLLRDHUP only: replies (POLLIN) stay for

@@ -156,16 +156,13 @@ static void ring_event(OVR_ATOMIC(uint32_t) * events)
 
 /* ---- completions --------------------------------------------------------- */
 
-#define IBV_EVENT_CQ_ERR 0u
-#define IBV_EVENT_QP_FATAL 1u
-
 /*
  * A completion that finds its CQ full cannot be delivered, and a QP whose
  * completions are lost has work in an unknown state: the application
  * must hear of both, and the QP must stop (docs/PROVIDER.md, "CQ
  * overflow"). The CQE is dropped and counted; the CQ gets
- * IBV_EVENT_CQ_ERR, once per episode (until a CQE fits again); the QP is
- * queued for lost_fail(), which moves it to ERROR with IBV_EVENT_QP_FATAL
+ * OVR_EV_CQ_ERR, once per episode (until a CQE fits again); the QP is
+ * queued for lost_fail(), which moves it to ERROR with OVR_EV_QP_FATAL
  * outside the engine call that produced the completion (the engine is
  * not reentrant). Entries already in the ring stay intact.
  */
@@ -179,7 +176,7 @@ static void cq_lost(struct svc *s, struct svc_cq *cq,
 		cq->overflowed = true;
 		atomic_store_explicit(&cq->ring->overflow, 1,
 				      memory_order_release);
-		if (svc_async(cq->ctx, cq->user_handle, IBV_EVENT_CQ_ERR))
+		if (svc_async(cq->ctx, cq->user_handle, OVR_EV_CQ_ERR))
 			ring_event(&cq->ring->events);
 	}
 	if (qp && !qp->cq_lost) {
@@ -213,7 +210,7 @@ static bool lost_fail(struct svc *s)
 			continue;
 		atomic_store_explicit(&qp->ring->state, OVR_QPS_ERR,
 				      memory_order_release);
-		svc_async(qp->ctx, qp->user_handle, IBV_EVENT_QP_FATAL);
+		svc_async(qp->ctx, qp->user_handle, OVR_EV_QP_FATAL);
 	}
 	return true;
 }

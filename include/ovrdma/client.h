@@ -108,7 +108,7 @@ void ovr_cl_close(struct ovr_cl *cl);
 int ovr_cl_list(struct ovr_cl *cl, struct ovr_ctl_dev *devs, unsigned int max);
 /* Binds the connection to device @name (once). */
 int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev);
-/* Reads struct ovr_ctl_async_event records; DEVICE_FATAL (8) with
+/* Reads struct ovr_ctl_async_event records; OVR_EV_DEVICE_FATAL with
  * element 0 when the service died. */
 int ovr_cl_async_fd(const struct ovr_cl *cl);
 /* false once the service is known to be gone. */

@@ -157,11 +157,13 @@ enum ovr_srq_attr_mask {
 /* ---- asynchronous events (= enum ibv_event_type) ------------------------ */
 
 enum ovr_event {
+	OVR_EV_CQ_ERR = 0, /* the CQ overflowed */
 	OVR_EV_QP_FATAL = 1,
 	OVR_EV_QP_REQ_ERR = 2,
 	OVR_EV_QP_ACCESS_ERR = 3,
 	OVR_EV_COMM_EST = 4,
 	OVR_EV_SQ_DRAINED = 5,
+	OVR_EV_DEVICE_FATAL = 8, /* the service is gone */
 	/* through the engine's ops->srq_event: fewer receives than the
 	 * armed limit */
 	OVR_EV_SRQ_LIMIT_REACHED = 15,

@@ -38,7 +38,6 @@
 #define NSEND 6u
 #define LIMIT 4u
 #define SRQ_USER 0x5151abcdull
-#define IBV_EVENT_SRQ_LIMIT_REACHED 15u
 
 struct node {
 	struct ovr_cl *cl;
@@ -340,7 +339,7 @@ int main(int argc, char **argv)
 	CHECK(poll(&pfd, 1, 2000) == 1, "an async event");
 	CHECK(read(pfd.fd, &ev, sizeof(ev)) == (ssize_t)sizeof(ev),
 	      "async event record");
-	CHECK(ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+	CHECK(ev.event_type == OVR_EV_SRQ_LIMIT_REACHED &&
 		      ev.element == SRQ_USER,
 	      "SRQ_LIMIT_REACHED with the SRQ's user handle");
 	CHECK(poll(&pfd, 1, 200) == 0, "one limit event only");
