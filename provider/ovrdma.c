@@ -16,6 +16,40 @@
 #include <unistd.h>
 
 #include "ovrdma.h"
+#include "ovrdma_verbs.h"
+
+static void ovrdma_free_context(struct ibv_context *ibctx);
+
+/* The verbs (ovrdma_verbs.h); libibverbs answers the others with
+ * EOPNOTSUPP (or ENOSYS). */
+static const struct verbs_context_ops ovrdma_ctx_ops = {
+	.alloc_pd = ovrdma_alloc_pd,
+	.create_ah = ovrdma_create_ah,
+	.create_cq = ovrdma_create_cq,
+	.create_cq_ex = ovrdma_create_cq_ex,
+	.create_qp = ovrdma_create_qp,
+	.create_srq = ovrdma_create_srq,
+	.dealloc_pd = ovrdma_dealloc_pd,
+	.dereg_mr = ovrdma_dereg_mr,
+	.destroy_ah = ovrdma_destroy_ah,
+	.destroy_cq = ovrdma_destroy_cq,
+	.destroy_qp = ovrdma_destroy_qp,
+	.destroy_srq = ovrdma_destroy_srq,
+	.free_context = ovrdma_free_context,
+	.modify_qp = ovrdma_modify_qp,
+	.modify_srq = ovrdma_modify_srq,
+	.poll_cq = ovrdma_poll_cq,
+	.post_recv = ovrdma_post_recv,
+	.post_send = ovrdma_post_send,
+	.post_srq_recv = ovrdma_post_srq_recv,
+	.query_device_ex = ovrdma_query_device_ex,
+	.query_port = ovrdma_query_port,
+	.query_qp = ovrdma_query_qp,
+	.query_srq = ovrdma_query_srq,
+	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
+	.reg_mr = ovrdma_reg_mr,
+	.req_notify_cq = ovrdma_req_notify_cq,
+};
 
 static const struct ovrdma_hooks hooks = {
 	.version = OVRDMA_HOOKS_VERSION,
@@ -148,7 +182,7 @@ err_uninit:
 	return NULL;
 }
 
-void ovrdma_free_context(struct ibv_context *ibctx)
+static void ovrdma_free_context(struct ibv_context *ibctx)
 {
 	struct ovrdma_context *ctx = to_octx(ibctx);
 

@@ -3,11 +3,8 @@
  * The verbs of the ovrdma provider (docs/PROVIDER.md section 4), each a
  * translation onto libovr_client (include/ovrdma/client.h): control
  * verbs become requests to ovrdmad, post and poll touch only the shared
- * rings. Return conventions are libibverbs': constructors return NULL
- * with errno, ibv_post_* / modify / destroy return 0 or a positive errno
- * (post_* also set *bad_wr), poll_cq a count or a negative value.
- * Verbs not listed in ovrdma_ctx_ops are answered by libibverbs with
- * EOPNOTSUPP (or ENOSYS).
+ * rings. Declared, with their return conventions, in ovrdma_verbs.h;
+ * ovrdma.c's ops table points at them.
  *
  * Threads: libovr_client serialises control requests on the
  * connection and keeps each QP's send side, receive side and each CQ
@@ -27,7 +24,7 @@
 #include <ovrdma/compiler.h>
 #include <ovrdma/gdr.h>
 
-#include "ovrdma.h"
+#include "ovrdma_verbs.h"
 
 /* include/ovrdma/verbs.h's constants are libibverbs' values: work
  * requests, completions, states and masks pass through unchanged, so
@@ -166,10 +163,9 @@ static uint8_t lane_speed(uint64_t rate_bps)
 	return 1;
 }
 
-static int ovrdma_query_device_ex(struct ibv_context *ibctx,
-				  const struct ibv_query_device_ex_input *input,
-				  struct ibv_device_attr_ex *attr,
-				  size_t attr_size)
+int ovrdma_query_device_ex(struct ibv_context *ibctx,
+			   const struct ibv_query_device_ex_input *input,
+			   struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
 	struct ibv_device_attr *a = &attr->orig_attr;
@@ -212,8 +208,8 @@ static int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	return 0;
 }
 
-static int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
-			     struct ibv_port_attr *attr)
+int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
+		      struct ibv_port_attr *attr)
 {
 	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
 
@@ -238,7 +234,7 @@ static int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
 
 /* ---- protection domains and memory -------------------------------------- */
 
-static struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
+struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
 {
 	struct ovrdma_pd *pd = calloc(1, sizeof(*pd));
 	int rc;
@@ -255,7 +251,7 @@ static struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
 	return &pd->ibv_pd;
 }
 
-static int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
+int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct ovrdma_pd *pd = to_opd(ibpd);
 	int rc = ovr_cl_dealloc_pd(to_octx(ibpd->context)->cl, pd->handle);
@@ -357,8 +353,8 @@ static struct ibv_mr *reg_gpu_mr(struct ibv_pd *ibpd, struct ovr_gdr *g,
 	return mr_done(mr, access);
 }
 
-static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
-				    size_t length, uint64_t hca_va, int access)
+struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t hca_va, int access)
 {
 	struct ovrdma_mr *mr;
 	struct ovr_gdr *g;
@@ -410,9 +406,9 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
  * position of iova in the dma-buf, must lie in it. A dma-buf that is not
  * GPU memory of this process at iova is EOPNOTSUPP, with a message.
  */
-static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
-					   size_t length, uint64_t iova, int fd,
-					   int access)
+struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
+				    size_t length, uint64_t iova, int fd,
+				    int access)
 {
 	struct ovr_gdr *g;
 	struct stat st;
@@ -450,7 +446,7 @@ static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 			  access);
 }
 
-static int ovrdma_dereg_mr(struct verbs_mr *vmr)
+int ovrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ovrdma_mr *mr = to_omr(vmr);
 	int rc = ovr_cl_dereg_mr(to_octx(vmr->ibv_mr.context)->cl, mr->mr);
@@ -509,7 +505,7 @@ void ovrdma_reap(struct ovrdma_context *ctx, bool all)
 	pthread_mutex_unlock(&ctx->zlock);
 }
 
-static void release(struct ovrdma_context *ctx, void *obj, pthread_mutex_t *m,
+void ovrdma_release(struct ovrdma_context *ctx, void *obj, pthread_mutex_t *m,
 		    pthread_cond_t *c, const uint32_t *acked, uint32_t events)
 {
 	struct ovrdma_zombie *z;
@@ -629,9 +625,9 @@ static struct ovrdma_cq *cq_create(struct ibv_context *ibctx, int cqe,
 	return cq;
 }
 
-static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
-				       struct ibv_comp_channel *channel,
-				       int comp_vector)
+struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
+				struct ibv_comp_channel *channel,
+				int comp_vector)
 {
 	struct ovrdma_cq *cq = cq_create(ibctx, cqe, channel, comp_vector);
 
@@ -740,8 +736,8 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 #define OVRDMA_CQ_EX_FLAGS \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
-static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
-					     struct ibv_cq_init_attr_ex *attr)
+struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
+				      struct ibv_cq_init_attr_ex *attr)
 {
 	struct ibv_cq_ex *cqx;
 	struct ovrdma_cq *cq;
@@ -801,7 +797,7 @@ static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 	return cqx;
 }
 
-static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
+int ovrdma_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ovrdma_cq *cq = to_ocq(ibcq);
 	uint32_t events = 0;
@@ -809,12 +805,12 @@ static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
 
 	if (rc)
 		return -rc;
-	release(to_octx(ibcq->context), cq, &ibcq->mutex, &ibcq->cond,
-		&ibcq->async_events_completed, events);
+	ovrdma_release(to_octx(ibcq->context), cq, &ibcq->mutex, &ibcq->cond,
+		       &ibcq->async_events_completed, events);
 	return 0;
 }
 
-static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ovrdma_cq *cq = to_ocq(ibcq);
 	struct ovr_cl_wc w[POLL_CHUNK];
@@ -852,15 +848,15 @@ static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return done;
 }
 
-static int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	return -ovr_cl_req_notify_cq(to_ocq(ibcq)->cq, solicited_only != 0);
 }
 
 /* ---- queue pairs --------------------------------------------------------- */
 
-static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
-				       struct ibv_qp_init_attr *attr)
+struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
+				struct ibv_qp_init_attr *attr)
 {
 	struct ovrdma_context *ctx = to_octx(ibpd->context);
 	struct ovr_ctl_qp_cap cap = {
@@ -931,8 +927,7 @@ static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 
 #define QP_MASK_KNOWN ((1u << 21) - 1) /* IBV_QP_STATE .. IBV_QP_DEST_QPN */
 
-static int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			    int mask)
+int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
 	struct ovr_ctl_qp_attr a = {
@@ -985,8 +980,8 @@ static int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
-static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			   int mask, struct ibv_qp_init_attr *init)
+int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		    struct ibv_qp_init_attr *init)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
 	struct ovr_ctl_qp_attr a;
@@ -1034,7 +1029,7 @@ static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
 	return 0;
 }
 
-static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
+int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
 	uint32_t events = 0;
@@ -1042,8 +1037,8 @@ static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 
 	if (rc)
 		return -rc;
-	release(to_octx(ibqp->context), qp, &ibqp->mutex, &ibqp->cond,
-		&ibqp->events_completed, events);
+	ovrdma_release(to_octx(ibqp->context), qp, &ibqp->mutex, &ibqp->cond,
+		       &ibqp->events_completed, events);
 	return 0;
 }
 
@@ -1113,8 +1108,8 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 	}
 }
 
-static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			    struct ibv_send_wr **bad_wr)
+int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		     struct ibv_send_wr **bad_wr)
 {
 	struct ovrdma_qp *qp = to_oqp(ibqp);
 	bool ud = ibqp->qp_type == IBV_QPT_UD;
@@ -1157,16 +1152,16 @@ static int post_recv_list(struct ovr_cl_qp *qp, struct ovr_cl_srq *srq,
 	return 0;
 }
 
-static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
+int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
 {
 	return post_recv_list(to_oqp(ibqp)->qp, NULL, wr, bad_wr);
 }
 
 /* ---- shared receive queues ------------------------------------------------ */
 
-static struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
-					 struct ibv_srq_init_attr *attr)
+struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
+				  struct ibv_srq_init_attr *attr)
 {
 	struct ovrdma_context *ctx = to_octx(ibpd->context);
 	struct ovr_ctl_srq_attr a = { .max_wr = attr->attr.max_wr,
@@ -1208,8 +1203,8 @@ static struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
 	return q;
 }
 
-static int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
-			     int mask)
+int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		      int mask)
 {
 	struct ovr_ctl_srq_attr a = { .max_wr = attr->max_wr,
 				      .max_sge = attr->max_sge,
@@ -1222,7 +1217,7 @@ static int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 				  to_osrq(ibsrq)->srq, &a, (unsigned int)mask);
 }
 
-static int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 {
 	struct ovr_ctl_srq_attr a;
 	int rc = ovr_cl_query_srq(to_octx(ibsrq->context)->cl,
@@ -1236,7 +1231,7 @@ static int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
-static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
+int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct ovrdma_srq *srq = to_osrq(ibsrq);
 	uint32_t events = 0;
@@ -1245,21 +1240,20 @@ static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
 
 	if (rc)
 		return -rc;
-	release(to_octx(ibsrq->context), srq, &ibsrq->mutex, &ibsrq->cond,
-		&ibsrq->events_completed, events);
+	ovrdma_release(to_octx(ibsrq->context), srq, &ibsrq->mutex,
+		       &ibsrq->cond, &ibsrq->events_completed, events);
 	return 0;
 }
 
-static int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-				struct ibv_recv_wr **bad_wr)
+int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad_wr)
 {
 	return post_recv_list(NULL, to_osrq(ibsrq)->srq, wr, bad_wr);
 }
 
 /* ---- address handles ------------------------------------------------------ */
 
-static struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd,
-				       struct ibv_ah_attr *attr)
+struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
 	struct ovr_ctl_create_ah_req q = {
 		.pd = to_opd(ibpd)->handle,
@@ -1295,7 +1289,7 @@ static struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd,
 	return &ah->ibv_ah;
 }
 
-static int ovrdma_destroy_ah(struct ibv_ah *ibah)
+int ovrdma_destroy_ah(struct ibv_ah *ibah)
 {
 	struct ovrdma_ah *ah = to_oah(ibah);
 	int rc = ovr_cl_destroy_ah(to_octx(ibah->context)->cl, ah->handle);
@@ -1305,32 +1299,3 @@ static int ovrdma_destroy_ah(struct ibv_ah *ibah)
 	free(ah);
 	return 0;
 }
-
-const struct verbs_context_ops ovrdma_ctx_ops = {
-	.alloc_pd = ovrdma_alloc_pd,
-	.create_ah = ovrdma_create_ah,
-	.create_cq = ovrdma_create_cq,
-	.create_cq_ex = ovrdma_create_cq_ex,
-	.create_qp = ovrdma_create_qp,
-	.create_srq = ovrdma_create_srq,
-	.dealloc_pd = ovrdma_dealloc_pd,
-	.dereg_mr = ovrdma_dereg_mr,
-	.destroy_ah = ovrdma_destroy_ah,
-	.destroy_cq = ovrdma_destroy_cq,
-	.destroy_qp = ovrdma_destroy_qp,
-	.destroy_srq = ovrdma_destroy_srq,
-	.free_context = ovrdma_free_context,
-	.modify_qp = ovrdma_modify_qp,
-	.modify_srq = ovrdma_modify_srq,
-	.poll_cq = ovrdma_poll_cq,
-	.post_recv = ovrdma_post_recv,
-	.post_send = ovrdma_post_send,
-	.post_srq_recv = ovrdma_post_srq_recv,
-	.query_device_ex = ovrdma_query_device_ex,
-	.query_port = ovrdma_query_port,
-	.query_qp = ovrdma_query_qp,
-	.query_srq = ovrdma_query_srq,
-	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
-	.reg_mr = ovrdma_reg_mr,
-	.req_notify_cq = ovrdma_req_notify_cq,
-};
