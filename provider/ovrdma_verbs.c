@@ -855,17 +855,112 @@ int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 /* ---- queue pairs --------------------------------------------------------- */
 
+/*
+ * Verbs' QP attributes and the control messages (include/ovrdma/ctl.h),
+ * one converter each way: every path that sends QP capabilities or
+ * attributes to ovrdmad goes through the _to_ctl ones, every answer
+ * comes back through the _from_ctl ones. Values pass unchanged (states,
+ * MTUs, masks and access flags are verbs' own, include/ovrdma/verbs.h).
+ */
+static void qp_cap_to_ctl(const struct ibv_qp_cap *cap,
+			  struct ovr_ctl_qp_cap *c)
+{
+	*c = (struct ovr_ctl_qp_cap){
+		.max_send_wr = cap->max_send_wr,
+		.max_recv_wr = cap->max_recv_wr,
+		.max_send_sge = cap->max_send_sge,
+		.max_recv_sge = cap->max_recv_sge,
+		.max_inline_data = cap->max_inline_data,
+	};
+}
+
+static void qp_cap_from_ctl(const struct ovr_ctl_qp_cap *c,
+			    struct ibv_qp_cap *cap)
+{
+	*cap = (struct ibv_qp_cap){
+		.max_send_wr = c->max_send_wr,
+		.max_recv_wr = c->max_recv_wr,
+		.max_send_sge = c->max_send_sge,
+		.max_recv_sge = c->max_recv_sge,
+		.max_inline_data = c->max_inline_data,
+	};
+}
+
+/* @attr as ibv_modify_qp(3) gives it: the scalars whatever @mask says
+ * (ovrdmad reads those @mask names), the address vector (RoCE: its GRH,
+ * as qp_attr_check() accepted it) only with IBV_QP_AV. */
+static void qp_attr_to_ctl(const struct ibv_qp_attr *attr, int mask,
+			   struct ovr_ctl_qp_attr *a)
+{
+	const struct ibv_ah_attr *ah = &attr->ah_attr;
+
+	*a = (struct ovr_ctl_qp_attr){
+		.qp_state = attr->qp_state,
+		.cur_qp_state = attr->cur_qp_state,
+		.path_mtu = attr->path_mtu,
+		.qp_access_flags = (uint32_t)attr->qp_access_flags,
+		.dest_qp_num = attr->dest_qp_num,
+		.rq_psn = attr->rq_psn,
+		.sq_psn = attr->sq_psn,
+		.qkey = attr->qkey,
+		.pkey_index = attr->pkey_index,
+		.port_num = attr->port_num,
+		.timeout = attr->timeout,
+		.retry_cnt = attr->retry_cnt,
+		.rnr_retry = attr->rnr_retry,
+		.min_rnr_timer = attr->min_rnr_timer,
+		.max_rd_atomic = attr->max_rd_atomic,
+		.max_dest_rd_atomic = attr->max_dest_rd_atomic,
+	};
+	if (!(mask & IBV_QP_AV))
+		return;
+	memcpy(a->dgid, ah->grh.dgid.raw, sizeof(a->dgid));
+	a->flow_label = ah->grh.flow_label;
+	a->sgid_index = ah->grh.sgid_index;
+	a->hop_limit = ah->grh.hop_limit;
+	a->traffic_class = ah->grh.traffic_class;
+	a->is_global = ah->is_global != 0;
+}
+
+/* ovrdmad's answer to QUERY_QP as ibv_query_qp(3) gives it; the port is
+ * always 1 and the path migrated. The capabilities are left 0: the
+ * provider answers with what create granted (struct ovrdma_qp). */
+static void qp_attr_from_ctl(const struct ovr_ctl_qp_attr *a,
+			     struct ibv_qp_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = (enum ibv_qp_state)a->qp_state;
+	attr->cur_qp_state = (enum ibv_qp_state)a->cur_qp_state;
+	attr->path_mtu = (enum ibv_mtu)a->path_mtu;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qp_num;
+	attr->qp_access_flags = (int)a->qp_access_flags;
+	attr->ah_attr.is_global = a->is_global;
+	memcpy(attr->ah_attr.grh.dgid.raw, a->dgid, sizeof(a->dgid));
+	attr->ah_attr.grh.flow_label = a->flow_label;
+	attr->ah_attr.grh.sgid_index = a->sgid_index;
+	attr->ah_attr.grh.hop_limit = a->hop_limit;
+	attr->ah_attr.grh.traffic_class = a->traffic_class;
+	attr->ah_attr.port_num = 1;
+	attr->pkey_index = a->pkey_index;
+	attr->sq_draining = a->sq_draining;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+}
+
 struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 				struct ibv_qp_init_attr *attr)
 {
 	struct ovrdma_context *ctx = to_octx(ibpd->context);
-	struct ovr_ctl_qp_cap cap = {
-		.max_send_wr = attr->cap.max_send_wr,
-		.max_recv_wr = attr->cap.max_recv_wr,
-		.max_send_sge = attr->cap.max_send_sge,
-		.max_recv_sge = attr->cap.max_recv_sge,
-		.max_inline_data = attr->cap.max_inline_data,
-	};
+	struct ovr_ctl_qp_cap cap;
 	struct ovrdma_qp *qp;
 	struct ibv_qp *q;
 
@@ -886,6 +981,7 @@ struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 	if (!qp)
 		return NULL;
 	q = &qp->vqp.qp;
+	qp_cap_to_ctl(&attr->cap, &cap);
 	/* the async-event record carries the ibv_qp, as the kernel's does */
 	qp->qp = ovr_cl_create_qp_ex(
 		ctx->cl, to_opd(ibpd)->handle, to_ocq(attr->send_cq)->cq,
@@ -901,13 +997,7 @@ struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 		return NULL;
 	}
 	ovr_cl_qp_cap(qp->qp, &cap);
-	qp->cap = (struct ibv_qp_cap){
-		.max_send_wr = cap.max_send_wr,
-		.max_recv_wr = cap.max_recv_wr,
-		.max_send_sge = cap.max_send_sge,
-		.max_recv_sge = cap.max_recv_sge,
-		.max_inline_data = cap.max_inline_data,
-	};
+	qp_cap_from_ctl(&cap, &qp->cap);
 	qp->sq_sig_all = attr->sq_sig_all != 0;
 	attr->cap = qp->cap; /* ibv_create_qp(3): the values granted */
 	q->context = ibpd->context;
@@ -925,33 +1015,13 @@ struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 	return q;
 }
 
-#define QP_MASK_KNOWN ((1u << 21) - 1) /* IBV_QP_STATE .. IBV_QP_DEST_QPN */
-
-int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+/* What ovrdma refuses before asking ovrdmad; 0 or a positive errno. */
+static int qp_attr_check(const struct ibv_qp *ibqp,
+			 const struct ibv_qp_attr *attr, int mask)
 {
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-	struct ovr_ctl_qp_attr a = {
-		.qp_state = attr->qp_state,
-		.cur_qp_state = attr->cur_qp_state,
-		.path_mtu = attr->path_mtu,
-		.qp_access_flags = (uint32_t)attr->qp_access_flags,
-		.dest_qp_num = attr->dest_qp_num,
-		.rq_psn = attr->rq_psn,
-		.sq_psn = attr->sq_psn,
-		.qkey = attr->qkey,
-		.pkey_index = attr->pkey_index,
-		.port_num = attr->port_num,
-		.timeout = attr->timeout,
-		.retry_cnt = attr->retry_cnt,
-		.rnr_retry = attr->rnr_retry,
-		.min_rnr_timer = attr->min_rnr_timer,
-		.max_rd_atomic = attr->max_rd_atomic,
-		.max_dest_rd_atomic = attr->max_dest_rd_atomic,
-	};
-	int rc;
-
-	if ((unsigned int)mask & ~QP_MASK_KNOWN)
-		return EOPNOTSUPP; /* rate limits and the like */
+	/* IBV_QP_STATE .. IBV_QP_DEST_QPN; rate limits and the like not */
+	if ((unsigned int)mask & ~OVR_QP_ATTR_ALL)
+		return EOPNOTSUPP;
 	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
 		return EINVAL;
 	/* UD QPs have no address vector: each send names an AH */
@@ -964,13 +1034,19 @@ int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 		if (!ah->is_global || ah->grh.sgid_index != 0 ||
 		    (ah->port_num && ah->port_num != 1))
 			return EINVAL;
-		memcpy(a.dgid, ah->grh.dgid.raw, sizeof(a.dgid));
-		a.flow_label = ah->grh.flow_label;
-		a.sgid_index = ah->grh.sgid_index;
-		a.hop_limit = ah->grh.hop_limit;
-		a.traffic_class = ah->grh.traffic_class;
-		a.is_global = 1;
 	}
+	return 0;
+}
+
+int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+	struct ovr_ctl_qp_attr a;
+	int rc = qp_attr_check(ibqp, attr, mask);
+
+	if (rc)
+		return rc;
+	qp_attr_to_ctl(attr, mask, &a);
 	rc = ovr_cl_modify_qp(to_octx(ibqp->context)->cl, qp->qp, &a,
 			      (unsigned int)mask);
 	if (rc)
@@ -991,33 +1067,8 @@ int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	rc = ovr_cl_query_qp(to_octx(ibqp->context)->cl, qp->qp, &a);
 	if (rc)
 		return -rc;
-	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = (enum ibv_qp_state)a.qp_state;
-	attr->cur_qp_state = (enum ibv_qp_state)a.cur_qp_state;
-	attr->path_mtu = (enum ibv_mtu)a.path_mtu;
-	attr->path_mig_state = IBV_MIG_MIGRATED;
-	attr->qkey = a.qkey;
-	attr->rq_psn = a.rq_psn;
-	attr->sq_psn = a.sq_psn;
-	attr->dest_qp_num = a.dest_qp_num;
-	attr->qp_access_flags = (int)a.qp_access_flags;
+	qp_attr_from_ctl(&a, attr);
 	attr->cap = qp->cap;
-	attr->ah_attr.is_global = a.is_global;
-	memcpy(attr->ah_attr.grh.dgid.raw, a.dgid, sizeof(a.dgid));
-	attr->ah_attr.grh.flow_label = a.flow_label;
-	attr->ah_attr.grh.sgid_index = a.sgid_index;
-	attr->ah_attr.grh.hop_limit = a.hop_limit;
-	attr->ah_attr.grh.traffic_class = a.traffic_class;
-	attr->ah_attr.port_num = 1;
-	attr->pkey_index = a.pkey_index;
-	attr->sq_draining = a.sq_draining;
-	attr->max_rd_atomic = a.max_rd_atomic;
-	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
-	attr->min_rnr_timer = a.min_rnr_timer;
-	attr->port_num = 1;
-	attr->timeout = a.timeout;
-	attr->retry_cnt = a.retry_cnt;
-	attr->rnr_retry = a.rnr_retry;
 	memset(init, 0, sizeof(*init));
 	init->qp_context = ibqp->qp_context;
 	init->send_cq = ibqp->send_cq;
@@ -1160,15 +1211,33 @@ int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 
 /* ---- shared receive queues ------------------------------------------------ */
 
+/* SRQ attributes and the control message, one converter each way (the
+ * client sends no limit with CREATE_SRQ: ibv_create_srq(3) ignores it). */
+static void srq_attr_to_ctl(const struct ibv_srq_attr *attr,
+			    struct ovr_ctl_srq_attr *a)
+{
+	*a = (struct ovr_ctl_srq_attr){ .max_wr = attr->max_wr,
+					.max_sge = attr->max_sge,
+					.srq_limit = attr->srq_limit };
+}
+
+static void srq_attr_from_ctl(const struct ovr_ctl_srq_attr *a,
+			      struct ibv_srq_attr *attr)
+{
+	attr->max_wr = a->max_wr;
+	attr->max_sge = a->max_sge;
+	attr->srq_limit = a->srq_limit;
+}
+
 struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
 				  struct ibv_srq_init_attr *attr)
 {
 	struct ovrdma_context *ctx = to_octx(ibpd->context);
-	struct ovr_ctl_srq_attr a = { .max_wr = attr->attr.max_wr,
-				      .max_sge = attr->attr.max_sge };
+	struct ovr_ctl_srq_attr a;
 	struct ovrdma_srq *srq;
 	struct ibv_srq *q;
 
+	srq_attr_to_ctl(&attr->attr, &a);
 	if (!a.max_wr || a.max_wr > ctx->dev.max_srq_wr || !a.max_sge ||
 	    a.max_sge > ctx->dev.max_srq_sge) {
 		errno = EINVAL;
@@ -1206,10 +1275,9 @@ struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
 int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		      int mask)
 {
-	struct ovr_ctl_srq_attr a = { .max_wr = attr->max_wr,
-				      .max_sge = attr->max_sge,
-				      .srq_limit = attr->srq_limit };
+	struct ovr_ctl_srq_attr a;
 
+	srq_attr_to_ctl(attr, &a);
 	if ((unsigned int)mask &
 	    ~(unsigned int)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
 		return EINVAL;
@@ -1225,9 +1293,7 @@ int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 
 	if (rc)
 		return -rc;
-	attr->max_wr = a.max_wr;
-	attr->max_sge = a.max_sge;
-	attr->srq_limit = a.srq_limit;
+	srq_attr_from_ctl(&a, attr);
 	return 0;
 }
 
