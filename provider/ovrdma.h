@@ -129,6 +129,16 @@ static inline struct ovrdma_cq *to_ocq(struct ibv_cq *cq)
 	return container_of(cq, struct ovrdma_cq, vcq.cq);
 }
 
+static inline struct ovrdma_cq *to_ocq_ex(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct ovrdma_cq, vcq.cq_ex);
+}
+
+static inline struct ovrdma_channel *to_ochannel(struct ibv_comp_channel *ch)
+{
+	return container_of(ch, struct ovrdma_channel, ch);
+}
+
 static inline struct ovrdma_srq *to_osrq(struct ibv_srq *srq)
 {
 	return container_of(srq, struct ovrdma_srq, ibv_srq);

@@ -2,7 +2,8 @@
 /*
  * The verbs of the ovrdma provider (docs/PROVIDER.md section 4), as
  * ovrdma.c's ops table points at them, and what the provider's files
- * share besides. Defined in ovrdma_verbs.c. Return conventions are
+ * share besides. Defined in ovrdma_verbs.c, those of queue pairs and
+ * shared receive queues in ovrdma_qp.c. Return conventions are
  * libibverbs': constructors return NULL with errno, ibv_post_* /
  * modify / destroy return 0 or a positive errno (post_* also set
  * *bad_wr), poll_cq a count or a negative value.
@@ -43,7 +44,7 @@ int ovrdma_destroy_cq(struct ibv_cq *ibcq);
 int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
 
-/* queue pairs */
+/* queue pairs (ovrdma_qp.c) */
 struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 				struct ibv_qp_init_attr *attr);
 int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask);
@@ -55,7 +56,7 @@ int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 
-/* shared receive queues */
+/* shared receive queues (ovrdma_qp.c) */
 struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
 				  struct ibv_srq_init_attr *attr);
 int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
