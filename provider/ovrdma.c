@@ -16,6 +16,40 @@
 #include <unistd.h>
 
 #include "ovrdma.h"
+#include "ovrdma_verbs.h"
+
+static void ovrdma_free_context(struct ibv_context *ibctx);
+
+/* The verbs (ovrdma_verbs.h); libibverbs answers the others with
+ * EOPNOTSUPP (or ENOSYS). */
+static const struct verbs_context_ops ovrdma_ctx_ops = {
+	.alloc_pd = ovrdma_alloc_pd,
+	.create_ah = ovrdma_create_ah,
+	.create_cq = ovrdma_create_cq,
+	.create_cq_ex = ovrdma_create_cq_ex,
+	.create_qp = ovrdma_create_qp,
+	.create_srq = ovrdma_create_srq,
+	.dealloc_pd = ovrdma_dealloc_pd,
+	.dereg_mr = ovrdma_dereg_mr,
+	.destroy_ah = ovrdma_destroy_ah,
+	.destroy_cq = ovrdma_destroy_cq,
+	.destroy_qp = ovrdma_destroy_qp,
+	.destroy_srq = ovrdma_destroy_srq,
+	.free_context = ovrdma_free_context,
+	.modify_qp = ovrdma_modify_qp,
+	.modify_srq = ovrdma_modify_srq,
+	.poll_cq = ovrdma_poll_cq,
+	.post_recv = ovrdma_post_recv,
+	.post_send = ovrdma_post_send,
+	.post_srq_recv = ovrdma_post_srq_recv,
+	.query_device_ex = ovrdma_query_device_ex,
+	.query_port = ovrdma_query_port,
+	.query_qp = ovrdma_query_qp,
+	.query_srq = ovrdma_query_srq,
+	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
+	.reg_mr = ovrdma_reg_mr,
+	.req_notify_cq = ovrdma_req_notify_cq,
+};
 
 static const struct ovrdma_hooks hooks = {
 	.version = OVRDMA_HOOKS_VERSION,
@@ -76,49 +110,70 @@ static void ovrdma_uninit_device(struct verbs_device *vd)
 	free(od);
 }
 
+/*
+ * cmd_fd is /dev/null opened read-write: libibverbs' kernel-only
+ * paths (a uverbs write, as ibv_create_comp_channel without the
+ * interposer) would "succeed" on it and leave garbage. Read-only,
+ * they fail with EBADF instead. 0 or a positive errno.
+ */
+static int cmd_fd_read_only(int cmd_fd)
+{
+	int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int err = 0;
+
+	if (null_fd < 0)
+		return errno;
+	if (dup3(null_fd, cmd_fd, O_CLOEXEC) < 0)
+		err = errno;
+	close(null_fd);
+	return err;
+}
+
+/* The connection to ovrdmad: $OVRDMA_SOCKET, else the socket the device's
+ * directory names, else the default. NULL with errno, and a message. */
+static struct ovr_cl *connect_service(struct ibv_device *ibdev,
+				      const struct ovrdma_device *od)
+{
+	const char *sock = getenv("OVRDMA_SOCKET");
+	struct ovr_cl *cl;
+	int err;
+
+	if (!sock || !sock[0])
+		sock = od->socket[0] ? od->socket : NULL;
+	cl = ovr_cl_connect(sock, program_invocation_short_name);
+	if (cl)
+		return cl;
+	err = errno;
+	/* what the application will only report as "failed to open
+	 * the device", and what the operator fixes: which socket, why
+	 * (docs/OPERATIONS.md, troubleshooting) */
+	fprintf(stderr, "ovrdma: %s: cannot reach ovrdmad at %s: %s%s\n",
+		ibdev->name, sock ? sock : OVR_CTL_SOCK_DEFAULT, strerror(err),
+		err == EACCES ? " (not a member of the socket's group?)" :
+		err == EPROTO ? " (ovrdmad and this provider are of "
+				"different versions: upgrade both)" :
+				"");
+	errno = err;
+	return NULL;
+}
+
 static struct verbs_context *
 ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 {
-	struct ovrdma_device *od = to_odev(ibdev);
 	struct ovrdma_context *ctx;
-	const char *sock = getenv("OVRDMA_SOCKET");
-	int null_fd, err, rc;
+	int err, rc;
 
 	(void)private_data;
 	ctx = OVRDMA_ALLOC_CONTEXT(ibdev, cmd_fd, struct ovrdma_context, vctx);
 	if (!ctx)
 		return NULL;
-	/*
-	 * cmd_fd is /dev/null opened read-write: libibverbs' kernel-only
-	 * paths (a uverbs write, as ibv_create_comp_channel without the
-	 * interposer) would "succeed" on it and leave garbage. Read-only,
-	 * they fail with EBADF instead.
-	 */
-	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (null_fd < 0 || dup3(null_fd, cmd_fd, O_CLOEXEC) < 0) {
-		err = errno;
+	err = cmd_fd_read_only(cmd_fd);
+	if (err)
 		goto err_uninit;
-	}
-	close(null_fd);
-	null_fd = -1;
 	pthread_mutex_init(&ctx->zlock, NULL);
-	if (!sock || !sock[0])
-		sock = od->socket[0] ? od->socket : NULL;
-	ctx->cl = ovr_cl_connect(sock, program_invocation_short_name);
+	ctx->cl = connect_service(ibdev, to_odev(ibdev));
 	if (!ctx->cl) {
 		err = errno;
-		/* what the application will only report as "failed to open
-		 * the device", and what the operator fixes: which socket, why
-		 * (docs/OPERATIONS.md, troubleshooting) */
-		fprintf(stderr,
-			"ovrdma: %s: cannot reach ovrdmad at %s: %s%s\n",
-			ibdev->name, sock ? sock : OVR_CTL_SOCK_DEFAULT,
-			strerror(err),
-			err == EACCES ?
-				" (not a member of the socket's group?)" :
-			err == EPROTO ? " (ovrdmad and this provider are of "
-					"different versions: upgrade both)" :
-					"");
 		goto err_uninit;
 	}
 	rc = ovr_cl_open(ctx->cl, ibdev->name, &ctx->dev);
@@ -140,15 +195,13 @@ ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 err_close:
 	ovr_cl_close(ctx->cl);
 err_uninit:
-	if (null_fd >= 0)
-		close(null_fd);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 	errno = err;
 	return NULL;
 }
 
-void ovrdma_free_context(struct ibv_context *ibctx)
+static void ovrdma_free_context(struct ibv_context *ibctx)
 {
 	struct ovrdma_context *ctx = to_octx(ibctx);
 

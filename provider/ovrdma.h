@@ -47,7 +47,7 @@ struct ovrdma_device {
 
 /* A destroyed QP, CQ or SRQ whose asynchronous events the application
  * has not all acknowledged yet: ibv_ack_async_event will lock its mutex
- * and count in it, so its memory waits (ovrdma_verbs.c, release()). */
+ * and count in it, so its memory waits (ovrdma_release()). */
 struct ovrdma_zombie {
 	struct ovrdma_zombie *next;
 	void *obj; /* freed */
@@ -129,6 +129,16 @@ static inline struct ovrdma_cq *to_ocq(struct ibv_cq *cq)
 	return container_of(cq, struct ovrdma_cq, vcq.cq);
 }
 
+static inline struct ovrdma_cq *to_ocq_ex(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct ovrdma_cq, vcq.cq_ex);
+}
+
+static inline struct ovrdma_channel *to_ochannel(struct ibv_comp_channel *ch)
+{
+	return container_of(ch, struct ovrdma_channel, ch);
+}
+
 static inline struct ovrdma_srq *to_osrq(struct ibv_srq *srq)
 {
 	return container_of(srq, struct ovrdma_srq, ibv_srq);
@@ -163,16 +173,5 @@ static inline struct ovrdma_device *ovrdma_device_of(struct ibv_context *ctx)
 	od = container_of(vd, struct ovrdma_device, vdev);
 	return od->magic == OVRDMA_DEVICE_MAGIC ? od : NULL;
 }
-
-/* ovrdma.c: the context's end (an op of ovrdma_ctx_ops) */
-void ovrdma_free_context(struct ibv_context *ibctx);
-
-/* ovrdma_verbs.c */
-extern const struct verbs_context_ops ovrdma_ctx_ops;
-/* Frees the destroyed objects whose events are all acknowledged (all of
- * them with @all, when the context closes). */
-void ovrdma_reap(struct ovrdma_context *ctx, bool all);
-struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ctx);
-int ovrdma_destroy_channel(struct ibv_comp_channel *channel);
 
 #endif /* OVRDMA_PROVIDER_H */

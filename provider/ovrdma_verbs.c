@@ -2,12 +2,11 @@
 /*
  * The verbs of the ovrdma provider (docs/PROVIDER.md section 4), each a
  * translation onto libovr_client (include/ovrdma/client.h): control
- * verbs become requests to ovrdmad, post and poll touch only the shared
- * rings. Return conventions are libibverbs': constructors return NULL
- * with errno, ibv_post_* / modify / destroy return 0 or a positive errno
- * (post_* also set *bad_wr), poll_cq a count or a negative value.
- * Verbs not listed in ovrdma_ctx_ops are answered by libibverbs with
- * EOPNOTSUPP (or ENOSYS).
+ * verbs become requests to ovrdmad, poll touches only the shared rings.
+ * Declared, with their return conventions, in ovrdma_verbs.h; ovrdma.c's
+ * ops table points at them. Here: device and port, PDs, MRs, CQs,
+ * completion channels, AHs, and the end of objects with asynchronous
+ * events; QPs, SRQs and posting are in ovrdma_qp.c.
  *
  * Threads: libovr_client serialises control requests on the
  * connection and keeps each QP's send side, receive side and each CQ
@@ -15,7 +14,6 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,10 +22,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include <ovrdma/compiler.h>
 #include <ovrdma/gdr.h>
 
-#include "ovrdma.h"
+#include "ovrdma_verbs.h"
 
 /* include/ovrdma/verbs.h's constants are libibverbs' values: work
  * requests, completions, states and masks pass through unchanged, so
@@ -134,16 +131,6 @@ SAME(OVR_QP_ATTR_ALL, (IBV_QP_DEST_QPN << 1) - 1);
 #define OVRDMA_WC_SL_L3_IPV4 2
 #define POLL_CHUNK 16
 
-/* Work-request scatter lists are handed to the client as they are. */
-_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ovr_cl_sge) &&
-		       offsetof(struct ibv_sge, addr) ==
-			       offsetof(struct ovr_cl_sge, addr) &&
-		       offsetof(struct ibv_sge, length) ==
-			       offsetof(struct ovr_cl_sge, length) &&
-		       offsetof(struct ibv_sge, lkey) ==
-			       offsetof(struct ovr_cl_sge, lkey),
-	       "ibv_sge and ovr_cl_sge differ");
-
 /* ---- device and port ----------------------------------------------------- */
 
 /* ibv_port_attr.active_speed of a 4X link of @rate_bps (the codes of
@@ -166,10 +153,9 @@ static uint8_t lane_speed(uint64_t rate_bps)
 	return 1;
 }
 
-static int ovrdma_query_device_ex(struct ibv_context *ibctx,
-				  const struct ibv_query_device_ex_input *input,
-				  struct ibv_device_attr_ex *attr,
-				  size_t attr_size)
+int ovrdma_query_device_ex(struct ibv_context *ibctx,
+			   const struct ibv_query_device_ex_input *input,
+			   struct ibv_device_attr_ex *attr, size_t attr_size)
 {
 	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
 	struct ibv_device_attr *a = &attr->orig_attr;
@@ -212,8 +198,8 @@ static int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	return 0;
 }
 
-static int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
-			     struct ibv_port_attr *attr)
+int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
+		      struct ibv_port_attr *attr)
 {
 	const struct ovr_ctl_dev *d = &to_octx(ibctx)->dev;
 
@@ -238,7 +224,7 @@ static int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
 
 /* ---- protection domains and memory -------------------------------------- */
 
-static struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
+struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
 {
 	struct ovrdma_pd *pd = calloc(1, sizeof(*pd));
 	int rc;
@@ -255,7 +241,7 @@ static struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
 	return &pd->ibv_pd;
 }
 
-static int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
+int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct ovrdma_pd *pd = to_opd(ibpd);
 	int rc = ovr_cl_dealloc_pd(to_octx(ibpd->context)->cl, pd->handle);
@@ -357,8 +343,8 @@ static struct ibv_mr *reg_gpu_mr(struct ibv_pd *ibpd, struct ovr_gdr *g,
 	return mr_done(mr, access);
 }
 
-static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
-				    size_t length, uint64_t hca_va, int access)
+struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+			     uint64_t hca_va, int access)
 {
 	struct ovrdma_mr *mr;
 	struct ovr_gdr *g;
@@ -410,9 +396,9 @@ static struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr,
  * position of iova in the dma-buf, must lie in it. A dma-buf that is not
  * GPU memory of this process at iova is EOPNOTSUPP, with a message.
  */
-static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
-					   size_t length, uint64_t iova, int fd,
-					   int access)
+struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
+				    size_t length, uint64_t iova, int fd,
+				    int access)
 {
 	struct ovr_gdr *g;
 	struct stat st;
@@ -450,7 +436,7 @@ static struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 			  access);
 }
 
-static int ovrdma_dereg_mr(struct verbs_mr *vmr)
+int ovrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ovrdma_mr *mr = to_omr(vmr);
 	int rc = ovr_cl_dereg_mr(to_octx(vmr->ibv_mr.context)->cl, mr->mr);
@@ -509,7 +495,7 @@ void ovrdma_reap(struct ovrdma_context *ctx, bool all)
 	pthread_mutex_unlock(&ctx->zlock);
 }
 
-static void release(struct ovrdma_context *ctx, void *obj, pthread_mutex_t *m,
+void ovrdma_release(struct ovrdma_context *ctx, void *obj, pthread_mutex_t *m,
 		    pthread_cond_t *c, const uint32_t *acked, uint32_t events)
 {
 	struct ovrdma_zombie *z;
@@ -557,8 +543,7 @@ struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ibctx)
 
 int ovrdma_destroy_channel(struct ibv_comp_channel *channel)
 {
-	struct ovrdma_channel *ch =
-		container_of(channel, struct ovrdma_channel, ch);
+	struct ovrdma_channel *ch = to_ochannel(channel);
 	struct ibv_context *ibctx = channel->context;
 	struct ovr_cl *cl = to_octx(ibctx)->cl;
 	int rc;
@@ -599,8 +584,7 @@ static struct ovrdma_cq *cq_create(struct ibv_context *ibctx, int cqe,
 		return NULL;
 	}
 	if (channel) {
-		struct ovrdma_channel *ch =
-			container_of(channel, struct ovrdma_channel, ch);
+		struct ovrdma_channel *ch = to_ochannel(channel);
 
 		/* only channels made by the interposer carry a handle */
 		if (channel->context != ibctx ||
@@ -629,9 +613,9 @@ static struct ovrdma_cq *cq_create(struct ibv_context *ibctx, int cqe,
 	return cq;
 }
 
-static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
-				       struct ibv_comp_channel *channel,
-				       int comp_vector)
+struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
+				struct ibv_comp_channel *channel,
+				int comp_vector)
 {
 	struct ovrdma_cq *cq = cq_create(ibctx, cqe, channel, comp_vector);
 
@@ -643,14 +627,9 @@ static struct ibv_cq *ovrdma_create_cq(struct ibv_context *ibctx, int cqe,
  * whose fields the read_* functions return; end_poll has nothing to
  * release. */
 
-static inline struct ovrdma_cq *cqx_to_ocq(struct ibv_cq_ex *cqx)
-{
-	return container_of(cqx, struct ovrdma_cq, vcq.cq_ex);
-}
-
 static int cqx_next(struct ibv_cq_ex *cqx)
 {
-	struct ovrdma_cq *cq = cqx_to_ocq(cqx);
+	struct ovrdma_cq *cq = to_ocq_ex(cqx);
 	int k = ovr_cl_poll_cq(cq->cq, 1, &cq->cur);
 
 	if (k < 0)
@@ -676,38 +655,38 @@ static void cqx_end_poll(struct ibv_cq_ex *cqx)
 
 static enum ibv_wc_opcode cqx_read_opcode(struct ibv_cq_ex *cqx)
 {
-	return (enum ibv_wc_opcode)cqx_to_ocq(cqx)->cur.opcode;
+	return (enum ibv_wc_opcode)to_ocq_ex(cqx)->cur.opcode;
 }
 
 static uint32_t cqx_read_vendor_err(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_ocq(cqx)->cur.vendor_err;
+	return to_ocq_ex(cqx)->cur.vendor_err;
 }
 
 static uint32_t cqx_read_byte_len(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_ocq(cqx)->cur.byte_len;
+	return to_ocq_ex(cqx)->cur.byte_len;
 }
 
 static __be32 cqx_read_imm_data(struct ibv_cq_ex *cqx)
 {
 	/* network byte order, untouched (or the invalidated rkey) */
-	return (__be32)cqx_to_ocq(cqx)->cur.imm_data;
+	return (__be32)to_ocq_ex(cqx)->cur.imm_data;
 }
 
 static uint32_t cqx_read_qp_num(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_ocq(cqx)->cur.qp_num;
+	return to_ocq_ex(cqx)->cur.qp_num;
 }
 
 static uint32_t cqx_read_src_qp(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_ocq(cqx)->cur.src_qp;
+	return to_ocq_ex(cqx)->cur.src_qp;
 }
 
 static unsigned int cqx_read_wc_flags(struct ibv_cq_ex *cqx)
 {
-	return cqx_to_ocq(cqx)->cur.wc_flags;
+	return to_ocq_ex(cqx)->cur.wc_flags;
 }
 
 /* no LIDs on an Ethernet link layer */
@@ -720,7 +699,7 @@ static uint32_t cqx_read_slid(struct ibv_cq_ex *cqx)
 static uint8_t cqx_read_sl(struct ibv_cq_ex *cqx)
 {
 	/* as ibv_poll_cq: the L3 type of a UD receive's GRH */
-	return cqx_to_ocq(cqx)->cur.wc_flags & OVR_WC_GRH ?
+	return to_ocq_ex(cqx)->cur.wc_flags & OVR_WC_GRH ?
 		       OVRDMA_WC_SL_L3_IPV4 :
 		       0;
 }
@@ -740,8 +719,8 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 #define OVRDMA_CQ_EX_FLAGS \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
-static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
-					     struct ibv_cq_init_attr_ex *attr)
+struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
+				      struct ibv_cq_init_attr_ex *attr)
 {
 	struct ibv_cq_ex *cqx;
 	struct ovrdma_cq *cq;
@@ -801,7 +780,7 @@ static struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 	return cqx;
 }
 
-static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
+int ovrdma_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ovrdma_cq *cq = to_ocq(ibcq);
 	uint32_t events = 0;
@@ -809,12 +788,12 @@ static int ovrdma_destroy_cq(struct ibv_cq *ibcq)
 
 	if (rc)
 		return -rc;
-	release(to_octx(ibcq->context), cq, &ibcq->mutex, &ibcq->cond,
-		&ibcq->async_events_completed, events);
+	ovrdma_release(to_octx(ibcq->context), cq, &ibcq->mutex, &ibcq->cond,
+		       &ibcq->async_events_completed, events);
 	return 0;
 }
 
-static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ovrdma_cq *cq = to_ocq(ibcq);
 	struct ovr_cl_wc w[POLL_CHUNK];
@@ -852,414 +831,14 @@ static int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	return done;
 }
 
-static int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	return -ovr_cl_req_notify_cq(to_ocq(ibcq)->cq, solicited_only != 0);
 }
 
-/* ---- queue pairs --------------------------------------------------------- */
-
-static struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
-				       struct ibv_qp_init_attr *attr)
-{
-	struct ovrdma_context *ctx = to_octx(ibpd->context);
-	struct ovr_ctl_qp_cap cap = {
-		.max_send_wr = attr->cap.max_send_wr,
-		.max_recv_wr = attr->cap.max_recv_wr,
-		.max_send_sge = attr->cap.max_send_sge,
-		.max_recv_sge = attr->cap.max_recv_sge,
-		.max_inline_data = attr->cap.max_inline_data,
-	};
-	struct ovrdma_qp *qp;
-	struct ibv_qp *q;
-
-	/* RC and UD; XRC, UC and raw packet QPs are not supported */
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (!attr->send_cq || !attr->recv_cq ||
-	    attr->send_cq->context != ibpd->context ||
-	    attr->recv_cq->context != ibpd->context ||
-	    (attr->srq &&
-	     (attr->srq->context != ibpd->context || attr->srq->pd != ibpd))) {
-		errno = EINVAL;
-		return NULL;
-	}
-	qp = calloc(1, sizeof(*qp));
-	if (!qp)
-		return NULL;
-	q = &qp->vqp.qp;
-	/* the async-event record carries the ibv_qp, as the kernel's does */
-	qp->qp = ovr_cl_create_qp_ex(
-		ctx->cl, to_opd(ibpd)->handle, to_ocq(attr->send_cq)->cq,
-		to_ocq(attr->recv_cq)->cq,
-		attr->srq ? to_osrq(attr->srq)->srq : NULL,
-		attr->qp_type == IBV_QPT_UD ? OVR_QPT_UD : OVR_QPT_RC, &cap,
-		attr->sq_sig_all != 0, (uint64_t)(uintptr_t)q);
-	if (!qp->qp) {
-		int e = errno;
-
-		free(qp);
-		errno = e;
-		return NULL;
-	}
-	ovr_cl_qp_cap(qp->qp, &cap);
-	qp->cap = (struct ibv_qp_cap){
-		.max_send_wr = cap.max_send_wr,
-		.max_recv_wr = cap.max_recv_wr,
-		.max_send_sge = cap.max_send_sge,
-		.max_recv_sge = cap.max_recv_sge,
-		.max_inline_data = cap.max_inline_data,
-	};
-	qp->sq_sig_all = attr->sq_sig_all != 0;
-	attr->cap = qp->cap; /* ibv_create_qp(3): the values granted */
-	q->context = ibpd->context;
-	q->qp_context = attr->qp_context;
-	q->pd = ibpd;
-	q->send_cq = attr->send_cq;
-	q->recv_cq = attr->recv_cq;
-	q->srq = attr->srq;
-	q->qp_num = ovr_cl_qp_num(qp->qp);
-	q->state = IBV_QPS_RESET;
-	q->qp_type = attr->qp_type;
-	q->events_completed = 0;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	return q;
-}
-
-#define QP_MASK_KNOWN ((1u << 21) - 1) /* IBV_QP_STATE .. IBV_QP_DEST_QPN */
-
-static int ovrdma_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			    int mask)
-{
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-	struct ovr_ctl_qp_attr a = {
-		.qp_state = attr->qp_state,
-		.cur_qp_state = attr->cur_qp_state,
-		.path_mtu = attr->path_mtu,
-		.qp_access_flags = (uint32_t)attr->qp_access_flags,
-		.dest_qp_num = attr->dest_qp_num,
-		.rq_psn = attr->rq_psn,
-		.sq_psn = attr->sq_psn,
-		.qkey = attr->qkey,
-		.pkey_index = attr->pkey_index,
-		.port_num = attr->port_num,
-		.timeout = attr->timeout,
-		.retry_cnt = attr->retry_cnt,
-		.rnr_retry = attr->rnr_retry,
-		.min_rnr_timer = attr->min_rnr_timer,
-		.max_rd_atomic = attr->max_rd_atomic,
-		.max_dest_rd_atomic = attr->max_dest_rd_atomic,
-	};
-	int rc;
-
-	if ((unsigned int)mask & ~QP_MASK_KNOWN)
-		return EOPNOTSUPP; /* rate limits and the like */
-	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
-		return EINVAL;
-	/* UD QPs have no address vector: each send names an AH */
-	if ((mask & IBV_QP_AV) && ibqp->qp_type == IBV_QPT_UD)
-		return EINVAL;
-	if (mask & IBV_QP_AV) {
-		const struct ibv_ah_attr *ah = &attr->ah_attr;
-
-		/* RoCE: the peer is named by its GID, ::ffff:<vIP> */
-		if (!ah->is_global || ah->grh.sgid_index != 0 ||
-		    (ah->port_num && ah->port_num != 1))
-			return EINVAL;
-		memcpy(a.dgid, ah->grh.dgid.raw, sizeof(a.dgid));
-		a.flow_label = ah->grh.flow_label;
-		a.sgid_index = ah->grh.sgid_index;
-		a.hop_limit = ah->grh.hop_limit;
-		a.traffic_class = ah->grh.traffic_class;
-		a.is_global = 1;
-	}
-	rc = ovr_cl_modify_qp(to_octx(ibqp->context)->cl, qp->qp, &a,
-			      (unsigned int)mask);
-	if (rc)
-		return -rc;
-	if (mask & IBV_QP_STATE)
-		ibqp->state = attr->qp_state;
-	return 0;
-}
-
-static int ovrdma_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr,
-			   int mask, struct ibv_qp_init_attr *init)
-{
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-	struct ovr_ctl_qp_attr a;
-	int rc;
-
-	(void)mask; /* everything is cheap: one request answers all */
-	rc = ovr_cl_query_qp(to_octx(ibqp->context)->cl, qp->qp, &a);
-	if (rc)
-		return -rc;
-	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = (enum ibv_qp_state)a.qp_state;
-	attr->cur_qp_state = (enum ibv_qp_state)a.cur_qp_state;
-	attr->path_mtu = (enum ibv_mtu)a.path_mtu;
-	attr->path_mig_state = IBV_MIG_MIGRATED;
-	attr->qkey = a.qkey;
-	attr->rq_psn = a.rq_psn;
-	attr->sq_psn = a.sq_psn;
-	attr->dest_qp_num = a.dest_qp_num;
-	attr->qp_access_flags = (int)a.qp_access_flags;
-	attr->cap = qp->cap;
-	attr->ah_attr.is_global = a.is_global;
-	memcpy(attr->ah_attr.grh.dgid.raw, a.dgid, sizeof(a.dgid));
-	attr->ah_attr.grh.flow_label = a.flow_label;
-	attr->ah_attr.grh.sgid_index = a.sgid_index;
-	attr->ah_attr.grh.hop_limit = a.hop_limit;
-	attr->ah_attr.grh.traffic_class = a.traffic_class;
-	attr->ah_attr.port_num = 1;
-	attr->pkey_index = a.pkey_index;
-	attr->sq_draining = a.sq_draining;
-	attr->max_rd_atomic = a.max_rd_atomic;
-	attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
-	attr->min_rnr_timer = a.min_rnr_timer;
-	attr->port_num = 1;
-	attr->timeout = a.timeout;
-	attr->retry_cnt = a.retry_cnt;
-	attr->rnr_retry = a.rnr_retry;
-	memset(init, 0, sizeof(*init));
-	init->qp_context = ibqp->qp_context;
-	init->send_cq = ibqp->send_cq;
-	init->recv_cq = ibqp->recv_cq;
-	init->srq = ibqp->srq;
-	init->cap = qp->cap;
-	init->qp_type = ibqp->qp_type;
-	init->sq_sig_all = qp->sq_sig_all;
-	return 0;
-}
-
-static int ovrdma_destroy_qp(struct ibv_qp *ibqp)
-{
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-	uint32_t events = 0;
-	int rc = ovr_cl_destroy_qp(to_octx(ibqp->context)->cl, qp->qp, &events);
-
-	if (rc)
-		return -rc;
-	release(to_octx(ibqp->context), qp, &ibqp->mutex, &ibqp->cond,
-		&ibqp->events_completed, events);
-	return 0;
-}
-
-#define SEND_FLAGS_SUPPORTED                                       \
-	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
-	 IBV_SEND_INLINE)
-
-/* One work request into the client's form; 0 or a positive errno. */
-static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
-		   bool ud)
-{
-	bool inl = wr->send_flags & IBV_SEND_INLINE;
-
-	if (wr->send_flags & ~(unsigned int)SEND_FLAGS_SUPPORTED ||
-	    wr->num_sge < 0 || (wr->num_sge && !wr->sg_list))
-		return EINVAL;
-	*w = (struct ovr_cl_send_wr){
-		.wr_id = wr->wr_id,
-		.opcode = wr->opcode,
-		.send_flags = wr->send_flags,
-		.sg_list = (const struct ovr_cl_sge *)wr->sg_list,
-		.num_sge = (uint32_t)wr->num_sge,
-	};
-	if (ud) {
-		/* wr.ud: an AH of this provider, the QPN and its Q_Key */
-		if ((wr->opcode != IBV_WR_SEND &&
-		     wr->opcode != IBV_WR_SEND_WITH_IMM) ||
-		    !wr->wr.ud.ah)
-			return EINVAL;
-		w->ud_peer = to_oah(wr->wr.ud.ah)->handle;
-		w->remote_qpn = wr->wr.ud.remote_qpn;
-		w->remote_qkey = wr->wr.ud.remote_qkey;
-	}
-	switch (wr->opcode) {
-	case IBV_WR_SEND_WITH_IMM:
-		w->imm_data = wr->imm_data;
-		ovr_fallthrough;
-	case IBV_WR_SEND:
-		return 0;
-	case IBV_WR_SEND_WITH_INV:
-		w->invalidate_rkey = wr->invalidate_rkey;
-		return 0;
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		w->imm_data = wr->imm_data;
-		ovr_fallthrough;
-	case IBV_WR_RDMA_WRITE:
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
-		return 0;
-	case IBV_WR_RDMA_READ:
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
-		return inl ? EINVAL : 0;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		/* one 8-byte, 8-byte aligned target, one 8-byte result */
-		if (inl || wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-		    (wr->wr.atomic.remote_addr & 7))
-			return EINVAL;
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		w->rkey = wr->wr.atomic.rkey;
-		w->compare_add = wr->wr.atomic.compare_add;
-		w->swap = wr->wr.atomic.swap;
-		return 0;
-	default: /* LOCAL_INV, BIND_MW, TSO, driver opcodes */
-		return EINVAL;
-	}
-}
-
-static int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			    struct ibv_send_wr **bad_wr)
-{
-	struct ovrdma_qp *qp = to_oqp(ibqp);
-	bool ud = ibqp->qp_type == IBV_QPT_UD;
-
-	for (; wr; wr = wr->next) {
-		struct ovr_cl_send_wr w;
-		int rc = send_wr(wr, &w, ud);
-
-		if (!rc)
-			rc = ovr_cl_post_send(qp->qp, &w);
-		if (rc) {
-			*bad_wr = wr;
-			return rc;
-		}
-	}
-	return 0;
-}
-
-/* A receive WR list into a QP's RQ (@qp) or an SRQ (@srq), as verbs
- * says: stop at the first bad one, name it in @bad_wr, positive errno. */
-static int post_recv_list(struct ovr_cl_qp *qp, struct ovr_cl_srq *srq,
-			  struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
-{
-	for (; wr; wr = wr->next) {
-		struct ovr_cl_recv_wr w = {
-			.wr_id = wr->wr_id,
-			.sg_list = (const struct ovr_cl_sge *)wr->sg_list,
-			.num_sge = (uint32_t)wr->num_sge,
-		};
-		int rc = wr->num_sge < 0 || (wr->num_sge && !wr->sg_list) ?
-				 EINVAL :
-			 srq ? ovr_cl_post_srq_recv(srq, &w) :
-			       ovr_cl_post_recv(qp, &w);
-
-		if (rc) {
-			*bad_wr = wr;
-			return rc;
-		}
-	}
-	return 0;
-}
-
-static int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			    struct ibv_recv_wr **bad_wr)
-{
-	return post_recv_list(to_oqp(ibqp)->qp, NULL, wr, bad_wr);
-}
-
-/* ---- shared receive queues ------------------------------------------------ */
-
-static struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,
-					 struct ibv_srq_init_attr *attr)
-{
-	struct ovrdma_context *ctx = to_octx(ibpd->context);
-	struct ovr_ctl_srq_attr a = { .max_wr = attr->attr.max_wr,
-				      .max_sge = attr->attr.max_sge };
-	struct ovrdma_srq *srq;
-	struct ibv_srq *q;
-
-	if (!a.max_wr || a.max_wr > ctx->dev.max_srq_wr || !a.max_sge ||
-	    a.max_sge > ctx->dev.max_srq_sge) {
-		errno = EINVAL;
-		return NULL;
-	}
-	srq = calloc(1, sizeof(*srq));
-	if (!srq)
-		return NULL;
-	q = &srq->ibv_srq;
-	/* the SRQ_LIMIT_REACHED record carries the ibv_srq, as the
-	 * kernel's does */
-	srq->srq = ovr_cl_create_srq(ctx->cl, to_opd(ibpd)->handle, &a,
-				     (uint64_t)(uintptr_t)q);
-	if (!srq->srq) {
-		int e = errno;
-
-		free(srq);
-		errno = e;
-		return NULL;
-	}
-	ovr_cl_srq_attr(srq->srq, &a);
-	/* ibv_create_srq(3): the values granted */
-	attr->attr.max_wr = a.max_wr;
-	attr->attr.max_sge = a.max_sge;
-	q->context = ibpd->context;
-	q->srq_context = attr->srq_context;
-	q->pd = ibpd;
-	q->handle = ovr_cl_srq_num(srq->srq);
-	q->events_completed = 0;
-	pthread_mutex_init(&q->mutex, NULL);
-	pthread_cond_init(&q->cond, NULL);
-	return q;
-}
-
-static int ovrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
-			     int mask)
-{
-	struct ovr_ctl_srq_attr a = { .max_wr = attr->max_wr,
-				      .max_sge = attr->max_sge,
-				      .srq_limit = attr->srq_limit };
-
-	if ((unsigned int)mask &
-	    ~(unsigned int)(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT))
-		return EINVAL;
-	return -ovr_cl_modify_srq(to_octx(ibsrq->context)->cl,
-				  to_osrq(ibsrq)->srq, &a, (unsigned int)mask);
-}
-
-static int ovrdma_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
-{
-	struct ovr_ctl_srq_attr a;
-	int rc = ovr_cl_query_srq(to_octx(ibsrq->context)->cl,
-				  to_osrq(ibsrq)->srq, &a);
-
-	if (rc)
-		return -rc;
-	attr->max_wr = a.max_wr;
-	attr->max_sge = a.max_sge;
-	attr->srq_limit = a.srq_limit;
-	return 0;
-}
-
-static int ovrdma_destroy_srq(struct ibv_srq *ibsrq)
-{
-	struct ovrdma_srq *srq = to_osrq(ibsrq);
-	uint32_t events = 0;
-	int rc = ovr_cl_destroy_srq(to_octx(ibsrq->context)->cl, srq->srq,
-				    &events);
-
-	if (rc)
-		return -rc;
-	release(to_octx(ibsrq->context), srq, &ibsrq->mutex, &ibsrq->cond,
-		&ibsrq->events_completed, events);
-	return 0;
-}
-
-static int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-				struct ibv_recv_wr **bad_wr)
-{
-	return post_recv_list(NULL, to_osrq(ibsrq)->srq, wr, bad_wr);
-}
-
 /* ---- address handles ------------------------------------------------------ */
 
-static struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd,
-				       struct ibv_ah_attr *attr)
+struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 {
 	struct ovr_ctl_create_ah_req q = {
 		.pd = to_opd(ibpd)->handle,
@@ -1295,7 +874,7 @@ static struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd,
 	return &ah->ibv_ah;
 }
 
-static int ovrdma_destroy_ah(struct ibv_ah *ibah)
+int ovrdma_destroy_ah(struct ibv_ah *ibah)
 {
 	struct ovrdma_ah *ah = to_oah(ibah);
 	int rc = ovr_cl_destroy_ah(to_octx(ibah->context)->cl, ah->handle);
@@ -1305,32 +884,3 @@ static int ovrdma_destroy_ah(struct ibv_ah *ibah)
 	free(ah);
 	return 0;
 }
-
-const struct verbs_context_ops ovrdma_ctx_ops = {
-	.alloc_pd = ovrdma_alloc_pd,
-	.create_ah = ovrdma_create_ah,
-	.create_cq = ovrdma_create_cq,
-	.create_cq_ex = ovrdma_create_cq_ex,
-	.create_qp = ovrdma_create_qp,
-	.create_srq = ovrdma_create_srq,
-	.dealloc_pd = ovrdma_dealloc_pd,
-	.dereg_mr = ovrdma_dereg_mr,
-	.destroy_ah = ovrdma_destroy_ah,
-	.destroy_cq = ovrdma_destroy_cq,
-	.destroy_qp = ovrdma_destroy_qp,
-	.destroy_srq = ovrdma_destroy_srq,
-	.free_context = ovrdma_free_context,
-	.modify_qp = ovrdma_modify_qp,
-	.modify_srq = ovrdma_modify_srq,
-	.poll_cq = ovrdma_poll_cq,
-	.post_recv = ovrdma_post_recv,
-	.post_send = ovrdma_post_send,
-	.post_srq_recv = ovrdma_post_srq_recv,
-	.query_device_ex = ovrdma_query_device_ex,
-	.query_port = ovrdma_query_port,
-	.query_qp = ovrdma_query_qp,
-	.query_srq = ovrdma_query_srq,
-	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
-	.reg_mr = ovrdma_reg_mr,
-	.req_notify_cq = ovrdma_req_notify_cq,
-};
