@@ -112,8 +112,6 @@ static int dev_by_binding(struct svc *s, uint32_t vni, uint32_t vip)
 	return -1;
 }
 
-/* ---- the socket ---------------------------------------------------------- */
-
 /* ---- administrative requests --------------------------------------------- */
 
 static int adm_tenant(struct svc *s, struct svc_ctx *c, struct svc_req *r)

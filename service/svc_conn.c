@@ -406,12 +406,3 @@ void svc_ctl_input(struct svc *s, struct svc_ctx *c)
 		}
 	}
 }
-
-/* ---- views (ovrdmactl show) --------------------------------------------- */
-
-#define OUT(...)                                                      \
-	do {                                                          \
-		if (len < cap)                                        \
-			len += (size_t)snprintf(buf + len, cap - len, \
-						__VA_ARGS__);         \
-	} while (0)

@@ -62,9 +62,10 @@ int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	return svc_status(c, r->h, 0);
 }
 
-#define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
-
 /* ---- memory regions ------------------------------------------------------ */
+
+#define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
+#define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
 
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
@@ -87,8 +88,6 @@ int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	free(mr);
 	return 0;
 }
-
-#define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
 
 /* The total length of @q's segments in *@total; -EINVAL unless each is
  * whole pages of a sealed memfd @fds[i]. */
@@ -548,8 +547,6 @@ void svc_ah_destroy(struct svc_ctx *c, uint32_t h)
 	free(ah);
 }
 
-/* ---- address handles ------------------------------------------------------ */
-
 int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_create_ah_req *q =
@@ -603,5 +600,3 @@ int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	svc_ah_destroy(c, q->handle);
 	return svc_status(c, r->h, 0);
 }
-
-/* ---- administration ------------------------------------------------------ */
