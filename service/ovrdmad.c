@@ -8,7 +8,7 @@
  * A DPDK primary process with one port: whatever ethdev the EAL
  * arguments (or the configuration's `eal` key) create - a PCI NIC,
  * net_af_xdp on a cloud vNIC, net_memif or net_af_packet in the testbed.
- * One thread runs everything (svc_dp.c's loop). SIGTERM and SIGINT stop
+ * One thread runs everything (svc_loop.c's loop). SIGTERM and SIGINT stop
  * it cleanly; counters are also exported through DPDK telemetry
  * (/ovrdma/counters). Under systemd (Type=notify, ovrdmad.service) it
  * reports readiness, status and stopping through sd_notify.
