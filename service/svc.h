@@ -117,6 +117,7 @@ struct svc_conf {
 	uint32_t nsgs;
 };
 
+/* svc_conf.c: the configuration file and the values in it */
 void svc_conf_default(struct svc_conf *c);
 /* 0, or -1 with a message on stderr naming the file and line. */
 int svc_conf_load(struct svc_conf *c, const char *path);
@@ -453,8 +454,7 @@ bool svc_dp_pending(struct svc *s);
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
 void svc_srq_kick(struct svc *s, struct svc_srq *srq);
 
-/* svc_obj.c: per-context handles and doorbells, the node's CQ slots and
- * QP index, ring memory */
+/* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
 int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
 /* The object of @handle if it is a @type, else NULL. */
 void *svc_obj_get(struct svc_ctx *c, uint32_t handle, uint8_t type);
@@ -517,8 +517,7 @@ void svc_ctl_accept(struct svc *s);
 void svc_ctl_input(struct svc *s, struct svc_ctx *ctx);
 void svc_ctl_close_all(struct svc *s);
 
-/* svc_verbs.c: PD, MR, channel, CQ and AH requests; the destroys are
- * also context teardown's (svc_conn.c) */
+/* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */
 int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
@@ -558,10 +557,10 @@ int svc_do_adm(struct svc *s, struct svc_ctx *c, struct svc_req *r);
  * -EINVAL for an unknown @what. */
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap);
 
-/* svc_sysfs.c: the synthetic sysfs tree and /dev/infiniband nodes of the
- * local devices (docs/PROVIDER.md). init cleans what dead ovrdmads left
- * and publishes the devices that exist; add/del follow the bindings;
- * fini removes everything this service wrote. Failures are logged. */
+/* svc_sysfs.c: the local devices' sysfs tree and /dev/infiniband nodes */
+/* (docs/PROVIDER.md) init cleans what dead ovrdmads left and publishes
+ * the devices that exist; add/del follow the bindings; fini removes
+ * everything this service wrote. Failures are logged. */
 int svc_sysfs_init(struct svc *s);
 void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);
