@@ -179,6 +179,29 @@ static int qp_create_check(struct svc_ctx *c,
 	return 0;
 }
 
+/* The QP that @q asks for, on the objects it names (checked), with
+ * doorbell index @db; not yet the engine's. NULL without memory. */
+static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
+			       const struct ovr_ctl_create_qp_req *q,
+			       struct svc_srq *srq, uint32_t db)
+{
+	struct svc_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return NULL;
+	qp->ctx = c;
+	qp->type = q->qp_type;
+	qp->srq = srq;
+	qp->vni = s->devs[c->dev].d.vni;
+	qp->vip = s->devs[c->dev].d.vip;
+	qp->db_index = db;
+	qp->pd_handle = q->pd;
+	qp->scq = svc_obj_get(c, q->send_cq, SVC_OBJ_CQ);
+	qp->rcq = svc_obj_get(c, q->recv_cq, SVC_OBJ_CQ);
+	qp->user_handle = q->user_handle;
+	return qp;
+}
+
 /* The engine's QP for @q (on the objects of @qp), and in qp->cap what
  * the engine granted. */
 static int qp_engine_create(struct svc *s, struct svc_qp *qp,
@@ -244,6 +267,25 @@ static void qp_ring_layout(struct svc_qp *qp, struct ovr_ctl_create_qp_rep *rep)
 				  (uint64_t)qp->rq_depth * qp->rq_stride);
 }
 
+/* CREATE_QP's reply: what was granted and the ring (@rep has its
+ * offsets), with the ring's memfd. */
+static int qp_create_reply(struct svc_ctx *c, const struct svc_req *r,
+			   const struct svc_qp *qp,
+			   struct ovr_ctl_create_qp_rep *rep,
+			   struct ring_setup *rs)
+{
+	rep->qp = qp->handle;
+	rep->qpn = qp->qpn;
+	rep->cap = qp->cap;
+	rep->sq_depth = qp->sq_depth;
+	rep->rq_depth = qp->rq_depth;
+	rep->sq_stride = qp->sq_stride;
+	rep->rq_stride = qp->rq_stride;
+	rep->map_len = qp->map_len;
+	rep->db_index = qp->db_index;
+	return ring_reply(c, r, rep, sizeof(*rep), rs);
+}
+
 int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_create_qp_req *q =
@@ -265,19 +307,9 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (rc < 0)
 		return svc_status(c, r->h, rc);
 	rs.db = (uint32_t)rc;
-	qp = calloc(1, sizeof(*qp));
+	qp = qp_alloc(s, c, q, srq, rs.db);
 	if (!qp)
 		return svc_status(c, r->h, -ENOMEM);
-	qp->ctx = c;
-	qp->type = q->qp_type;
-	qp->srq = srq;
-	qp->vni = s->devs[c->dev].d.vni;
-	qp->vip = s->devs[c->dev].d.vip;
-	qp->db_index = rs.db;
-	qp->pd_handle = q->pd;
-	qp->scq = svc_obj_get(c, q->send_cq, SVC_OBJ_CQ);
-	qp->rcq = svc_obj_get(c, q->recv_cq, SVC_OBJ_CQ);
-	qp->user_handle = q->user_handle;
 	rc = qp_engine_create(s, qp, q, pd);
 	if (rc) {
 		free(qp);
@@ -305,16 +337,7 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	qp->rcq->users++;
 	pd->users++;
 	c->nqp++;
-	rep.qp = qp->handle;
-	rep.qpn = qp->qpn;
-	rep.cap = qp->cap;
-	rep.sq_depth = qp->sq_depth;
-	rep.rq_depth = qp->rq_depth;
-	rep.sq_stride = qp->sq_stride;
-	rep.rq_stride = qp->rq_stride;
-	rep.map_len = qp->map_len;
-	rep.db_index = rs.db;
-	return ring_reply(c, r, &rep, sizeof(rep), &rs);
+	return qp_create_reply(c, r, qp, &rep, &rs);
 }
 
 /* MODIFY_QP's address vector: the peer's flow in @flow, if the tenant's
