@@ -8,7 +8,7 @@
  * A DPDK primary process with one port: whatever ethdev the EAL
  * arguments (or the configuration's `eal` key) create - a PCI NIC,
  * net_af_xdp on a cloud vNIC, net_memif or net_af_packet in the testbed.
- * One thread runs everything (svc_dp.c's loop). SIGTERM and SIGINT stop
+ * One thread runs everything (svc_loop.c's loop). SIGTERM and SIGINT stop
  * it cleanly; counters are also exported through DPDK telemetry
  * (/ovrdma/counters). Under systemd (Type=notify, ovrdmad.service) it
  * reports readiness, status and stopping through sd_notify.
@@ -509,79 +509,87 @@ static void usage(void)
 		"  --check            check the configuration and exit\n");
 }
 
-int main(int argc, char **argv)
-{
-	const char *conf_path = "/etc/ovrdma/ovrdmad.conf";
-	char *eal_argv[128], *ealbuf = NULL, *save = NULL;
-	int dash = argc, eal_argc = 0, rc;
-	bool check = false, conf_given = false;
-	struct dport port = { 0 };
-	struct rte_ether_addr mac;
-	const char *sock = NULL, *host = NULL, *spin = NULL;
-	struct sigaction sa = { .sa_handler = on_signal };
+/* The command line: ovrdmad [EAL arguments] [-- our options]. */
+struct args {
+	const char *conf_path;
+	bool conf_given, check;
+	const char *sock, *host, *spin;
+	int dash; /* argv[dash] is "--", or argc */
+};
 
+/* -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "spin-us", required_argument, NULL, 'S' },
+		{ "check", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int oargc, o;
+	char **oargv;
+
+	a->dash = argc;
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--")) {
-			dash = i;
+			a->dash = i;
 			break;
 		}
-	{
-		static const struct option lo[] = {
-			{ "config", required_argument, NULL, 'c' },
-			{ "socket", required_argument, NULL, 's' },
-			{ "host", required_argument, NULL, 'H' },
-			{ "spin-us", required_argument, NULL, 'S' },
-			{ "check", no_argument, NULL, 'k' },
-			{ "help", no_argument, NULL, 'h' },
-			{ 0 },
-		};
-		int oargc = argc - dash, o;
-		char **oargv = argv + dash;
-
-		oargv[0] = argv[0];
-		optind = 1;
-		while (oargc > 1 &&
-		       (o = getopt_long(oargc, oargv, "c:h", lo, NULL)) != -1) {
-			switch (o) {
-			case 'c':
-				conf_path = optarg;
-				conf_given = true;
-				break;
-			case 's':
-				sock = optarg;
-				break;
-			case 'H':
-				host = optarg;
-				break;
-			case 'S':
-				spin = optarg;
-				break;
-			case 'k':
-				check = true;
-				break;
-			default:
-				usage();
-				return o == 'h' ? 0 : 2;
-			}
-		}
-		if (oargc > 1 && optind < oargc) {
+	oargc = argc - a->dash;
+	oargv = argv + a->dash;
+	oargv[0] = argv[0];
+	optind = 1;
+	while (oargc > 1 &&
+	       (o = getopt_long(oargc, oargv, "c:h", lo, NULL)) != -1) {
+		switch (o) {
+		case 'c':
+			a->conf_path = optarg;
+			a->conf_given = true;
+			break;
+		case 's':
+			a->sock = optarg;
+			break;
+		case 'H':
+			a->host = optarg;
+			break;
+		case 'S':
+			a->spin = optarg;
+			break;
+		case 'k':
+			a->check = true;
+			break;
+		default:
 			usage();
-			return 2;
+			return o == 'h' ? 0 : 2;
 		}
 	}
+	if (oargc > 1 && optind < oargc) {
+		usage();
+		return 2;
+	}
+	return -1;
+}
 
+/* The configuration file, then the command line's overrides: -1 to go
+ * on, else the exit status. */
+static int load_conf(const struct args *a)
+{
 	svc_conf_default(&svc.conf);
-	if ((conf_given || access(conf_path, F_OK) == 0) &&
-	    svc_conf_load(&svc.conf, conf_path))
+	if ((a->conf_given || access(a->conf_path, F_OK) == 0) &&
+	    svc_conf_load(&svc.conf, a->conf_path))
 		return 1;
-	if (sock)
-		snprintf(svc.conf.socket, sizeof(svc.conf.socket), "%s", sock);
-	if (host && svc_parse_ipv4(host, &svc.conf.host)) {
+	if (a->sock)
+		snprintf(svc.conf.socket, sizeof(svc.conf.socket), "%s",
+			 a->sock);
+	if (a->host && svc_parse_ipv4(a->host, &svc.conf.host)) {
 		fprintf(stderr, "ovrdmad: --host: not an IPv4 address\n");
 		return 2;
 	}
-	if (spin)
-		svc.conf.spin_us = (uint32_t)strtoul(spin, NULL, 0);
+	if (a->spin)
+		svc.conf.spin_us = (uint32_t)strtoul(a->spin, NULL, 0);
 	if (!svc.conf.host) {
 		fprintf(stderr, "ovrdmad: no underlay address: set host= in "
 				"[service] or --host\n");
@@ -593,15 +601,23 @@ int main(int argc, char **argv)
 			svc.conf.underlay_mtu);
 		return 1;
 	}
-	if (check) {
-		printf("ovrdmad: %s: OK\n", conf_path);
+	if (a->check) {
+		printf("ovrdmad: %s: OK\n", a->conf_path);
 		return 0;
 	}
+	return -1;
+}
 
-	/* EAL: argv[0], the configuration's eal words, then ours */
+/* EAL: argv[0], the configuration's eal words, then ours (before "--");
+ * *@ealbuf holds the words until the end. */
+static int eal_start(char **argv, int dash, char **ealbuf)
+{
+	char *eal_argv[128], *save = NULL;
+	int eal_argc = 0;
+
 	eal_argv[eal_argc++] = argv[0];
-	ealbuf = strdup(svc.conf.eal);
-	for (char *t = strtok_r(ealbuf, " \t", &save); t && eal_argc < 100;
+	*ealbuf = strdup(svc.conf.eal);
+	for (char *t = strtok_r(*ealbuf, " \t", &save); t && eal_argc < 100;
 	     t = strtok_r(NULL, " \t", &save))
 		eal_argv[eal_argc++] = t;
 	for (int i = 1; i < dash && eal_argc < 127; i++)
@@ -609,12 +625,42 @@ int main(int argc, char **argv)
 	eal_argv[eal_argc] = NULL;
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		fprintf(stderr, "ovrdmad: EAL: %s\n", rte_strerror(rte_errno));
-		return 1;
+		return -1;
 	}
 	svc_logtype = rte_log_register_type_and_pick_level("ovrdma.svc",
 							   RTE_LOG_INFO);
 	if (svc_logtype < 0)
 		svc_logtype = RTE_LOGTYPE_USER1;
+	return 0;
+}
+
+static void telemetry_register(void)
+{
+	rte_telemetry_register_cmd("/ovrdma/counters", tel_counters,
+				   "ovrdmad counters. No parameters");
+	rte_telemetry_register_cmd("/ovrdma/qps", tel_qps,
+				   "QP numbers of every QP. No parameters");
+	rte_telemetry_register_cmd("/ovrdma/qp", tel_qp,
+				   "One QP's state and counters. Parameter: "
+				   "QP number");
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = { .conf_path = "/etc/ovrdma/ovrdmad.conf" };
+	char *ealbuf = NULL;
+	struct dport port = { 0 };
+	struct rte_ether_addr mac;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int rc;
+
+	rc = parse_args(argc, argv, &a);
+	if (rc < 0)
+		rc = load_conf(&a);
+	if (rc >= 0)
+		return rc;
+	if (eal_start(argv, a.dash, &ealbuf))
+		return 1;
 
 	rc = port_setup(&port, svc.conf.underlay_mtu + 14, true);
 	if (rc) {
@@ -634,13 +680,7 @@ int main(int argc, char **argv)
 		rte_eal_cleanup();
 		return 1;
 	}
-	rte_telemetry_register_cmd("/ovrdma/counters", tel_counters,
-				   "ovrdmad counters. No parameters");
-	rte_telemetry_register_cmd("/ovrdma/qps", tel_qps,
-				   "QP numbers of every QP. No parameters");
-	rte_telemetry_register_cmd("/ovrdma/qp", tel_qp,
-				   "One QP's state and counters. Parameter: "
-				   "QP number");
+	telemetry_register();
 	LOG(INFO, "serving %s (host %u.%u.%u.%u, underlay MTU %u, cc %s)\n",
 	    svc.conf.socket, svc.conf.host >> 24, (svc.conf.host >> 16) & 255,
 	    (svc.conf.host >> 8) & 255, svc.conf.host & 255,

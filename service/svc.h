@@ -4,10 +4,25 @@
  * everything - control socket, rings, transport engine, VPC overlay and
  * the port - so that nothing needs a lock. The pieces:
  *
- *   svc_conf.c  configuration file and flags
- *   svc_ctl.c   control socket: contexts and the objects they own
- *   svc_dp.c    rings <-> engine <-> overlay, completions, the poll loop
- *   ovrdmad.c   main: EAL, the port, signals, telemetry
+ *   svc_conf.c   configuration file and flags
+ *   svc_loop.c   start, stop and the poll loop: dataplane rounds, the
+ *                control socket between them, sleeping
+ *   svc_dp.c     rings <-> engine <-> overlay, completions
+ *   svc_obj.c    handles, doorbells, CQ slots and the QP index: what the
+ *                control side and the dataplane both use
+ *   svc_conn.c   control socket: connections, HELLO/OPEN, dispatch,
+ *                context teardown
+ *   svc_reply.c  replies to control requests, per-context limits
+ *   svc_verbs.c  PDs, MRs (host and GPU), channels, CQs, AHs
+ *   svc_qp.c     QPs and SRQs: rings, attributes, state
+ *   svc_admin.c  devices, tenants, vIPs, security groups, ovrdmactl show
+ *   svc_sysfs.c  the synthetic sysfs tree
+ *   ovrdmad.c    main: EAL, the port, signals, telemetry
+ *
+ * Calls point one way (no cycle): svc_loop.c uses svc_dp.c, svc_conn.c,
+ * svc_admin.c and svc_sysfs.c; svc_conn.c uses svc_verbs.c, svc_qp.c and
+ * svc_admin.c; those use svc_reply.c, svc_obj.c and, for kicks only,
+ * svc_dp.c; svc_dp.c uses svc_obj.c and nothing of the control side.
  *
  * The port is behind struct svc_port_ops so that svc_dp.c does not
  * depend on DPDK (ovrdmad.c provides the DPDK port).
@@ -24,6 +39,7 @@
 #include <ovrdma/engine.h>
 #include <ovrdma/gdr.h>
 #include <ovrdma/ring.h>
+#include <ovrdma/util.h>
 #include <ovrdma/vpc.h>
 
 #define SVC_MAX_DEVS 64
@@ -34,6 +50,31 @@
 #define SVC_SYSFS_DEFAULT "/run/ovrdma/sysfs"
 /* what the device reports as its firmware version */
 #define SVC_FW_VERSION "ovrdma-0.1.0"
+#define SVC_PAGE 4096ull
+#define SVC_CQ_MAX_DEPTH 65536u
+#define SVC_SRQ_MAX_WR 16384u /* the engine's limit */
+/* With batches of GPU copies in flight an idle loop sleeps at most this
+ * long, doubling from SVC_DEV_WAIT_MIN_NS while none completes: a copy of
+ * a frame takes microseconds on a GPU; a stuck one must not cost a core. */
+#define SVC_DEV_WAIT_MIN_NS 20000ull
+#define SVC_DEV_WAIT_MAX_NS 1000000ull
+
+/* epoll tags */
+#define SVC_EV_LISTEN 1ull
+#define SVC_EV_WAKE 2ull
+#define SVC_EV_TIMER 3ull
+#define SVC_EV_RX 4ull
+#define SVC_EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
+
+static inline uint64_t svc_page_up(uint64_t n)
+{
+	return (n + SVC_PAGE - 1) & ~(SVC_PAGE - 1);
+}
+
+static inline uint64_t svc_now(void)
+{
+	return ovr_mono_ns();
+}
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -76,6 +117,7 @@ struct svc_conf {
 	uint32_t nsgs;
 };
 
+/* svc_conf.c: the configuration file and the values in it */
 void svc_conf_default(struct svc_conf *c);
 /* 0, or -1 with a message on stderr naming the file and line. */
 int svc_conf_load(struct svc_conf *c, const char *path);
@@ -376,10 +418,12 @@ struct svc {
 	char gdr_why[160];
 };
 
-/* svc_dp.c */
+/* svc_loop.c: start, stop, the poll loop, snapshots for other threads */
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	     const uint8_t mac[6]);
 void svc_fini(struct svc *s);
+/* Runs until s->stop; returns 0. */
+int svc_run(struct svc *s);
 /*
  * A snapshot of QPs' state for another thread (DPDK telemetry): the
  * dataplane thread fills @out (QP @qpn only, or every QP when @qpn is 0,
@@ -396,34 +440,127 @@ struct svc_qp_snap {
 int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 		    unsigned int max, unsigned int timeout_ms);
 
-/* Runs until s->stop; returns 0. */
-int svc_run(struct svc *s);
-uint64_t svc_now(void);
+/* svc_dp.c: the dataplane - what the loop runs, and the kicks */
+/* The overlay, the engine and the QP index (s->conf, port and mac set). */
+int svc_dp_init(struct svc *s);
+void svc_dp_fini(struct svc *s);
+/* One round: receive, take new work, run the engine, flush the port.
+ * True when there was work; *@next: the engine's next timer. Afterwards
+ * s->dev_closed != s->dev_done while batches of GPU copies are out. */
+bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next);
+/* Work a round would find (checked before sleeping). */
+bool svc_dp_pending(struct svc *s);
+/* Hand what the application posted in the rings to the engine now. */
+void svc_qp_kick(struct svc *s, struct svc_qp *qp);
+void svc_srq_kick(struct svc *s, struct svc_srq *srq);
+
+/* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
+int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
+/* The object of @handle if it is a @type, else NULL. */
+void *svc_obj_get(struct svc_ctx *c, uint32_t handle, uint8_t type);
+void svc_obj_free(struct svc_ctx *c, uint32_t handle);
+/* A free doorbell index (QPs and SRQs share them), or -ENOSPC. */
+int svc_db_alloc(struct svc_ctx *c);
 int svc_cq_slot_get(struct svc *s, struct svc_cq *cq);
 void svc_cq_slot_put(struct svc *s, struct svc_cq *cq);
 int svc_qp_index(struct svc *s, struct svc_qp *qp);
 void svc_qp_unindex(struct svc *s, struct svc_qp *qp);
 struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn);
-void svc_qp_kick(struct svc *s, struct svc_qp *qp);
-void svc_srq_kick(struct svc *s, struct svc_srq *srq);
-bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type);
+/* @len bytes of a new memfd @name, mapped shared; NULL on failure. */
+void *svc_map_memfd(const char *name, size_t len, int *fd_out);
 
-/* svc_ctl.c */
+/* svc_reply.c: answering control requests */
+struct svc_req {
+	const struct ovr_ctl_hdr *h;
+	const void *body;
+	size_t blen;
+	int *fds; /* received; -1 once taken */
+	int nfds;
+};
+
+/* @r's body as a const @type *, or the request answered -EINVAL. */
+#define SVC_BODY(c, r, type)                                     \
+	({                                                       \
+		if ((r)->blen != sizeof(type))                   \
+			return svc_status((c), (r)->h, -EINVAL); \
+		(const type *)(r)->body;                         \
+	})
+
+/* Takes fd @i of @r: the caller owns it now. */
+int svc_take_fd(struct svc_req *r, int i);
+/* The reply to @req: @status, and when 0 @body and @fds (at most 4). */
+int svc_reply(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int status,
+	      const void *body, size_t blen, const int *fds, int nfds);
+/* A reply with no body: 0 or -errno. */
+int svc_status(struct svc_ctx *c, const struct ovr_ctl_hdr *req, int rc);
+
+/* Per-application limits ([limits] in the configuration): the request
+ * fails with @err, and the operator reads once per context which limit
+ * an application ran into. */
+enum svc_limit {
+	SVC_LIM_PD,
+	SVC_LIM_MR,
+	SVC_LIM_PINNED,
+	SVC_LIM_CQ,
+	SVC_LIM_QP,
+	SVC_LIM_QP_NODE,
+	SVC_LIM_SRQ,
+	SVC_LIM_AH
+};
+int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
+	      enum svc_limit which, uint64_t value, int err);
+
+/* svc_conn.c: the control socket and its contexts */
 int svc_ctl_listen(struct svc *s);
 void svc_ctl_accept(struct svc *s);
 /* Handles what arrived on @ctx's socket; destroys it on hang-up. */
 void svc_ctl_input(struct svc *s, struct svc_ctx *ctx);
 void svc_ctl_close_all(struct svc *s);
+
+/* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */
+int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_create_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_destroy_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_destroy_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
+void svc_cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
+void svc_ah_destroy(struct svc_ctx *c, uint32_t h);
+void svc_channel_destroy(struct svc_ctx *c, uint32_t h);
+
+/* svc_qp.c: QP and SRQ requests, and their destroys */
+int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_modify_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_query_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_destroy_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_qp_stats(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_modify_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_query_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_destroy_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+void svc_qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
+int svc_srq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
+
+/* svc_admin.c: devices, administrative requests and ovrdmactl's views */
+/* A device for the local vIP @vip of tenant @vni: its slot, or -errno. */
 int svc_dev_add(struct svc *s, uint32_t vni, uint32_t vip, const char *name);
 void svc_dev_del(struct svc *s, uint32_t vni, uint32_t vip);
+/* The OVR_CTL_ADM_* requests (root only). */
+int svc_do_adm(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 /* Writes the text of ADM_SHOW @what into @buf; returns its length or
  * -EINVAL for an unknown @what. */
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap);
 
-/* svc_sysfs.c: the synthetic sysfs tree and /dev/infiniband nodes of the
- * local devices (docs/PROVIDER.md). init cleans what dead ovrdmads left
- * and publishes the devices that exist; add/del follow the bindings;
- * fini removes everything this service wrote. Failures are logged. */
+/* svc_sysfs.c: the local devices' sysfs tree and /dev/infiniband nodes */
+/* (docs/PROVIDER.md) init cleans what dead ovrdmads left and publishes
+ * the devices that exist; add/del follow the bindings; fini removes
+ * everything this service wrote. Failures are logged. */
 int svc_sysfs_init(struct svc *s);
 void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);

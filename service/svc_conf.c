@@ -195,160 +195,163 @@ static int parse_sg(struct conf_state *st, const char *value)
 	return 1;
 }
 
-static int on_entry(void *user, const char *section, const char *name,
-		    const char *value)
+/* [service] */
+static int on_service(struct conf_state *st, const char *name,
+		      const char *value)
 {
-	struct conf_state *st = user;
 	struct svc_conf *c = st->c;
 
-	if (!name) /* section headers: checked and numbered by prepare() */
-		return 1;
-	if (strcmp(section, st->section)) {
-		/* a new section ([tenant] headers are numbered apart) */
-		snprintf(st->section, sizeof(st->section), "%s", section);
-		st->vni = -1;
-	}
-	if (!strncmp(section, "tenant ", 7))
-		section = "tenant";
-	if (!strcmp(section, "service")) {
-		if (!strcmp(name, "socket")) {
-			if (strlen(value) >= sizeof(c->socket)) {
-				st->err = "socket path too long";
-				return 0;
-			}
-			snprintf(c->socket, sizeof(c->socket), "%s", value);
-		} else if (!strcmp(name, "sysfs")) {
-			/* empty: publish nothing */
-			if (value[0] && (value[0] != '/' || !value[1] ||
-					 strlen(value) >= sizeof(c->sysfs) ||
-					 strstr(value, "/../") ||
-					 strspn(value, "/") == strlen(value))) {
-				st->err =
-					"sysfs: expected an absolute directory "
-					"of at most 191 characters (empty: "
-					"publish no device)";
-				return 0;
-			}
-			snprintf(c->sysfs, sizeof(c->sysfs), "%s", value);
-			/* no trailing slash: paths are built as DIR/class */
-			while (strlen(c->sysfs) > 1 &&
-			       c->sysfs[strlen(c->sysfs) - 1] == '/')
-				c->sysfs[strlen(c->sysfs) - 1] = 0;
-		} else if (!strcmp(name, "group")) {
-			snprintf(c->group, sizeof(c->group), "%s", value);
-		} else if (!strcmp(name, "eal")) {
-			/* repeatable: lines are joined (inih's lines are
-			 * at most 200 bytes) */
-			size_t used = strlen(c->eal);
-
-			if (used + 1 + strlen(value) >= sizeof(c->eal)) {
-				st->err = "eal arguments too long";
-				return 0;
-			}
-			snprintf(c->eal + used, sizeof(c->eal) - used, "%s%s",
-				 used ? " " : "", value);
-		} else if (!strcmp(name, "host")) {
-			if (svc_parse_ipv4(value, &c->host) || !c->host) {
-				st->err = "host: expected an IPv4 address";
-				return 0;
-			}
-		} else if (!strcmp(name, "underlay_mtu")) {
-			if (parse_u32(value, 576, 9216, &c->underlay_mtu)) {
-				st->err = "underlay_mtu: 576..9216";
-				return 0;
-			}
-		} else if (!strcmp(name, "rate")) {
-			if (svc_parse_rate(value, &c->rate_bps)) {
-				st->err = "rate: expected e.g. 100g, 25g, 800m";
-				return 0;
-			}
-		} else if (!strcmp(name, "base_rtt_us")) {
-			uint32_t v;
-
-			if (parse_u32(value, 0, 1000000, &v)) {
-				st->err = "base_rtt_us: 0..1000000";
-				return 0;
-			}
-			c->base_rtt_ns = v * 1000ull;
-		} else if (!strcmp(name, "cc")) {
-			if (strlen(value) >= sizeof(c->cc) ||
-			    !ovr_cc_find(value)) {
-				st->err = "cc: unknown congestion controller "
-					  "(ovr, swift, timely, dcqcn, fixed)";
-				return 0;
-			}
-			snprintf(c->cc, sizeof(c->cc), "%s", value);
-		} else if (!strcmp(name, "spin_us")) {
-			if (parse_u32(value, 0, 1000000, &c->spin_us)) {
-				st->err = "spin_us: 0..1000000";
-				return 0;
-			}
-		} else {
-			st->err = "unknown key in [service]";
+	if (!strcmp(name, "socket")) {
+		if (strlen(value) >= sizeof(c->socket)) {
+			st->err = "socket path too long";
 			return 0;
 		}
-		return 1;
-	}
-	if (!strcmp(section, "limits")) {
+		snprintf(c->socket, sizeof(c->socket), "%s", value);
+	} else if (!strcmp(name, "sysfs")) {
+		/* empty: publish nothing */
+		if (value[0] && (value[0] != '/' || !value[1] ||
+				 strlen(value) >= sizeof(c->sysfs) ||
+				 strstr(value, "/../") ||
+				 strspn(value, "/") == strlen(value))) {
+			st->err = "sysfs: expected an absolute directory "
+				  "of at most 191 characters (empty: "
+				  "publish no device)";
+			return 0;
+		}
+		snprintf(c->sysfs, sizeof(c->sysfs), "%s", value);
+		/* no trailing slash: paths are built as DIR/class */
+		while (strlen(c->sysfs) > 1 &&
+		       c->sysfs[strlen(c->sysfs) - 1] == '/')
+			c->sysfs[strlen(c->sysfs) - 1] = 0;
+	} else if (!strcmp(name, "group")) {
+		snprintf(c->group, sizeof(c->group), "%s", value);
+	} else if (!strcmp(name, "eal")) {
+		/* repeatable: lines are joined (inih's lines are
+		 * at most 200 bytes) */
+		size_t used = strlen(c->eal);
+
+		if (used + 1 + strlen(value) >= sizeof(c->eal)) {
+			st->err = "eal arguments too long";
+			return 0;
+		}
+		snprintf(c->eal + used, sizeof(c->eal) - used, "%s%s",
+			 used ? " " : "", value);
+	} else if (!strcmp(name, "host")) {
+		if (svc_parse_ipv4(value, &c->host) || !c->host) {
+			st->err = "host: expected an IPv4 address";
+			return 0;
+		}
+	} else if (!strcmp(name, "underlay_mtu")) {
+		if (parse_u32(value, 576, 9216, &c->underlay_mtu)) {
+			st->err = "underlay_mtu: 576..9216";
+			return 0;
+		}
+	} else if (!strcmp(name, "rate")) {
+		if (svc_parse_rate(value, &c->rate_bps)) {
+			st->err = "rate: expected e.g. 100g, 25g, 800m";
+			return 0;
+		}
+	} else if (!strcmp(name, "base_rtt_us")) {
 		uint32_t v;
 
-		if (parse_u32(value, 1, 1u << 24, &v)) {
-			st->err = "limit: expected an integer 1..16777216";
+		if (parse_u32(value, 0, 1000000, &v)) {
+			st->err = "base_rtt_us: 0..1000000";
 			return 0;
 		}
-		if (!strcmp(name, "contexts"))
-			c->max_contexts = v;
-		else if (!strcmp(name, "qp_per_context"))
-			c->ctx_max_qp = v;
-		else if (!strcmp(name, "cq_per_context"))
-			c->ctx_max_cq = v;
-		else if (!strcmp(name, "mr_per_context"))
-			c->ctx_max_mr = v;
-		else if (!strcmp(name, "pd_per_context"))
-			c->ctx_max_pd = v;
-		else if (!strcmp(name, "srq_per_context"))
-			c->ctx_max_srq = v;
-		else if (!strcmp(name, "ah_per_context"))
-			c->ctx_max_ah = v;
-		else if (!strcmp(name, "pinned_mb_per_context"))
-			c->ctx_max_pinned = (uint64_t)v << 20;
-		else if (!strcmp(name, "qps"))
-			c->eng_max_qp = v;
-		else {
-			st->err = "unknown key in [limits]";
+		c->base_rtt_ns = v * 1000ull;
+	} else if (!strcmp(name, "cc")) {
+		if (strlen(value) >= sizeof(c->cc) || !ovr_cc_find(value)) {
+			st->err = "cc: unknown congestion controller "
+				  "(ovr, swift, timely, dcqcn, fixed)";
 			return 0;
 		}
-		return 1;
+		snprintf(c->cc, sizeof(c->cc), "%s", value);
+	} else if (!strcmp(name, "spin_us")) {
+		if (parse_u32(value, 0, 1000000, &c->spin_us)) {
+			st->err = "spin_us: 0..1000000";
+			return 0;
+		}
+	} else {
+		st->err = "unknown key in [service]";
+		return 0;
 	}
-	if (!strcmp(section, "gpu")) {
-		if (!strcmp(name, "gdrcopy")) {
-			if (!strcmp(value, "auto")) {
-				c->gdrcopy = true;
-			} else if (!strcmp(value, "off")) {
-				c->gdrcopy = false;
-			} else {
-				st->err = "gdrcopy: auto or off";
-				return 0;
-			}
-		} else if (!strcmp(name, "gdrcopy_h2d_max") ||
-			   !strcmp(name, "gdrcopy_d2h_max")) {
-			uint32_t *max = strcmp(name, "gdrcopy_h2d_max") ?
-						&c->gdrcopy_d2h_max :
-						&c->gdrcopy_h2d_max;
+	return 1;
+}
 
-			if (parse_u32(value, 0, OVR_GDR_BAR_MAX, max)) {
-				st->err = "gdrcopy_h2d_max, gdrcopy_d2h_max: "
-					  "0..1048576 bytes";
-				return 0;
-			}
+/* [limits] */
+static int on_limits(struct conf_state *st, const char *name, const char *value)
+{
+	struct svc_conf *c = st->c;
+
+	uint32_t v;
+
+	if (parse_u32(value, 1, 1u << 24, &v)) {
+		st->err = "limit: expected an integer 1..16777216";
+		return 0;
+	}
+	if (!strcmp(name, "contexts"))
+		c->max_contexts = v;
+	else if (!strcmp(name, "qp_per_context"))
+		c->ctx_max_qp = v;
+	else if (!strcmp(name, "cq_per_context"))
+		c->ctx_max_cq = v;
+	else if (!strcmp(name, "mr_per_context"))
+		c->ctx_max_mr = v;
+	else if (!strcmp(name, "pd_per_context"))
+		c->ctx_max_pd = v;
+	else if (!strcmp(name, "srq_per_context"))
+		c->ctx_max_srq = v;
+	else if (!strcmp(name, "ah_per_context"))
+		c->ctx_max_ah = v;
+	else if (!strcmp(name, "pinned_mb_per_context"))
+		c->ctx_max_pinned = (uint64_t)v << 20;
+	else if (!strcmp(name, "qps"))
+		c->eng_max_qp = v;
+	else {
+		st->err = "unknown key in [limits]";
+		return 0;
+	}
+	return 1;
+}
+
+/* [gpu] */
+static int on_gpu(struct conf_state *st, const char *name, const char *value)
+{
+	struct svc_conf *c = st->c;
+
+	if (!strcmp(name, "gdrcopy")) {
+		if (!strcmp(value, "auto")) {
+			c->gdrcopy = true;
+		} else if (!strcmp(value, "off")) {
+			c->gdrcopy = false;
 		} else {
-			st->err = "unknown key in [gpu] (gdrcopy, "
-				  "gdrcopy_h2d_max, gdrcopy_d2h_max)";
+			st->err = "gdrcopy: auto or off";
 			return 0;
 		}
-		return 1;
+	} else if (!strcmp(name, "gdrcopy_h2d_max") ||
+		   !strcmp(name, "gdrcopy_d2h_max")) {
+		uint32_t *max = strcmp(name, "gdrcopy_h2d_max") ?
+					&c->gdrcopy_d2h_max :
+					&c->gdrcopy_h2d_max;
+
+		if (parse_u32(value, 0, OVR_GDR_BAR_MAX, max)) {
+			st->err = "gdrcopy_h2d_max, gdrcopy_d2h_max: "
+				  "0..1048576 bytes";
+			return 0;
+		}
+	} else {
+		st->err = "unknown key in [gpu] (gdrcopy, "
+			  "gdrcopy_h2d_max, gdrcopy_d2h_max)";
+		return 0;
 	}
-	/* [tenant] */
+	return 1;
+}
+
+/* [tenant]: vni first, then vip and sg lines */
+static int on_tenant(struct conf_state *st, const char *name, const char *value)
+{
+	struct svc_conf *c = st->c;
+
 	if (!strcmp(name, "vni")) {
 		uint32_t v;
 
@@ -379,6 +382,29 @@ static int on_entry(void *user, const char *section, const char *name,
 		return parse_sg(st, value);
 	st->err = "unknown key in [tenant] (vni, vip, sg)";
 	return 0;
+}
+
+static int on_entry(void *user, const char *section, const char *name,
+		    const char *value)
+{
+	struct conf_state *st = user;
+
+	if (!name) /* section headers: checked and numbered by prepare() */
+		return 1;
+	if (strcmp(section, st->section)) {
+		/* a new section ([tenant] headers are numbered apart) */
+		snprintf(st->section, sizeof(st->section), "%s", section);
+		st->vni = -1;
+	}
+	if (!strncmp(section, "tenant ", 7))
+		section = "tenant";
+	if (!strcmp(section, "service"))
+		return on_service(st, name, value);
+	if (!strcmp(section, "limits"))
+		return on_limits(st, name, value);
+	if (!strcmp(section, "gpu"))
+		return on_gpu(st, name, value);
+	return on_tenant(st, name, value);
 }
 
 /*

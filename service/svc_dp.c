@@ -1,132 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
- * ovrdmad's dataplane: rings <-> transport engine <-> VPC overlay <-> port,
- * and the one poll loop that also serves the control socket
- * (docs/SERVICE.md section 5).
+ * ovrdmad's dataplane: rings <-> transport engine <-> VPC overlay <-> port
+ * (docs/SERVICE.md section 5); svc_loop.c runs its rounds and serves the
+ * control socket between them. Nothing here calls the control side.
  *
- * Per loop: receive a burst (decap, tenant check, engine), take new work
+ * Per round: receive a burst (decap, tenant check, engine), take new work
  * from the rings whose doorbells rang, let the engine transmit and run
  * its timers, flush the port. Nothing here allocates or locks; the only
- * syscalls are the periodic non-blocking look at the control sockets and,
- * when idle, the sleep itself.
- *
- * Idle: after spin_us without work the loop sets the service page's
- * `sleeping`, looks at every doorbell once more (see ring.h), arms the
- * port's receive interrupt and blocks in epoll on the control sockets,
- * the wake eventfd, the receive interrupt and a timerfd set to the
- * engine's next timer (or the heartbeat). A port without receive
- * interrupts naps at most NAP_NS instead.
+ * syscalls are the loop's (svc_loop.c): the periodic non-blocking look at
+ * the control sockets and, when idle, the sleep itself.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/timerfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <ovrdma/wire.h>
-#include <ovrdma/util.h>
 
 #include "svc.h"
 
 #define RX_BURST 32
-/* Without receive interrupts an idle loop naps, starting at NAP_MIN_NS
- * and doubling up to NAP_MAX_NS while nothing happens: a long-idle node
- * costs ~1000 wakeups/s, and the first frame after a long silence waits
- * at most NAP_MAX_NS (doorbells and control requests wake it at once). */
-#define NAP_MIN_NS 20000ull
-#define NAP_MAX_NS 1000000ull
-#define CTL_EVERY_NS 200000ull /* busy: look at control sockets */
-/* With batches of GPU copies in flight an idle loop sleeps at most this
- * long, doubling from DEV_WAIT_MIN_NS while none completes: a copy of a
- * frame takes microseconds on a GPU; a stuck one must not cost a core. */
-#define DEV_WAIT_MIN_NS 20000ull
-#define DEV_WAIT_MAX_NS 1000000ull
-
 _Static_assert(OVR_ENG_MAX_DEV_BATCHES + 1 <= OVR_GDR_MAX_BATCH,
 	       "an engine batch slot is a gdr batch slot");
-
-/* epoll tags */
-#define EV_LISTEN 1ull
-#define EV_WAKE 2ull
-#define EV_TIMER 3ull
-#define EV_RX 4ull
-#define EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
-
-uint64_t svc_now(void)
-{
-	return ovr_mono_ns();
-}
-
-/* ---- lookup tables ------------------------------------------------------- */
-
-int svc_cq_slot_get(struct svc *s, struct svc_cq *cq)
-{
-	for (uint32_t i = 0; i < s->ncq_slots; i++)
-		if (!s->cqs[i]) {
-			s->cqs[i] = cq;
-			cq->slot = i;
-			return 0;
-		}
-	uint32_t n = s->ncq_slots ? s->ncq_slots * 2 : 64;
-	struct svc_cq **t = realloc(s->cqs, n * sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	memset(t + s->ncq_slots, 0, (n - s->ncq_slots) * sizeof(*t));
-	s->cqs = t;
-	cq->slot = s->ncq_slots;
-	s->cqs[cq->slot] = cq;
-	s->ncq_slots = n;
-	return 0;
-}
-
-void svc_cq_slot_put(struct svc *s, struct svc_cq *cq)
-{
-	if (cq->slot < s->ncq_slots && s->cqs[cq->slot] == cq)
-		s->cqs[cq->slot] = NULL;
-}
-
-int svc_qp_index(struct svc *s, struct svc_qp *qp)
-{
-	struct svc_qp **slot = &s->qp_by_slot[qp->qpn & s->qp_mask];
-
-	if (*slot)
-		return -EEXIST;
-	*slot = qp;
-	return 0;
-}
-
-void svc_qp_unindex(struct svc *s, struct svc_qp *qp)
-{
-	struct svc_qp **slot = &s->qp_by_slot[qp->qpn & s->qp_mask];
-	struct svc_qp **p;
-
-	if (*slot == qp)
-		*slot = NULL;
-	for (p = &s->stalled; *p; p = &(*p)->stall_next)
-		if (*p == qp) {
-			*p = qp->stall_next;
-			break;
-		}
-	for (p = &s->lost; *p; p = &(*p)->lost_next)
-		if (*p == qp) {
-			*p = qp->lost_next;
-			break;
-		}
-}
-
-struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
-{
-	struct svc_qp *qp = s->qp_by_slot[qpn & s->qp_mask];
-
-	return qp && qp->qpn == qpn ? qp : NULL;
-}
 
 /* ---- events to applications -------------------------------------------- */
 
@@ -134,7 +32,7 @@ struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
  * (counted). The callers count written events in the object's ring: the
  * application acknowledges each one it reads, and the client keeps the
  * object's memory until it has (ovr_cl_destroy_qp). */
-bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
+static bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
 {
 	struct ovr_ctl_async_event ev = { .element = element,
 					  .event_type = type };
@@ -904,19 +802,12 @@ static bool db_scan(struct svc *s, uint64_t now)
 
 /* ---- setup --------------------------------------------------------------- */
 
-static int ep_add(struct svc *s, int fd, uint64_t tag)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
-
-	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
-}
-
 /* GPU memory regions: @dev is the struct ovr_gdr_mem of the MR's import
- * (svc_ctl.c). The copy engine (docs/GPU.md): a copy of a small message
+ * (svc_verbs.c). The copy engine (docs/GPU.md): a copy of a small message
  * goes through the GPU's BAR where GDRCopy is on (gdr/ decides: the
  * message's length, the allocation mapped, no stream copy of it still
  * running) and is done (0); else a copy between GPU memory and a frame
- * buffer (pinned by svc_ctl.c's gdr_ready) is queued (1): the loop
+ * buffer (pinned by svc_verbs.c's gdr_ready) is queued (1): the loop
  * closes a batch of them per round (ovr_eng_dev_close: events recorded)
  * and polls the batches in flight (ovr_eng_dev_poll). Others are
  * synchronous. */
@@ -948,8 +839,7 @@ static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
 	return s->gdr ? ovr_gdr_batch_poll(s->gdr, slot, wait) : 0;
 }
 
-int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
-	     const uint8_t mac[6])
+int svc_dp_init(struct svc *s)
 {
 	struct ovr_vpc_config vc = { 0 };
 	struct ovr_eng_cfg ec;
@@ -965,15 +855,8 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		.dev_copy = eng_dev_copy,
 		.dev_fence = eng_dev_fence,
 	};
-	int pdu_mtu, lrc;
+	int pdu_mtu;
 	uint32_t maxqp = 1;
-
-	s->port_ops = ops;
-	s->port = port;
-	memcpy(s->mac, mac, 6);
-	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
-	s->next_pd = 1;
-	s->next_ctx_id = 1;
 
 	pdu_mtu = ovr_vpc_pdu_mtu(s->conf.underlay_mtu);
 	if (pdu_mtu < 0) {
@@ -982,7 +865,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 		return -EINVAL;
 	}
 	vc.local_host = s->conf.host;
-	memcpy(vc.local_mac, mac, 6);
+	memcpy(vc.local_mac, s->mac, 6);
 	vc.underlay_mtu = s->conf.underlay_mtu;
 	s->vpc = ovr_vpc_create(&vc);
 	if (!s->vpc)
@@ -1019,90 +902,11 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->qp_by_slot = calloc(maxqp, sizeof(*s->qp_by_slot));
 	if (!s->qp_by_slot)
 		return -ENOMEM;
-
-	/* the service page: clients map it read-only */
-	s->svc_fd = memfd_create("ovrdma-svc", MFD_CLOEXEC);
-	if (s->svc_fd < 0 || ftruncate(s->svc_fd, 4096))
-		return -errno;
-	s->page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       s->svc_fd, 0);
-	if (s->page == MAP_FAILED)
-		return -errno;
-	s->page->abi = OVR_RING_ABI_VERSION;
-	if (getentropy(&s->page->incarnation, sizeof(s->page->incarnation)))
-		s->page->incarnation = svc_now();
-	atomic_store(&s->page->heartbeat_ns, svc_now());
-	atomic_store_explicit((_Atomic uint32_t *)&s->page->magic,
-			      OVR_RING_SVC_MAGIC, memory_order_release);
-
-	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	s->timer_fd =
-		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (s->epfd < 0 || s->wake_fd < 0 || s->timer_fd < 0)
-		return -errno;
-	if (ep_add(s, s->wake_fd, EV_WAKE) || ep_add(s, s->timer_fd, EV_TIMER))
-		return -errno;
-	if (ops->rx_intr_fd && ops->rx_intr_fd(port) >= 0 &&
-	    ep_add(s, ops->rx_intr_fd(port), EV_RX))
-		return -errno;
-
-	/* tenants and bindings from the configuration */
-	for (uint32_t i = 0; i < s->conf.ntenants; i++) {
-		int rc = ovr_vpc_tenant_add(s->vpc, s->conf.tenants[i]);
-
-		if (rc)
-			return rc;
-	}
-	for (uint32_t i = 0; i < s->conf.nvips; i++) {
-		const struct svc_conf_vip *v = &s->conf.vips[i];
-		struct ovr_vpc_binding b = { .host = v->local ? s->conf.host :
-								v->host,
-					     .dev = OVR_VPC_DEV_NONE };
-		int rc;
-
-		memcpy(b.mac, v->local ? mac : v->mac, 6);
-		if (v->local) {
-			b.dev = svc_dev_add(s, v->vni, v->vip, v->name);
-			if (b.dev < 0) {
-				fprintf(stderr, "ovrdmad: device for vip: %s\n",
-					strerror(-b.dev));
-				return b.dev;
-			}
-		}
-		rc = ovr_vpc_vip_add(s->vpc, v->vni, v->vip, &b);
-		if (rc) {
-			fprintf(stderr, "ovrdmad: vip %u in tenant %u: %s\n",
-				v->vip, v->vni, strerror(-rc));
-			return rc;
-		}
-	}
-	for (uint32_t t = 0; t < s->conf.ntenants; t++) {
-		struct ovr_vpc_sg_rule r[SVC_MAX_TENANT_VIPS];
-		unsigned int n = 0;
-
-		for (uint32_t i = 0; i < s->conf.nsgs; i++)
-			if (s->conf.sgs[i].vni == s->conf.tenants[t])
-				r[n++] = (struct ovr_vpc_sg_rule){
-					.prefix = s->conf.sgs[i].prefix,
-					.len = (uint8_t)s->conf.sgs[i].len
-				};
-		if (n && ovr_vpc_sg_set(s->vpc, s->conf.tenants[t], r, n))
-			return -EINVAL;
-	}
-	lrc = svc_ctl_listen(s);
-	if (lrc)
-		return lrc;
-	/* after listen: a published device names a socket that answers;
-	 * a tree that cannot be written is logged, not fatal */
-	svc_sysfs_init(s);
 	return 0;
 }
 
-void svc_fini(struct svc *s)
+void svc_dp_fini(struct svc *s)
 {
-	svc_sysfs_fini(s);
-	svc_ctl_close_all(s);
 	if (s->eng)
 		unpark_all(s);
 	while (s->loop_free != s->loop_tail)
@@ -1122,247 +926,54 @@ void svc_fini(struct svc *s)
 		ovr_vpc_destroy(s->vpc);
 	free(s->qp_by_slot);
 	free(s->cqs);
-	if (s->page && s->page != MAP_FAILED)
-		munmap(s->page, 4096);
-	int fds[] = { s->listen_fd, s->epfd, s->wake_fd, s->timer_fd,
-		      s->svc_fd };
-
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	if (s->conf.socket[0])
-		unlink(s->conf.socket);
 }
 
-/* ---- the loop ------------------------------------------------------------ */
+/* ---- a round ------------------------------------------------------------- */
 
-static void handle_events(struct svc *s, struct epoll_event *ev, int n)
+bool svc_dp_pending(struct svc *s)
 {
-	for (int i = 0; i < n; i++) {
-		uint64_t tag = ev[i].data.u64, junk;
-
-		switch (tag) {
-		case EV_LISTEN:
-			svc_ctl_accept(s);
-			break;
-		case EV_WAKE:
-		case EV_TIMER:
-		case EV_RX:
-			if (read(tag == EV_WAKE	 ? s->wake_fd :
-				 tag == EV_TIMER ? s->timer_fd :
-						   s->port_ops->rx_intr_fd(
-							   s->port),
-				 &junk, sizeof(junk)) < 0 &&
-			    errno != EAGAIN)
-				perror("ovrdmad: read");
-			break;
-		default:
-			svc_ctl_input(s, (struct svc_ctx *)(uintptr_t)tag);
-			/* @ctx may be gone: stop using this batch */
-			return;
-		}
-	}
+	return db_pending(s) || s->stalled || s->loop_head != s->loop_tail;
 }
 
-static void poll_control(struct svc *s)
-{
-	struct epoll_event ev[16];
-	int n = epoll_wait(s->epfd, ev, 16, 0);
-
-	if (n > 0)
-		handle_events(s, ev, n);
-}
-
-static void heartbeat(struct svc *s, uint64_t now)
-{
-	if (now - s->last_heartbeat >= OVR_RING_HEARTBEAT_NS / 4) {
-		s->last_heartbeat = now;
-		if (s->port_ops->tick)
-			s->port_ops->tick(s->port, now);
-		atomic_store_explicit(&s->page->heartbeat_ns, now,
-				      memory_order_relaxed);
-	}
-}
-
-static void svc_sleep(struct svc *s, uint64_t next)
-{
-	struct epoll_event ev[16];
-	struct itimerspec its = { 0 };
-	uint64_t now, until;
-	int rxfd = s->port_ops->rx_intr_fd ? s->port_ops->rx_intr_fd(s->port) :
-					     -1;
-	int n;
-
-	atomic_store(&s->page->sleeping, 1);
-	atomic_thread_fence(memory_order_seq_cst);
-	if (db_pending(s) || s->stalled || s->loop_head != s->loop_tail) {
-		atomic_store(&s->page->sleeping, 0);
-		return;
-	}
-	now = svc_now();
-	until = now + OVR_RING_HEARTBEAT_NS / 4;
-	if (rxfd < 0) {
-		if (!s->nap_ns)
-			s->nap_ns = NAP_MIN_NS;
-		if (until > now + s->nap_ns)
-			until = now + s->nap_ns;
-		s->nap_ns = s->nap_ns * 2 > NAP_MAX_NS ? NAP_MAX_NS :
-							 s->nap_ns * 2;
-	}
-	if (next < until)
-		until = next;
-	if (until <= now) {
-		atomic_store(&s->page->sleeping, 0);
-		return;
-	}
-	its.it_value.tv_sec = (time_t)(until / 1000000000ull);
-	its.it_value.tv_nsec = (long)(until % 1000000000ull);
-	timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-	if (rxfd >= 0)
-		s->port_ops->rx_intr(s->port, true);
-	s->cnt.sleeps++;
-	ovr_vpc_thread_offline();
-	n = epoll_wait(s->epfd, ev, 16, -1);
-	ovr_vpc_thread_online();
-	if (rxfd >= 0)
-		s->port_ops->rx_intr(s->port, false);
-	atomic_store(&s->page->sleeping, 0);
-	s->cnt.wakeups++;
-	if (n > 0)
-		handle_events(s, ev, n);
-}
-
-/* ---- snapshots for other threads ---------------------------------------- */
-
-struct svc_snap_req {
-	uint32_t qpn;
-	struct svc_qp_snap *out;
-	unsigned int max, n;
-	_Atomic int done;
-};
-
-/* Dataplane side: answer a pending request. */
-static void snap_serve(struct svc *s)
-{
-	struct svc_snap_req *r = atomic_exchange(&s->snap_req, NULL);
-
-	if (!r)
-		return;
-	r->n = 0;
-	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
-		for (uint32_t i = 0; i < c->nobj && r->n < r->max; i++) {
-			struct svc_qp *qp = c->obj[i].p;
-			struct svc_qp_snap *o = &r->out[r->n];
-			struct ovr_eng_qp_attr qa;
-
-			if (c->obj[i].type != SVC_OBJ_QP ||
-			    (r->qpn && qp->qpn != r->qpn) ||
-			    ovr_eng_qp_stats(s->eng, qp->qpn, &o->st) ||
-			    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
-				continue;
-			o->ctx = c->id;
-			o->qpn = qp->qpn;
-			o->dest_qpn = qa.dest_qp_num;
-			o->peer_vip = qp->connected ? qp->flow.dst_vip : 0;
-			r->n++;
-		}
-	atomic_store_explicit(&r->done, 1, memory_order_release);
-}
-
-int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
-		    unsigned int max, unsigned int timeout_ms)
-{
-	struct svc_snap_req r = { .qpn = qpn, .out = out, .max = max };
-	struct svc_snap_req *none = NULL;
-	uint64_t one = 1;
-
-	if (!atomic_compare_exchange_strong(&s->snap_req, &none, &r))
-		return -EBUSY;
-	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
-		/* a full counter: the service is awake anyway */
-	}
-	for (unsigned int t = 0; t < timeout_ms * 10; t++) {
-		if (atomic_load_explicit(&r.done, memory_order_acquire))
-			return (int)r.n;
-		usleep(100);
-	}
-	/* withdraw it, unless the dataplane has taken it: then wait */
-	none = &r;
-	if (atomic_compare_exchange_strong(&s->snap_req, &none, NULL))
-		return -ETIMEDOUT;
-	while (!atomic_load_explicit(&r.done, memory_order_acquire))
-		usleep(100);
-	return (int)r.n;
-}
-
-int svc_run(struct svc *s)
+bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 {
 	void *bufs[RX_BURST];
 	const uint8_t *frames[RX_BURST];
 	uint32_t lens[RX_BURST];
-	uint64_t now = svc_now(), idle_since = now, last_ctl = now;
-	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
+	uint64_t closed, done;
+	unsigned int n;
+	bool work;
 
-	s->dev_wait_ns = DEV_WAIT_MIN_NS;
-	while (!s->stop) {
-		uint64_t next, closed, done;
-		unsigned int n;
-		bool work;
-
-		now = svc_now();
-		n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
-		for (unsigned int i = 0; i < n; i++)
-			rx_frame(s, frames[i], lens[i], now);
-		work = n > 0;
-		work |= loop_receive(s, now);
-		work |= db_scan(s, now);
-		work |= stalled_retry(s, now);
-		next = ovr_eng_poll(s->eng, now, 0);
-		/* the GPU copies of this round form a batch; the batches that
-		 * are done release the PDUs and completions behind them and
-		 * the frames they read (never waiting: the wire goes on) */
-		closed = ovr_eng_dev_close(s->eng);
-		done = ovr_eng_dev_poll(s->eng);
-		if (done != s->dev_done) {
-			work = true;
-			s->dev_done = done;
-			s->dev_wait_ns = DEV_WAIT_MIN_NS;
-			unpark(s, done);
-		}
-		rx_keep(s, bufs, n, closed, done);
-		s->dev_closed = closed;
-		if (closed != done) {
-			/* a bounded sleep: nothing else will say when */
-			uint64_t t = now + s->dev_wait_ns;
-
-			if (t < next)
-				next = t;
-		}
-		if (lost_fail(s))
-			next = now; /* what the flushes and TERMINATE need */
-		s->port_ops->flush(s->port);
-		heartbeat(s, now);
-		ovr_vpc_quiescent();
-		if (now - last_ctl >= CTL_EVERY_NS) {
-			last_ctl = now;
-			poll_control(s);
-			snap_serve(s);
-		}
-		if (work || next <= now) {
-			idle_since = now;
-			s->nap_ns = NAP_MIN_NS;
-		} else if (now - idle_since >= spin) {
-			if (closed != done) {
-				s->cnt.dev_naps++;
-				s->dev_wait_ns =
-					s->dev_wait_ns * 2 > DEV_WAIT_MAX_NS ?
-						DEV_WAIT_MAX_NS :
-						s->dev_wait_ns * 2;
-			}
-			svc_sleep(s, next);
-			idle_since = last_ctl = svc_now();
-		}
+	n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
+	for (unsigned int i = 0; i < n; i++)
+		rx_frame(s, frames[i], lens[i], now);
+	work = n > 0;
+	work |= loop_receive(s, now);
+	work |= db_scan(s, now);
+	work |= stalled_retry(s, now);
+	*next = ovr_eng_poll(s->eng, now, 0);
+	/* the GPU copies of this round form a batch; the batches that are
+	 * done release the PDUs and completions behind them and the frames
+	 * they read (never waiting: the wire goes on) */
+	closed = ovr_eng_dev_close(s->eng);
+	done = ovr_eng_dev_poll(s->eng);
+	if (done != s->dev_done) {
+		work = true;
+		s->dev_done = done;
+		s->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
+		unpark(s, done);
 	}
-	atomic_store(&s->page->stopping, 1);
-	return 0;
+	rx_keep(s, bufs, n, closed, done);
+	s->dev_closed = closed;
+	if (closed != done) {
+		/* a bounded sleep: nothing else will say when */
+		uint64_t t = now + s->dev_wait_ns;
+
+		if (t < *next)
+			*next = t;
+	}
+	if (lost_fail(s))
+		*next = now; /* what the flushes and TERMINATE need */
+	s->port_ops->flush(s->port);
+	return work;
 }

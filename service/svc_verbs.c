@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The verbs objects other than QPs and SRQs (svc_qp.c): protection
+ * domains, memory regions (host memory as sealed memfds, GPU memory
+ * through gdr/ and the CUDA driver it loads on first use), completion
+ * channels, CQs and address handles - their control requests and their
+ * destruction, which context teardown (svc_conn.c) uses too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "svc.h"
+
+#define PAGE SVC_PAGE
+
+/* ---- protection domains -------------------------------------------------- */
+
+int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	struct ovr_ctl_pd_rep rep = { 0 };
+	struct svc_pd *pd;
+	int rc;
+
+	if (r->blen)
+		return svc_status(c, r->h, -EINVAL);
+	if (c->npd >= s->conf.ctx_max_pd)
+		return svc_limit(c, r->h, SVC_LIM_PD, s->conf.ctx_max_pd,
+				 -ENOSPC);
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return svc_status(c, r->h, -ENOMEM);
+	pd->id = s->next_pd++;
+	rc = svc_obj_new(c, SVC_OBJ_PD, pd, &rep.pd);
+	if (rc) {
+		free(pd);
+		return svc_status(c, r->h, rc);
+	}
+	c->npd++;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+	struct svc_pd *pd = svc_obj_get(c, q->handle, SVC_OBJ_PD);
+
+	(void)s;
+	if (!pd)
+		return svc_status(c, r->h, -ENOENT);
+	if (pd->users)
+		return svc_status(c, r->h, -EBUSY);
+	free(pd);
+	svc_obj_free(c, q->handle);
+	c->npd--;
+	return svc_status(c, r->h, 0);
+}
+
+/* ---- memory regions ------------------------------------------------------ */
+
+#define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
+#define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
+
+int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_mr *mr = c->obj[h - 1].p;
+	struct svc_pd *pd;
+	int rc = ovr_eng_dereg_mr(s->eng, mr->key);
+
+	if (rc)
+		return rc;
+	pd = svc_obj_get(c, mr->pd_handle, SVC_OBJ_PD);
+	if (pd)
+		pd->users--;
+	if (mr->gpu)
+		ovr_gdr_release(mr->gpu);
+	else
+		munmap(mr->map, mr->map_len);
+	c->pinned -= mr->map_len;
+	svc_obj_free(c, h);
+	c->nmr--;
+	free(mr);
+	return 0;
+}
+
+/* The total length of @q's segments in *@total; -EINVAL unless each is
+ * whole pages of a sealed memfd @fds[i]. */
+static int mr_segs_len(const struct ovr_ctl_reg_mr_req *q, const int *fds,
+		       uint64_t *total)
+{
+	for (uint32_t i = 0; i < q->nseg; i++) {
+		struct stat st;
+		int seals = fcntl(fds[i], F_GET_SEALS);
+
+		/* a segment that could shrink under us would fault the
+		 * service: only sealed memfds are accepted */
+		if (q->seg[i].len == 0 || q->seg[i].len % PAGE ||
+		    q->seg[i].off % PAGE || seals < 0 ||
+		    !(seals & F_SEAL_SHRINK) || fstat(fds[i], &st) ||
+		    q->seg[i].off + q->seg[i].len > (uint64_t)st.st_size)
+			return -EINVAL;
+		*total += q->seg[i].len;
+	}
+	return 0;
+}
+
+/* Maps @q's segments back to back (@total bytes) at *@base. */
+static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
+		  uint64_t total, uint8_t **base)
+{
+	uint8_t *b = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+			  -1, 0);
+
+	if (b == MAP_FAILED)
+		return -ENOMEM;
+	for (uint64_t i = 0, at = 0; i < q->nseg; at += q->seg[i].len, i++)
+		if (mmap(b + at, q->seg[i].len, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fds[i],
+			 (off_t)q->seg[i].off) == MAP_FAILED) {
+			int rc = -errno;
+
+			munmap(b, total);
+			return rc;
+		}
+	*base = b;
+	return 0;
+}
+
+int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_reg_mr_req *q = r->body;
+	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	struct svc_pd *pd;
+	struct svc_mr *mr;
+	uint64_t total = 0;
+	uint8_t *base = NULL;
+	int rc;
+
+	if (r->blen < offsetof(struct ovr_ctl_reg_mr_req, seg) ||
+	    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG ||
+	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
+			       q->nseg * sizeof(q->seg[0]) ||
+	    r->nfds != (int)q->nseg)
+		return svc_status(c, r->h, -EINVAL);
+	pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
+	if (!pd)
+		return svc_status(c, r->h, -ENOENT);
+	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
+		return svc_status(c, r->h, -EOPNOTSUPP);
+	if (c->nmr >= s->conf.ctx_max_mr)
+		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
+				 -ENOSPC);
+	if (mr_segs_len(q, r->fds, &total))
+		return svc_status(c, r->h, -EINVAL);
+	if (q->span % PAGE || q->len == 0 || q->va < q->span ||
+	    q->va - q->span + q->len > total)
+		return svc_status(c, r->h, -EINVAL);
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + total > s->conf.ctx_max_pinned)
+		return svc_limit(c, r->h, SVC_LIM_PINNED,
+				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
+	rc = mr_map(q, r->fds, total, &base);
+	if (rc)
+		return svc_status(c, r->h, rc);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		munmap(base, total);
+		return svc_status(c, r->h, -ENOMEM);
+	}
+	rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
+			    q->access & ACCESS_KNOWN, base + (q->va - q->span),
+			    &mr->key);
+	if (!rc)
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+	if (rc) {
+		if (mr->key)
+			ovr_eng_dereg_mr(s->eng, mr->key);
+		munmap(base, total);
+		free(mr);
+		return svc_status(c, r->h, rc);
+	}
+	mr->pd_handle = q->pd;
+	mr->map = base;
+	mr->map_len = total;
+	pd->users++;
+	c->nmr++;
+	c->pinned += total;
+	rep.lkey = rep.rkey = mr->key;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+static int gdr_pin(void *arg, void *addr, size_t len)
+{
+	return ovr_gdr_host_register(arg, addr, len);
+}
+
+/*
+ * The copy engine's frame buffers: pinned, so that copies between them
+ * and GPU memory are queued (docs/GPU.md). Without it (a driver without
+ * the async calls, a port that does not say where its buffers live, or
+ * a refusal), copies stay synchronous: logged, not fatal.
+ */
+static void gdr_pin_bufs(struct svc *s)
+{
+	struct ovr_gdr_stats st;
+	int rc = -EOPNOTSUPP;
+
+	if (s->port_ops->buf_mem)
+		rc = s->port_ops->buf_mem(s->port, gdr_pin, s->gdr);
+	ovr_gdr_get_stats(s->gdr, &st);
+	if (rc == 0 && st.pinned_ranges)
+		fprintf(stderr,
+			"ovrdmad: GPU copy engine: %llu bytes of frame buffers "
+			"pinned (%u ranges), asynchronous copies\n",
+			(unsigned long long)st.pinned_bytes, st.pinned_ranges);
+	else
+		fprintf(stderr,
+			"ovrdmad: GPU copy engine: synchronous copies (frame "
+			"buffers not pinned: %s%s%s)\n",
+			strerror(rc ? -rc : EOPNOTSUPP), rc ? ": " : "",
+			rc ? ovr_gdr_last_error(s->gdr) : "");
+}
+
+static void gdr_note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "ovrdmad: %s\n", msg);
+}
+
+/*
+ * BAR copies of small messages through GDRCopy ([gpu] gdrcopy = auto,
+ * docs/GPU.md §1.2), where libgdrapi and the gdrdrv module are: on or
+ * off, logged once with the reason. Off is not an error: every copy
+ * then takes the copy streams.
+ */
+static void gdr_bar(struct svc *s)
+{
+	struct ovr_gdr_bar_cfg cfg = {
+		.h2d_max = s->conf.gdrcopy_h2d_max,
+		.d2h_max = s->conf.gdrcopy_d2h_max,
+		.note = gdr_note,
+	};
+	char why[200];
+
+	if (!s->conf.gdrcopy) {
+		fprintf(stderr, "ovrdmad: GDRCopy: off (gdrcopy = off)\n");
+		return;
+	}
+	if (ovr_gdr_bar_open(s->gdr, &cfg, why, sizeof(why)))
+		fprintf(stderr, "ovrdmad: GDRCopy: off (%s)\n", why);
+	else
+		fprintf(stderr,
+			"ovrdmad: GDRCopy: on, BAR copies of messages up to "
+			"%u bytes host to GPU, %u bytes GPU to host\n",
+			cfg.h2d_max, cfg.d2h_max);
+}
+
+/* The CUDA driver, loaded at the first GPU registration (not at start:
+ * a node without GPUs never pays for it), then GDRCopy. 0 or
+ * -EOPNOTSUPP / -ENODEV, logged once. */
+static int gdr_ready(struct svc *s)
+{
+	if (s->gdr)
+		return 0;
+	if (s->gdr_err)
+		return s->gdr_err;
+	s->gdr_err = ovr_gdr_open(0, &s->gdr, s->gdr_why, sizeof(s->gdr_why));
+	if (s->gdr_err)
+		fprintf(stderr,
+			"ovrdmad: GPU memory registration unavailable: %s\n",
+			s->gdr_why);
+	else
+		fprintf(stderr,
+			"ovrdmad: GPU memory registration: CUDA driver loaded\n");
+	if (!s->gdr_err) {
+		gdr_pin_bufs(s);
+		gdr_bar(s);
+	}
+	return s->gdr_err;
+}
+
+/*
+ * What a GPU registration counts against pinned_mb_per_context: the GPU
+ * pages covering it (64 KiB, what nvidia_p2p_get_pages pins for a NIC),
+ * within its allocation. An IPC import shared by several registrations
+ * counts for each, as host registrations of the same pages do.
+ */
+#define GPU_PAGE (64ull << 10)
+static uint64_t gpu_pinned(const struct ovr_ctl_reg_mr_gpu_req *q)
+{
+	uint64_t lo = q->offset & ~(GPU_PAGE - 1);
+	uint64_t hi = (q->offset + q->len + GPU_PAGE - 1) & ~(GPU_PAGE - 1);
+
+	return (hi < q->alloc_size ? hi : q->alloc_size) - lo;
+}
+
+int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_reg_mr_gpu_req *q = r->body;
+	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	struct ovr_gdr_export ex = { 0 };
+	struct svc_pd *pd;
+	struct svc_mr *mr;
+	uint64_t pinned;
+	int rc;
+
+	if (r->blen != sizeof(*q) ||
+	    (q->kind != OVR_GDR_KIND_IPC && q->kind != OVR_GDR_KIND_FD) ||
+	    r->nfds != (q->kind == OVR_GDR_KIND_FD ? 1 : 0))
+		return svc_status(c, r->h, -EINVAL);
+	pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
+	if (!pd)
+		return svc_status(c, r->h, -ENOENT);
+	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
+		return svc_status(c, r->h, -EOPNOTSUPP);
+	if (!q->len || !q->alloc_size || q->offset > q->alloc_size ||
+	    q->len > q->alloc_size - q->offset)
+		return svc_status(c, r->h, -EINVAL);
+	if (c->nmr >= s->conf.ctx_max_mr)
+		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
+				 -ENOSPC);
+	pinned = gpu_pinned(q);
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + pinned > s->conf.ctx_max_pinned)
+		return svc_limit(c, r->h, SVC_LIM_PINNED,
+				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
+	rc = gdr_ready(s);
+	if (rc)
+		return svc_status(c, r->h, rc);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return svc_status(c, r->h, -ENOMEM);
+	ex.base = q->alloc_base;
+	ex.size = q->alloc_size;
+	ex.device = q->device;
+	ex.kind = q->kind;
+	ex.fd = q->kind == OVR_GDR_KIND_FD ? r->fds[0] : -1;
+	memcpy(ex.ipc, q->ipc, sizeof(ex.ipc));
+	memcpy(ex.uuid, q->uuid, sizeof(ex.uuid));
+	rc = ovr_gdr_import(s->gdr, &ex, &mr->gpu);
+	if (rc) {
+		fprintf(stderr,
+			"ovrdmad: context %u (pid %d): GPU memory import refused: %s\n",
+			c->id, (int)c->pid, ovr_gdr_last_error(s->gdr));
+		free(mr);
+		return svc_status(c, r->h, rc);
+	}
+	rc = ovr_eng_reg_mr_dev(s->eng, pd->id, q->va, q->len,
+				q->access & ACCESS_KNOWN, mr->gpu, q->offset,
+				&mr->key);
+	if (!rc)
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+	if (rc) {
+		if (mr->key)
+			ovr_eng_dereg_mr(s->eng, mr->key);
+		ovr_gdr_release(mr->gpu);
+		free(mr);
+		return svc_status(c, r->h, rc);
+	}
+	mr->pd_handle = q->pd;
+	mr->map_len = pinned; /* counted, not mapped: svc_mr_destroy */
+	pd->users++;
+	c->nmr++;
+	c->pinned += pinned;
+	rep.lkey = rep.rkey = mr->key;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+
+	if (!svc_obj_get(c, q->handle, SVC_OBJ_MR))
+		return svc_status(c, r->h, -ENOENT);
+	/*
+	 * WRs the application posted before this request may still sit in
+	 * its rings: hand them to the engine first, so that the answer does
+	 * not depend on how far the loop got. A region that work still uses
+	 * is then EBUSY (the engine holds its SGEs' pages), whenever the WRs
+	 * were posted. O(QP slots of the context), on a control path.
+	 */
+	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++) {
+		if (c->db_qp[i])
+			svc_qp_kick(s, c->db_qp[i]);
+		else if (c->db_srq[i])
+			svc_srq_kick(s, c->db_srq[i]);
+	}
+	return svc_status(c, r->h, svc_mr_destroy(s, c, q->handle));
+}
+
+/* ---- completion channels ------------------------------------------------- */
+
+void svc_channel_destroy(struct svc_ctx *c, uint32_t h)
+{
+	struct svc_channel *ch = c->obj[h - 1].p;
+
+	close(ch->fd);
+	free(ch);
+	svc_obj_free(c, h);
+}
+
+int svc_do_create_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	struct ovr_ctl_channel_rep rep = { 0 };
+	struct svc_channel *ch;
+	int rc;
+
+	(void)s;
+	if (r->blen || r->nfds != 1)
+		return svc_status(c, r->h, -EINVAL);
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return svc_status(c, r->h, -ENOMEM);
+	rc = svc_obj_new(c, SVC_OBJ_CHANNEL, ch, &rep.channel);
+	if (rc) {
+		free(ch);
+		return svc_status(c, r->h, rc);
+	}
+	ch->fd = svc_take_fd(r, 0);
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+int svc_do_destroy_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+	struct svc_channel *ch = svc_obj_get(c, q->handle, SVC_OBJ_CHANNEL);
+
+	(void)s;
+	if (!ch)
+		return svc_status(c, r->h, -ENOENT);
+	if (ch->users)
+		return svc_status(c, r->h, -EBUSY);
+	svc_channel_destroy(c, q->handle);
+	return svc_status(c, r->h, 0);
+}
+
+/* ---- completion queues --------------------------------------------------- */
+
+void svc_cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_cq *cq = c->obj[h - 1].p;
+	struct svc_channel *ch;
+
+	svc_cq_slot_put(s, cq);
+	ch = cq->chan_handle ?
+		     svc_obj_get(c, cq->chan_handle, SVC_OBJ_CHANNEL) :
+		     NULL;
+	if (ch)
+		ch->users--;
+	munmap(cq->ring, cq->map_len);
+	svc_obj_free(c, h);
+	c->ncq--;
+	free(cq);
+}
+
+int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_create_cq_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_create_cq_req);
+	struct ovr_ctl_create_cq_rep rep = { 0 };
+	struct svc_channel *ch = NULL;
+	struct svc_cq *cq;
+	int fd, rc;
+
+	if (q->cqe == 0 || q->cqe >= SVC_CQ_MAX_DEPTH)
+		return svc_status(c, r->h, -EINVAL);
+	if (c->ncq >= s->conf.ctx_max_cq)
+		return svc_limit(c, r->h, SVC_LIM_CQ, s->conf.ctx_max_cq,
+				 -ENOSPC);
+	if (q->channel != OVR_CTL_NO_CHANNEL) {
+		ch = svc_obj_get(c, q->channel, SVC_OBJ_CHANNEL);
+		if (!ch)
+			return svc_status(c, r->h, -ENOENT);
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return svc_status(c, r->h, -ENOMEM);
+	cq->ctx = c;
+	cq->depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
+	cq->map_len =
+		svc_page_up(OVR_RING_CQ_ENTRIES_OFF +
+			    (uint64_t)cq->depth * sizeof(struct ovr_ring_cqe));
+	cq->ring = svc_map_memfd("ovrdma-cq", cq->map_len, &fd);
+	if (!cq->ring) {
+		free(cq);
+		return svc_status(c, r->h, -ENOMEM);
+	}
+	cq->cqe = (void *)((uint8_t *)cq->ring + OVR_RING_CQ_ENTRIES_OFF);
+	cq->user_handle = q->user_handle;
+	cq->chan_fd = ch ? ch->fd : -1;
+	cq->chan_handle = ch ? q->channel : 0;
+	rc = svc_cq_slot_get(s, cq);
+	if (!rc)
+		rc = svc_obj_new(c, SVC_OBJ_CQ, cq, &cq->handle);
+	if (rc) {
+		svc_cq_slot_put(s, cq);
+		munmap(cq->ring, cq->map_len);
+		close(fd);
+		free(cq);
+		return svc_status(c, r->h, rc);
+	}
+	if (ch)
+		ch->users++;
+	c->ncq++;
+	rep.cq = cq->handle;
+	rep.depth = cq->depth;
+	rep.map_len = cq->map_len;
+	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
+}
+
+int svc_do_destroy_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+	struct svc_cq *cq = svc_obj_get(c, q->handle, SVC_OBJ_CQ);
+
+	if (!cq)
+		return svc_status(c, r->h, -ENOENT);
+	if (cq->users)
+		return svc_status(c, r->h, -EBUSY);
+	svc_cq_destroy(s, c, q->handle);
+	return svc_status(c, r->h, 0);
+}
+
+/* ---- address handles ------------------------------------------------------ */
+
+void svc_ah_destroy(struct svc_ctx *c, uint32_t h)
+{
+	struct svc_ah *ah = c->obj[h - 1].p;
+	struct svc_pd *pd = svc_obj_get(c, ah->pd_handle, SVC_OBJ_PD);
+
+	if (pd)
+		pd->users--;
+	svc_obj_free(c, h);
+	c->nah--;
+	free(ah);
+}
+
+int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_create_ah_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_create_ah_req);
+	const struct ovr_ctl_dev *d = &s->devs[c->dev].d;
+	struct ovr_ctl_create_ah_rep rep = { 0 };
+	struct svc_pd *pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
+	struct svc_ah *ah;
+	uint32_t peer;
+	int rc;
+
+	if (!pd)
+		return svc_status(c, r->h, -ENOENT);
+	/* RoCE: the destination is named by its GID, ::ffff:<vIP> */
+	if (!q->is_global || q->sgid_index != 0 ||
+	    (q->port_num && q->port_num != 1) ||
+	    ovr_vpc_gid_to_vip(q->dgid, &peer))
+		return svc_status(c, r->h, -EINVAL);
+	rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
+	if (rc)
+		return svc_status(c, r->h, rc);
+	if (c->nah >= s->conf.ctx_max_ah)
+		return svc_limit(c, r->h, SVC_LIM_AH, s->conf.ctx_max_ah,
+				 -ENOSPC);
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return svc_status(c, r->h, -ENOMEM);
+	ah->pd_handle = q->pd;
+	ah->dst_vip = peer;
+	ah->dscp = (uint8_t)(q->traffic_class >> 2);
+	rc = svc_obj_new(c, SVC_OBJ_AH, ah, &rep.ah);
+	if (rc) {
+		free(ah);
+		return svc_status(c, r->h, rc);
+	}
+	pd->users++;
+	c->nah++;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+
+	(void)s;
+	/* UD WQEs already handed to the engine carry the address itself:
+	 * an AH may go while sends that named it are in flight */
+	if (!svc_obj_get(c, q->handle, SVC_OBJ_AH))
+		return svc_status(c, r->h, -ENOENT);
+	svc_ah_destroy(c, q->handle);
+	return svc_status(c, r->h, 0);
+}
