@@ -329,10 +329,10 @@ struct eng_dev_qp {
 #define ENG_BATCH_QPS 256
 
 /*
- * A batch of device copies and what waits for it (eng_dev.c): the QPs with copies in it, and the PDUs
- * and completions produced after the previous batch's closing and
- * before its own (or, merged, until the next batch with copies). About
- * 60 KB each.
+ * A batch of device copies and what waits for it (eng_dev.c): the QPs
+ * with copies in it, and the PDUs and completions produced after the
+ * previous batch's closing and before its own (or, merged, until the
+ * next batch with copies). About 60 KB each.
  */
 struct eng_batch {
 	uint64_t seq; /* 1, 2, ... in closing order */
