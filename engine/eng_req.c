@@ -654,7 +654,8 @@ uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		r = 0;
 		if (qp->nlost)
 			r = tx_retx(e, qp, now);
-		if (r == 0)
+		/* (responses owed: checked here, the call is in another file) */
+		if (r == 0 && qp->rd_send_msn != qp->rd_exec_msn)
 			r = eng_tx_resp(e, qp, now);
 		if (r == 0 && qp->state >= OVR_QPS_RTS)
 			r = tx_req(e, qp, now);
