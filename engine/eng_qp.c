@@ -403,6 +403,48 @@ void eng_qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	qp->last_progress_ns = now;
 }
 
+/*
+ * The one converter from ovr_eng_qp_modify's attributes (@a, the fields
+ * @mask names, already checked by check_attr_values) to the QP's state;
+ * ovr_eng_qp_query reads them back. The state itself, and what a
+ * transition starts (eng_qp_to_rts), are ovr_eng_qp_modify's.
+ */
+static void qp_set_attr(struct ovr_eng *e, struct eng_qp *qp,
+			const struct ovr_eng_qp_attr *a, unsigned int mask)
+{
+	if (mask & OVR_QP_ACCESS_FLAGS)
+		qp->access = a->qp_access_flags;
+	if (mask & OVR_QP_QKEY)
+		qp->qkey = a->qkey;
+	if (mask & OVR_QP_AV)
+		qp->peer = a->peer;
+	if (mask & OVR_QP_PATH_MTU) {
+		qp->mtu = a->path_mtu;
+		qp->seg = eng_min32(mtu_bytes(a->path_mtu), e->max_seg);
+	}
+	if (mask & OVR_QP_DEST_QPN)
+		qp->dest_qpn = a->dest_qp_num;
+	if (mask & OVR_QP_RQ_PSN)
+		ovr_dp_rxwin_init(&qp->rx, qp->rxbits, e->cfg.window_pkts,
+				  a->rq_psn & M24);
+	if ((mask & OVR_QP_SQ_PSN) && !qp->psn_adopted) {
+		eng_sb_release(e, qp);
+		qp->snd_una = qp->snd_nxt = a->sq_psn & M24;
+	}
+	if (mask & OVR_QP_TIMEOUT)
+		qp->timeout = a->timeout;
+	if (mask & OVR_QP_RETRY_CNT)
+		qp->retry_cnt = a->retry_cnt;
+	if (mask & OVR_QP_RNR_RETRY)
+		qp->rnr_retry = a->rnr_retry;
+	if (mask & OVR_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = a->min_rnr_timer;
+	if (mask & OVR_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = a->max_rd_atomic;
+	if (mask & OVR_QP_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+}
+
 int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_qp_attr *a, unsigned int mask,
 		      uint64_t now_ns)
@@ -437,37 +479,7 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	}
 	if (cur == OVR_QPS_RESET)
 		qp_reset(e, qp);
-	if (mask & OVR_QP_ACCESS_FLAGS)
-		qp->access = a->qp_access_flags;
-	if (mask & OVR_QP_QKEY)
-		qp->qkey = a->qkey;
-	if (mask & OVR_QP_AV)
-		qp->peer = a->peer;
-	if (mask & OVR_QP_PATH_MTU) {
-		qp->mtu = a->path_mtu;
-		qp->seg = eng_min32(mtu_bytes(a->path_mtu), e->max_seg);
-	}
-	if (mask & OVR_QP_DEST_QPN)
-		qp->dest_qpn = a->dest_qp_num;
-	if (mask & OVR_QP_RQ_PSN)
-		ovr_dp_rxwin_init(&qp->rx, qp->rxbits, e->cfg.window_pkts,
-				  a->rq_psn & M24);
-	if ((mask & OVR_QP_SQ_PSN) && !qp->psn_adopted) {
-		eng_sb_release(e, qp);
-		qp->snd_una = qp->snd_nxt = a->sq_psn & M24;
-	}
-	if (mask & OVR_QP_TIMEOUT)
-		qp->timeout = a->timeout;
-	if (mask & OVR_QP_RETRY_CNT)
-		qp->retry_cnt = a->retry_cnt;
-	if (mask & OVR_QP_RNR_RETRY)
-		qp->rnr_retry = a->rnr_retry;
-	if (mask & OVR_QP_MIN_RNR_TIMER)
-		qp->min_rnr_timer = a->min_rnr_timer;
-	if (mask & OVR_QP_MAX_QP_RD_ATOMIC)
-		qp->max_rd_atomic = a->max_rd_atomic;
-	if (mask & OVR_QP_MAX_DEST_RD_ATOMIC)
-		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	qp_set_attr(e, qp, a, mask);
 	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
 	    qp->type == OVR_QPT_RC && !qp->psn_adopted)
 		eng_qp_to_rts(e, qp, now_ns);
