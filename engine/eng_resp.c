@@ -635,232 +635,249 @@ static void resp_probe(struct ovr_eng *e, struct eng_qp *qp,
 	qp->st.resp_probes++;
 }
 
-/* A sequenced packet from the peer. */
-static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
-		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
+/* Outside the receive window: NAK it (unless a NAK is pending). */
+static void rx_outside(struct eng_qp *qp, const struct ovr_wire_pkt *p)
 {
-	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(&qp->rx, p->psn);
+	qp->st.rx_outside++;
+	if (!qp->nak_code) {
+		qp->nak_code = OVR_NAK_SEQ_ERR;
+		qp->nak_psn = p->psn;
+	}
+}
+
+/* A duplicate: acknowledged at once, and a repeated READ / atomic may
+ * have its response resent (resp_probe). */
+static void rx_dup(struct ovr_eng *e, struct eng_qp *qp,
+		   const struct ovr_wire_pkt *p, uint64_t now)
+{
+	qp->st.rx_dup++;
+	e->st.rx_dup++;
+	/* a retransmission of something we have: the immediate ACK
+	 * echoes its send time, not that of the last new packet
+	 * (RFC 7323 §4.3), or the peer would measure its own
+	 * retransmission timeout as an RTT */
+	if ((int32_t)(p->tsval - qp->ts_recent) > 0) {
+		qp->ts_recent = p->tsval;
+		qp->ts_fresh = true;
+	}
+	if (p->opcode == OVR_OP_READ_REQ || p->opcode == OVR_OP_ATOMIC_CS ||
+	    p->opcode == OVR_OP_ATOMIC_FA)
+		resp_probe(e, qp, p, now);
+	schedule_ack(e, qp, now, true);
+}
+
+/* The receive for message @msn (a SEND, or a WRITE with immediate), its
+ * index in @ridx; NULL when there is none yet (an RNR NAK is due) or
+ * the packet is refused. */
+static struct eng_rwqe *rx_recv_of(struct ovr_eng *e, struct eng_qp *qp,
+				   const struct ovr_wire_pkt *p, uint32_t msn,
+				   uint32_t *ridx)
+{
+	struct eng_rwqe *r = rq_slot(e, qp, msn, ridx);
+
+	if (!r) {
+		/* no receive for this message (yet): RNR */
+		if ((int32_t)(msn - qp->rq_msn) < 0) {
+			e->st.rx_bad++;
+			return NULL;
+		}
+		qp->nak_code = OVR_NAK_RNR;
+		qp->nak_timer = qp->min_rnr_timer;
+		qp->nak_psn = p->psn;
+		return NULL;
+	}
+	if (r->bad) {
+		violation(e, qp, OVR_NAK_REM_OP, p->psn);
+		return NULL;
+	}
+	return r;
+}
+
+/* A SEND segment: into the receive of its MSN, at its offset. The
+ * handlers of rx_seq return false when the packet is not accepted (not
+ * marked received: it is resent, or the QP fails). */
+static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
+		    const struct ovr_wire_pkt *p)
+{
+	uint32_t ridx = 0;
+	struct eng_rwqe *r = rx_recv_of(e, qp, p, p->u.send.msn, &ridx);
+
+	if (!r)
+		return false;
+	if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
+	    p->u.send.msg_len > r->cap) {
+		r->bad = OVR_WC_LOC_LEN_ERR;
+		violation(e, qp, OVR_NAK_INV_REQ, p->psn);
+		return false;
+	}
+	if (!sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
+		       p->u.send.mo, p->payload, p->payload_len,
+		       p->u.send.msg_len)) {
+		/* device memory could not be written */
+		r->bad = OVR_WC_LOC_QP_OP_ERR;
+		violation(e, qp, OVR_NAK_REM_OP, p->psn);
+		return false;
+	}
+	if (p->flags & OVR_F_LAST) {
+		r->have_last = 1;
+		r->last_psn = p->psn;
+		r->msg_len = p->u.send.msg_len;
+		r->wc_opcode = OVR_WC_RECV;
+		if (p->opcode == OVR_OP_SEND_IMM) {
+			r->imm = p->u.send.imm;
+			r->wc_flags = OVR_WC_WITH_IMM;
+		} else if (p->opcode == OVR_OP_SEND_INV) {
+			r->imm = p->u.send.inv_rkey;
+			r->wc_flags = OVR_WC_WITH_INV;
+		}
+		if (p->flags & OVR_F_SE)
+			r->wc_flags |= OVR_WC_SOLICITED;
+	}
+	return true;
+}
+
+/* A WRITE segment: placed at its target (@inorder: everything before it
+ * has arrived); with immediate, its last segment also fills a receive. */
+static bool rx_write(struct ovr_eng *e, struct eng_qp *qp,
+		     const struct ovr_wire_pkt *p, bool inorder)
+{
 	struct eng_rwqe *r = NULL;
 	uint32_t ridx = 0;
 	struct ovr_mr_loc loc;
 	bool failed;
 
-	/* a NAK this packet provokes echoes its send time (eng_send_nak) */
-	qp->nak_ts = p->tsval;
-	if (v == OVR_DP_RX_OUTSIDE) {
-		qp->st.rx_outside++;
-		if (!qp->nak_code) {
-			qp->nak_code = OVR_NAK_SEQ_ERR;
-			qp->nak_psn = p->psn;
-		}
-		return;
+	if (p->opcode == OVR_OP_WRITE_IMM) {
+		r = rx_recv_of(e, qp, p, p->u.write.msn, &ridx);
+		if (!r)
+			return false;
 	}
-	if (v == OVR_DP_RX_DUP) {
-		qp->st.rx_dup++;
-		e->st.rx_dup++;
-		/* a retransmission of something we have: the immediate ACK
-		 * echoes its send time, not that of the last new packet
-		 * (RFC 7323 §4.3), or the peer would measure its own
-		 * retransmission timeout as an RTT */
-		if ((int32_t)(p->tsval - qp->ts_recent) > 0) {
-			qp->ts_recent = p->tsval;
-			qp->ts_fresh = true;
+	if (p->payload_len) {
+		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
+		    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
+				     p->u.write.va + p->u.write.mo,
+				     p->payload_len, OVR_ACCESS_REMOTE_WRITE,
+				     &loc)) {
+			violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
+			return false;
 		}
-		if (p->opcode == OVR_OP_READ_REQ ||
-		    p->opcode == OVR_OP_ATOMIC_CS ||
-		    p->opcode == OVR_OP_ATOMIC_FA)
-			resp_probe(e, qp, p, now);
-		schedule_ack(e, qp, now, true);
-		return;
+		if (!place_write(e, qp, p, &loc, inorder, &failed)) {
+			if (failed)
+				violation(e, qp, OVR_NAK_REM_OP, p->psn);
+			return false; /* else no room to hold the tail:
+				       * resent */
+		}
 	}
-	switch (p->opcode) {
-	case OVR_OP_SEND:
-	case OVR_OP_SEND_IMM:
-	case OVR_OP_SEND_INV:
-	case OVR_OP_WRITE_IMM: {
-		uint32_t msn = p->opcode == OVR_OP_WRITE_IMM ? p->u.write.msn :
-							       p->u.send.msn;
+	if (r && (p->flags & OVR_F_LAST)) {
+		r->have_last = 1;
+		r->last_psn = p->psn;
+		r->msg_len = p->u.write.msg_len;
+		r->imm = p->u.write.imm;
+		r->wc_opcode = OVR_WC_RECV_RDMA_WITH_IMM;
+		r->wc_flags = OVR_WC_WITH_IMM;
+		if (p->flags & OVR_F_SE)
+			r->wc_flags |= OVR_WC_SOLICITED;
+	}
+	return true;
+}
 
-		r = rq_slot(e, qp, msn, &ridx);
-		if (!r) {
-			/* no receive for this message (yet): RNR */
-			if ((int32_t)(msn - qp->rq_msn) < 0) {
-				e->st.rx_bad++;
-				return;
-			}
-			qp->nak_code = OVR_NAK_RNR;
-			qp->nak_timer = qp->min_rnr_timer;
-			qp->nak_psn = p->psn;
-			return;
-		}
-		if (r->bad) {
-			violation(e, qp, OVR_NAK_REM_OP, p->psn);
-			return;
-		}
-		break;
-	}
-	default:
-		break;
-	}
-	switch (p->opcode) {
-	case OVR_OP_SEND:
-	case OVR_OP_SEND_IMM:
-	case OVR_OP_SEND_INV:
-		if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
-		    p->u.send.msg_len > r->cap) {
-			r->bad = OVR_WC_LOC_LEN_ERR;
-			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
-			return;
-		}
-		if (!sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
-			       p->u.send.mo, p->payload, p->payload_len,
-			       p->u.send.msg_len)) {
-			/* device memory could not be written */
-			r->bad = OVR_WC_LOC_QP_OP_ERR;
-			violation(e, qp, OVR_NAK_REM_OP, p->psn);
-			return;
-		}
-		if (p->flags & OVR_F_LAST) {
-			r->have_last = 1;
-			r->last_psn = p->psn;
-			r->msg_len = p->u.send.msg_len;
-			r->wc_opcode = OVR_WC_RECV;
-			if (p->opcode == OVR_OP_SEND_IMM) {
-				r->imm = p->u.send.imm;
-				r->wc_flags = OVR_WC_WITH_IMM;
-			} else if (p->opcode == OVR_OP_SEND_INV) {
-				r->imm = p->u.send.inv_rkey;
-				r->wc_flags = OVR_WC_WITH_INV;
-			}
-			if (p->flags & OVR_F_SE)
-				r->wc_flags |= OVR_WC_SOLICITED;
-		}
-		break;
-	case OVR_OP_WRITE:
-	case OVR_OP_WRITE_IMM:
-		if (p->payload_len) {
-			if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
-			    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
-					     p->u.write.va + p->u.write.mo,
-					     p->payload_len,
-					     OVR_ACCESS_REMOTE_WRITE, &loc)) {
-				violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
-				return;
-			}
-			if (!place_write(e, qp, p, &loc, v == OVR_DP_RX_INORDER,
-					 &failed)) {
-				if (failed)
-					violation(e, qp, OVR_NAK_REM_OP,
-						  p->psn);
-				return; /* else no room to hold the tail:
-					 * resent */
-			}
-		}
-		if (r && (p->flags & OVR_F_LAST)) {
-			r->have_last = 1;
-			r->last_psn = p->psn;
-			r->msg_len = p->u.write.msg_len;
-			r->imm = p->u.write.imm;
-			r->wc_opcode = OVR_WC_RECV_RDMA_WITH_IMM;
-			r->wc_flags = OVR_WC_WITH_IMM;
-			if (p->flags & OVR_F_SE)
-				r->wc_flags |= OVR_WC_SOLICITED;
-		}
-		break;
-	case OVR_OP_READ_REQ:
-	case OVR_OP_ATOMIC_CS:
-	case OVR_OP_ATOMIC_FA: {
-		uint32_t msn = p->opcode == OVR_OP_READ_REQ ? p->u.rreq.msn :
-							      p->u.areq.msn;
-		uint32_t depth =
-			qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
-		struct eng_rdq *q;
+/* A READ or atomic request: queued in the responder resources (rdq),
+ * executed in order once everything before it is in (rx_advance). */
+static bool rx_rd_req(struct ovr_eng *e, struct eng_qp *qp,
+		      const struct ovr_wire_pkt *p)
+{
+	uint32_t msn = p->opcode == OVR_OP_READ_REQ ? p->u.rreq.msn :
+						      p->u.areq.msn;
+	uint32_t depth = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+	struct eng_rdq *q;
 
-		if ((int32_t)(msn - qp->rd_free_msn) < 0 ||
-		    msn - qp->rd_free_msn >= depth) {
-			violation(e, qp, OVR_NAK_INV_REQ, p->psn);
-			return;
-		}
-		q = &qp->rdq[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
-		if (q->state != RD_FREE) {
-			e->st.rx_bad++;
-			return;
-		}
-		memset(q, 0, sizeof(*q));
-		q->state = RD_PENDING;
-		q->opcode = p->opcode;
-		q->psn = p->psn;
-		q->msn = msn;
-		if (p->opcode == OVR_OP_READ_REQ) {
-			q->rkey = p->u.rreq.rkey;
-			q->va = p->u.rreq.va;
-			q->len = p->u.rreq.len;
-		} else {
-			q->rkey = p->u.areq.rkey;
-			q->va = p->u.areq.va;
-			q->len = 0;
-			q->swap_add = p->u.areq.swap_add;
-			q->compare = p->u.areq.compare;
-		}
-		if ((int32_t)(msn - qp->rd_next_msn) >= 0)
-			qp->rd_next_msn = msn + 1;
-		break;
+	if ((int32_t)(msn - qp->rd_free_msn) < 0 ||
+	    msn - qp->rd_free_msn >= depth) {
+		violation(e, qp, OVR_NAK_INV_REQ, p->psn);
+		return false;
 	}
-	case OVR_OP_READ_RESP:
-	case OVR_OP_ATOMIC_RESP: {
-		uint32_t msn = p->opcode == OVR_OP_READ_RESP ? p->u.rresp.msn :
-							       p->u.aresp.msn;
-		uint32_t idx = qp->rdw[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
-		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
-		bool read = p->opcode == OVR_OP_READ_RESP;
-
-		if (qp->sq_cons == qp->sq_next ||
-		    (idx - qp->sq_cons) >= (qp->sq_next - qp->sq_cons) ||
-		    w->msn != msn || !eng_is_q1(w->opcode) ||
-		    (w->opcode == OVR_WR_RDMA_READ) != read ||
-		    (read &&
-		     (p->u.rresp.msg_len != w->len ||
-		      (uint64_t)p->u.rresp.mo + p->payload_len > w->len))) {
-			e->st.rx_bad++;
-			return;
-		}
-		qp->rsp_since = now; /* the responder is alive */
-		qp->rsp_probes = 0;
-		qp->rsp_at = 0;
-		if (read) {
-			if (w->inl)
-				return;
-			if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx),
-				       w->nsge, p->u.rresp.mo, p->payload,
-				       p->payload_len, w->len)) {
-				eng_qp_error_local(e, qp, idx,
-						   OVR_WC_LOC_QP_OP_ERR, 0);
-				return;
-			}
-			w->resp_got += p->payload_len;
-		} else {
-			uint64_t orig = p->u.aresp.orig;
-
-			if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx),
-				       w->nsge, 0, (const uint8_t *)&orig, 8,
-				       8)) {
-				eng_qp_error_local(e, qp, idx,
-						   OVR_WC_LOC_QP_OP_ERR, 0);
-				return;
-			}
-		}
-		if (p->flags & OVR_F_LAST) {
-			w->resp_done = 1;
-			w->resp_last_psn = p->psn;
-		}
-		break;
-	}
-	default:
+	q = &qp->rdq[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
+	if (q->state != RD_FREE) {
 		e->st.rx_bad++;
-		return;
+		return false;
 	}
+	memset(q, 0, sizeof(*q));
+	q->state = RD_PENDING;
+	q->opcode = p->opcode;
+	q->psn = p->psn;
+	q->msn = msn;
+	if (p->opcode == OVR_OP_READ_REQ) {
+		q->rkey = p->u.rreq.rkey;
+		q->va = p->u.rreq.va;
+		q->len = p->u.rreq.len;
+	} else {
+		q->rkey = p->u.areq.rkey;
+		q->va = p->u.areq.va;
+		q->len = 0;
+		q->swap_add = p->u.areq.swap_add;
+		q->compare = p->u.areq.compare;
+	}
+	if ((int32_t)(msn - qp->rd_next_msn) >= 0)
+		qp->rd_next_msn = msn + 1;
+	return true;
+}
 
-	v = ovr_dp_rxwin_mark(&qp->rx, p->psn);
+/* A READ or atomic response to a request of ours: into the WR's scatter
+ * list; the WR completes once the whole response and everything before
+ * it is in (eng_sq_complete). */
+static bool rx_rd_resp(struct ovr_eng *e, struct eng_qp *qp,
+		       const struct ovr_wire_pkt *p, uint64_t now)
+{
+	uint32_t msn = p->opcode == OVR_OP_READ_RESP ? p->u.rresp.msn :
+						       p->u.aresp.msn;
+	uint32_t idx = qp->rdw[msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	bool read = p->opcode == OVR_OP_READ_RESP;
+
+	if (qp->sq_cons == qp->sq_next ||
+	    (idx - qp->sq_cons) >= (qp->sq_next - qp->sq_cons) ||
+	    w->msn != msn || !eng_is_q1(w->opcode) ||
+	    (w->opcode == OVR_WR_RDMA_READ) != read ||
+	    (read && (p->u.rresp.msg_len != w->len ||
+		      (uint64_t)p->u.rresp.mo + p->payload_len > w->len))) {
+		e->st.rx_bad++;
+		return false;
+	}
+	qp->rsp_since = now; /* the responder is alive */
+	qp->rsp_probes = 0;
+	qp->rsp_at = 0;
+	if (read) {
+		if (w->inl)
+			return false;
+		if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx), w->nsge,
+			       p->u.rresp.mo, p->payload, p->payload_len,
+			       w->len)) {
+			eng_qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			return false;
+		}
+		w->resp_got += p->payload_len;
+	} else {
+		uint64_t orig = p->u.aresp.orig;
+
+		if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx), w->nsge, 0,
+			       (const uint8_t *)&orig, 8, 8)) {
+			eng_qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			return false;
+		}
+	}
+	if (p->flags & OVR_F_LAST) {
+		w->resp_done = 1;
+		w->resp_last_psn = p->psn;
+	}
+	return true;
+}
+
+/* An accepted packet is received: mark it, release what waited on it,
+ * and see that an ACK goes. */
+static void rx_accept(struct ovr_eng *e, struct eng_qp *qp,
+		      const struct ovr_wire_pkt *p, uint64_t now, bool ce)
+{
+	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_mark(&qp->rx, p->psn);
+
 	qp->ts_recent = p->tsval;
 	qp->ts_fresh = true;
 	qp->st.rx_pkts++;
@@ -874,6 +891,51 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	schedule_ack(e, qp, now,
 		     v == OVR_DP_RX_OOO || (p->flags & OVR_F_ACKREQ) ||
 			     qp->rx.hi_psn != qp->rx.ack_psn);
+}
+
+/* A sequenced packet from the peer: one handler per opcode class. */
+static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
+		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
+{
+	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(&qp->rx, p->psn);
+	bool ok;
+
+	/* a NAK this packet provokes echoes its send time (send_nak) */
+	qp->nak_ts = p->tsval;
+	if (v == OVR_DP_RX_OUTSIDE) {
+		rx_outside(qp, p);
+		return;
+	}
+	if (v == OVR_DP_RX_DUP) {
+		rx_dup(e, qp, p, now);
+		return;
+	}
+	switch (p->opcode) {
+	case OVR_OP_SEND:
+	case OVR_OP_SEND_IMM:
+	case OVR_OP_SEND_INV:
+		ok = rx_send(e, qp, p);
+		break;
+	case OVR_OP_WRITE:
+	case OVR_OP_WRITE_IMM:
+		ok = rx_write(e, qp, p, v == OVR_DP_RX_INORDER);
+		break;
+	case OVR_OP_READ_REQ:
+	case OVR_OP_ATOMIC_CS:
+	case OVR_OP_ATOMIC_FA:
+		ok = rx_rd_req(e, qp, p);
+		break;
+	case OVR_OP_READ_RESP:
+	case OVR_OP_ATOMIC_RESP:
+		ok = rx_rd_resp(e, qp, p, now);
+		break;
+	default:
+		e->st.rx_bad++;
+		ok = false;
+		break;
+	}
+	if (ok)
+		rx_accept(e, qp, p, now, ce);
 }
 
 /*
