@@ -1036,6 +1036,107 @@ void ovr_eng_rx(struct ovr_eng *e, uint64_t now, const void *pdu, uint32_t len,
 	ovr_eng_rx_from(e, now, pdu, len, ce, OVR_ENG_FROM_NONE);
 }
 
+/* A PDU that does not parse: one of a version this side does not speak
+ * is answered with a VERSION_REJECT, from the QP it was meant for. */
+static void rx_unparsed(struct ovr_eng *e, const void *pdu, uint32_t len,
+			int rc)
+{
+	struct eng_qp *qp;
+
+	e->st.rx_bad++;
+	if (rc == -OVR_WIRE_EVERSION && len >= 12) {
+		/* answer from the QP it was meant for, if any */
+		const uint8_t *b = pdu;
+		uint32_t dq = (uint32_t)b[5] << 16 | (uint32_t)b[6] << 8 | b[7];
+
+		qp = eng_qp_get(e, dq);
+		if (qp) {
+			void *tok = NULL;
+			uint8_t *buf =
+				e->ops.tx_alloc(e->ctx, e->cfg.max_pdu, &tok);
+			int n;
+
+			if (!buf)
+				return;
+			n = ovr_wire_build_reject(pdu, len, buf,
+						  e->cfg.max_pdu);
+			eng_tx_out(e, qp->qpn, tok, buf,
+				   n > 0 ? (uint32_t)n : 0, false, qp->peer,
+				   qp->user);
+		}
+	}
+}
+
+/* A packet for a QP that does not exist (any more): a TERMINATE tells
+ * its sender, within the rate limit, if the sender is known (@from). */
+static void rx_no_qp(struct ovr_eng *e, const struct ovr_wire_pkt *p,
+		     uint64_t now, uint64_t from)
+{
+	e->st.rx_no_qp++;
+	if (!answerable(p))
+		return;
+	if (from == OVR_ENG_FROM_NONE)
+		e->st.term_limited++;
+	else if (term_token(e, now))
+		eng_tx_term(e, p->sqpn, p->dqpn,
+			    ovr_wire_opcode_is_sequenced(p->opcode) ?
+				    OVR_TERM_NO_QP_SEQ :
+				    OVR_TERM_NO_QP_ACK,
+			    ovr_wire_opcode_is_sequenced(p->opcode) ?
+				    p->psn :
+				    p->ack_psn,
+			    from, 0, NULL, now);
+}
+
+/* A packet for a QP in ERROR: it is not processed, but answered. */
+static void rx_in_error(struct ovr_eng *e, struct eng_qp *qp,
+			const struct ovr_wire_pkt *p, uint64_t now)
+{
+	/* repeat the NAK that ended the QP to a peer still sending
+	 * (a retransmission, or a READ request asked again by a
+	 * requester that lost the NAK: rsp_watch) */
+	if (qp->fatal_code && ovr_wire_opcode_is_sequenced(p->opcode) &&
+	    !qp->nak_code) {
+		qp->nak_code = qp->fatal_code;
+		qp->nak_psn = qp->fatal_psn;
+		qp->nak_ts = p->tsval;
+		eng_qp_activate(e, qp);
+	}
+	/* ... or the TERMINATE that told it this QP failed */
+	if (qp->term_reason && !qp->term_pending && answerable(p) &&
+	    term_token(e, now))
+		eng_tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason,
+			    qp->snd_nxt, qp->peer, qp->user, qp, now);
+	e->st.rx_bad_state++;
+}
+
+/* A packet for a connected QP that can take it: the ACK it carries (or
+ * the NAK it is) goes to the completer, a sequenced packet to rx_seq. */
+static void rx_rc(struct ovr_eng *e, struct eng_qp *qp,
+		  const struct ovr_wire_pkt *p, uint64_t now, bool ce)
+{
+	if (!qp->comm_est && qp->state == OVR_QPS_RTR) {
+		qp->comm_est = true;
+		eng_qp_event(e, qp, OVR_EV_COMM_EST);
+	}
+	if (ovr_unlikely(qp->state == OVR_QPS_RTR && !qp->psn_adopted))
+		rtr_adopt_psn(e, qp, p, now);
+	eng_qp_activate(e, qp);
+	if (p->opcode == OVR_OP_NAK) {
+		eng_on_nak(e, qp, p, now);
+		return;
+	}
+	if (p->flags & OVR_F_ACK) {
+		if (p->opcode == OVR_OP_ACK)
+			qp->st.acks_rcvd++;
+		eng_on_ack(e, qp, p, now);
+		if (qp->state == OVR_QPS_ERR)
+			return;
+	}
+	if (ovr_wire_opcode_is_sequenced(p->opcode))
+		rx_seq(e, qp, p, now, ce);
+}
+
 void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		     uint32_t len, bool ce, uint64_t from)
 {
@@ -1047,29 +1148,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 	e->st.rx_pkts++;
 	rc = ovr_wire_parse(pdu, len, &p, &e->wc);
 	if (rc < 0) {
-		e->st.rx_bad++;
-		if (rc == -OVR_WIRE_EVERSION && len >= 12) {
-			/* answer from the QP it was meant for, if any */
-			const uint8_t *b = pdu;
-			uint32_t dq = (uint32_t)b[5] << 16 |
-				      (uint32_t)b[6] << 8 | b[7];
-
-			qp = eng_qp_get(e, dq);
-			if (qp) {
-				void *tok = NULL;
-				uint8_t *buf = e->ops.tx_alloc(
-					e->ctx, e->cfg.max_pdu, &tok);
-				int n;
-
-				if (!buf)
-					return;
-				n = ovr_wire_build_reject(pdu, len, buf,
-							  e->cfg.max_pdu);
-				eng_tx_out(e, qp->qpn, tok, buf,
-					   n > 0 ? (uint32_t)n : 0, false,
-					   qp->peer, qp->user);
-			}
-		}
+		rx_unparsed(e, pdu, len, rc);
 		return;
 	}
 	if (p.opcode == OVR_OP_TERMINATE) {
@@ -1078,20 +1157,7 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 	}
 	qp = eng_qp_get(e, p.dqpn);
 	if (!qp) {
-		e->st.rx_no_qp++;
-		if (!answerable(&p))
-			return;
-		if (from == OVR_ENG_FROM_NONE)
-			e->st.term_limited++;
-		else if (term_token(e, now))
-			eng_tx_term(e, p.sqpn, p.dqpn,
-				    ovr_wire_opcode_is_sequenced(p.opcode) ?
-					    OVR_TERM_NO_QP_SEQ :
-					    OVR_TERM_NO_QP_ACK,
-				    ovr_wire_opcode_is_sequenced(p.opcode) ?
-					    p.psn :
-					    p.ack_psn,
-				    from, 0, NULL, now);
+		rx_no_qp(e, &p, now, from);
 		return;
 	}
 	if (ovr_unlikely(qp->type == OVR_QPT_UD || p.opcode == OVR_OP_UD_SEND ||
@@ -1121,42 +1187,8 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		return;
 	}
 	if (qp->state == OVR_QPS_ERR) {
-		/* repeat the NAK that ended the QP to a peer still sending
-		 * (a retransmission, or a READ request asked again by a
-		 * requester that lost the NAK: eng_rsp_watch) */
-		if (qp->fatal_code && ovr_wire_opcode_is_sequenced(p.opcode) &&
-		    !qp->nak_code) {
-			qp->nak_code = qp->fatal_code;
-			qp->nak_psn = qp->fatal_psn;
-			qp->nak_ts = p.tsval;
-			eng_qp_activate(e, qp);
-		}
-		/* ... or the TERMINATE that told it this QP failed */
-		if (qp->term_reason && !qp->term_pending && answerable(&p) &&
-		    term_token(e, now))
-			eng_tx_term(e, qp->dest_qpn, qp->qpn, qp->term_reason,
-				    qp->snd_nxt, qp->peer, qp->user, qp, now);
-		e->st.rx_bad_state++;
+		rx_in_error(e, qp, &p, now);
 		return;
 	}
-	if (!qp->comm_est && qp->state == OVR_QPS_RTR) {
-		qp->comm_est = true;
-		eng_qp_event(e, qp, OVR_EV_COMM_EST);
-	}
-	if (ovr_unlikely(qp->state == OVR_QPS_RTR && !qp->psn_adopted))
-		rtr_adopt_psn(e, qp, &p, now);
-	eng_qp_activate(e, qp);
-	if (p.opcode == OVR_OP_NAK) {
-		eng_on_nak(e, qp, &p, now);
-		return;
-	}
-	if (p.flags & OVR_F_ACK) {
-		if (p.opcode == OVR_OP_ACK)
-			qp->st.acks_rcvd++;
-		eng_on_ack(e, qp, &p, now);
-		if (qp->state == OVR_QPS_ERR)
-			return;
-	}
-	if (ovr_wire_opcode_is_sequenced(p.opcode))
-		rx_seq(e, qp, &p, now, ce);
+	rx_rc(e, qp, &p, now, ce);
 }
