@@ -40,18 +40,20 @@ static bool is_q0(uint8_t op)
 	       op == OVR_WR_SEND_WITH_INV || op == OVR_WR_RDMA_WRITE_WITH_IMM;
 }
 
-int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
-		      const struct ovr_eng_send_wr *wr, uint64_t now_ns)
+static bool is_atomic(uint32_t op)
 {
-	struct eng_qp *qp = eng_qp_get(e, qpn);
-	struct eng_swqe *w;
-	struct eng_lsge *s;
-	uint64_t total = 0;
-	uint32_t idx, i;
-	bool inl, atomic;
+	return op == OVR_WR_ATOMIC_CMP_AND_SWP ||
+	       op == OVR_WR_ATOMIC_FETCH_AND_ADD;
+}
 
-	if (!qp || !wr)
-		return EINVAL;
+/* Is @wr one @qp can take? 0, or the errno for ovr_eng_post_send; the
+ * message length in @total. */
+static int post_send_check(const struct eng_qp *qp,
+			   const struct ovr_eng_send_wr *wr, uint64_t *total)
+{
+	bool inl, atomic;
+	uint32_t i;
+
 	if (qp->state < OVR_QPS_RTS)
 		return EINVAL;
 	if (qp->type == OVR_QPT_UD && wr->opcode != OVR_WR_SEND &&
@@ -75,23 +77,26 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	if (wr->send_flags & ~(unsigned)(OVR_SEND_FENCE | OVR_SEND_SIGNALED |
 					 OVR_SEND_SOLICITED | OVR_SEND_INLINE))
 		return EINVAL;
+	*total = 0;
 	for (i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
-	if (total > OVR_WIRE_MAX_MSG)
+		*total += wr->sg_list[i].length;
+	if (*total > OVR_WIRE_MAX_MSG)
 		return EINVAL;
-	atomic = wr->opcode == OVR_WR_ATOMIC_CMP_AND_SWP ||
-		 wr->opcode == OVR_WR_ATOMIC_FETCH_AND_ADD;
-	if (atomic && (wr->num_sge != 1 || total != 8))
+	atomic = is_atomic(wr->opcode);
+	if (atomic && (wr->num_sge != 1 || *total != 8))
 		return EINVAL;
 	inl = (wr->send_flags & OVR_SEND_INLINE) && !eng_is_q1(wr->opcode);
-	if (inl && total > qp->cap.max_inline_data)
+	if (inl && *total > qp->cap.max_inline_data)
 		return EINVAL;
 	if (qp->sq_prod - qp->sq_cons > qp->sq_mask)
 		return ENOMEM;
+	return 0;
+}
 
-	idx = qp->sq_prod;
-	w = &qp->sq[idx & qp->sq_mask];
-	s = eng_swqe_sge(qp, idx);
+/* The send entry's own fields, from @wr. */
+static void swqe_init(const struct eng_qp *qp, struct eng_swqe *w,
+		      const struct ovr_eng_send_wr *wr, uint64_t total)
+{
 	memset(w, 0, sizeof(*w));
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)wr->opcode;
@@ -111,6 +116,19 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 							     wr->remote_qkey;
 	}
 	w->state = W_QUEUED;
+}
+
+/* The payload of send entry @idx: copied now when inline, else its
+ * scatter list resolved and its regions referenced (a key that does not
+ * check out fails the WR: W_LOCERR). */
+static void swqe_load(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		      const struct ovr_eng_send_wr *wr, bool inl)
+{
+	struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct eng_lsge *s = eng_swqe_sge(qp, idx);
+	unsigned int need;
+	uint32_t i;
+
 	if (inl) {
 		uint8_t *d = qp->sinl + (size_t)(idx & qp->sq_mask) *
 						qp->cap.max_inline_data;
@@ -122,40 +140,45 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 			d += wr->sg_list[i].length;
 		}
 		w->inl = 1;
-	} else {
-		unsigned int need =
-			eng_is_q1(wr->opcode) ? OVR_ACCESS_LOCAL_WRITE : 0;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			const struct ovr_eng_sge *g = &wr->sg_list[i];
-			struct ovr_mr_loc loc;
-
-			s[i].len = g->length;
-			s[i].key = 0;
-			s[i].host = NULL;
-			s[i].dev = NULL;
-			if (!g->length)
-				continue;
-			if (ovr_mr_check_dev(e->mrs, g->lkey, qp->pd, g->addr,
-					     g->length, need, &loc) ||
-			    ovr_mr_get(e->mrs, g->lkey)) {
-				w->state = W_LOCERR;
-				w->status = OVR_WC_LOC_PROT_ERR;
-				break;
-			}
-			eng_set_lsge(&s[i], &loc);
-			s[i].key = g->lkey;
-			w->nsge = (uint8_t)(i + 1);
-		}
-		if (w->state != W_LOCERR)
-			w->nsge = (uint8_t)wr->num_sge;
+		return;
 	}
-	/*
-	 * A remote range that wraps the address space lies in no region of
-	 * the peer's (and no PDU may carry it, docs/WIRE.md ERANGE): what the
-	 * responder would answer is known here, REM_ACCESS_ERR when the WR
-	 * reaches the head (the PDU builder would refuse it forever).
-	 */
+	need = eng_is_q1(wr->opcode) ? OVR_ACCESS_LOCAL_WRITE : 0;
+	for (i = 0; i < wr->num_sge; i++) {
+		const struct ovr_eng_sge *g = &wr->sg_list[i];
+		struct ovr_mr_loc loc;
+
+		s[i].len = g->length;
+		s[i].key = 0;
+		s[i].host = NULL;
+		s[i].dev = NULL;
+		if (!g->length)
+			continue;
+		if (ovr_mr_check_dev(e->mrs, g->lkey, qp->pd, g->addr,
+				     g->length, need, &loc) ||
+		    ovr_mr_get(e->mrs, g->lkey)) {
+			w->state = W_LOCERR;
+			w->status = OVR_WC_LOC_PROT_ERR;
+			break;
+		}
+		eng_set_lsge(&s[i], &loc);
+		s[i].key = g->lkey;
+		w->nsge = (uint8_t)(i + 1);
+	}
+	if (w->state != W_LOCERR)
+		w->nsge = (uint8_t)wr->num_sge;
+}
+
+/*
+ * A remote range that wraps the address space lies in no region of
+ * the peer's (and no PDU may carry it, docs/WIRE.md ERANGE): what the
+ * responder would answer is known here, REM_ACCESS_ERR when the WR
+ * reaches the head (the PDU builder would refuse it forever).
+ */
+static void swqe_check_range(const struct eng_qp *qp, struct eng_swqe *w,
+			     const struct ovr_eng_send_wr *wr, uint64_t total)
+{
+	bool atomic = is_atomic(wr->opcode);
+
 	if (w->state != W_LOCERR && qp->type == OVR_QPT_RC &&
 	    (wr->opcode == OVR_WR_RDMA_WRITE ||
 	     wr->opcode == OVR_WR_RDMA_WRITE_WITH_IMM ||
@@ -167,6 +190,28 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 			w->status = OVR_WC_REM_ACCESS_ERR;
 		}
 	}
+}
+
+int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
+		      const struct ovr_eng_send_wr *wr, uint64_t now_ns)
+{
+	struct eng_qp *qp = eng_qp_get(e, qpn);
+	struct eng_swqe *w;
+	uint64_t total = 0;
+	uint32_t idx;
+	int rc;
+
+	if (!qp || !wr)
+		return EINVAL;
+	rc = post_send_check(qp, wr, &total);
+	if (rc)
+		return rc;
+	idx = qp->sq_prod;
+	w = &qp->sq[idx & qp->sq_mask];
+	swqe_init(qp, w, wr, total);
+	swqe_load(e, qp, idx, wr,
+		  (wr->send_flags & OVR_SEND_INLINE) && !eng_is_q1(wr->opcode));
+	swqe_check_range(qp, w, wr, total);
 	if (w->state != W_LOCERR) {
 		if (is_q0(w->opcode))
 			w->msn = qp->q0_msn++;
@@ -183,7 +228,8 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	(void)now_ns;
 	eng_qp_activate(e, qp);
 	/* a WR that failed its checks completes when it is the oldest: now,
-	 * if it is (an idle QP may hear nothing that would run eng_sq_complete) */
+	 * if it is (an idle QP may hear nothing that would run
+	 * eng_sq_complete) */
 	if (w->state == W_LOCERR && idx == qp->sq_cons)
 		eng_sq_complete(e, qp);
 	return 0;
@@ -654,7 +700,8 @@ uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		r = 0;
 		if (qp->nlost)
 			r = tx_retx(e, qp, now);
-		/* (responses owed: checked here, the call is in another file) */
+		/* responses owed? (checked here: eng_tx_resp is in
+		 * another file, a call per packet otherwise) */
 		if (r == 0 && qp->rd_send_msn != qp->rd_exec_msn)
 			r = eng_tx_resp(e, qp, now);
 		if (r == 0 && qp->state >= OVR_QPS_RTS)

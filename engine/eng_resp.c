@@ -185,8 +185,8 @@ bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	 * region deregistered meanwhile (the service unmaps it at once) ends
 	 * the READ as one deregistered before it arrived would have: NAK
 	 * REM_ACCESS naming the request, ERROR. The requester finds the
-	 * request by its PSN although it was acknowledged (eng_on_nak), and asks
-	 * again if this NAK is lost (rsp_probe).
+	 * request by its PSN although it was acknowledged (eng_on_nak), and
+	 * asks again if this NAK is lost (rsp_probe).
 	 */
 	if (q->opcode == OVR_OP_READ_REQ && len &&
 	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + off, len,
