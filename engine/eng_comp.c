@@ -184,76 +184,133 @@ static void pkt_acked(struct eng_qp *qp, struct eng_pkt *k, uint32_t psn)
 	k->flags = 0;
 }
 
+/* The peer's end-to-end credit: the highest MSN it can receive. */
+static void ack_credit(struct eng_qp *qp, const struct ovr_wire_pkt *p)
+{
+	if (!qp->credit_valid || (int32_t)(p->credit - qp->peer_credit) > 0)
+		qp->peer_credit = p->credit;
+	qp->credit_valid = true;
+}
+
+/* Everything before @ack is acknowledged: off the scoreboard; the
+ * window cost newly delivered. */
+static uint32_t ack_cumulative(struct ovr_eng *e, struct eng_qp *qp,
+			       uint32_t ack, uint32_t tsecr, uint64_t now)
+{
+	uint32_t psn, delivered = 0;
+
+	for (psn = qp->snd_una; psn != ack; psn = PSN_ADD(psn, 1)) {
+		struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
+
+		if (k->flags & SB_SACKED) {
+			qp->nsacked--;
+		} else {
+			delivered += PKT_COST(k->len);
+			if (k->flags & SB_LOST)
+				qp->nlost--;
+			else
+				qp->pipe -= PKT_COST(k->len);
+			rack_update(qp, k, now, tsecr);
+		}
+		pkt_acked(qp, k, psn);
+	}
+	qp->snd_una = ack;
+	return delivered;
+}
+
+/* The SACK blocks of an ACK: the window cost newly delivered. */
+static uint32_t ack_sack(struct ovr_eng *e, struct eng_qp *qp,
+			 const struct ovr_wire_pkt *p, uint32_t tsecr,
+			 uint64_t now)
+{
+	uint32_t psn, delivered = 0;
+
+	for (unsigned int b = 0; b < p->u.ack.nsack; b++) {
+		uint32_t s = p->u.ack.sack[b].start;
+		uint32_t t = p->u.ack.sack[b].end;
+
+		if (PSN_LT(s, qp->snd_una))
+			s = qp->snd_una;
+		if (ovr_wire_psn_diff(t, qp->snd_nxt) > 0)
+			t = qp->snd_nxt;
+		if (!PSN_LT(s, t))
+			continue;
+		for (psn = s; psn != t; psn = PSN_ADD(psn, 1)) {
+			struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
+
+			if (k->flags & SB_SACKED)
+				continue;
+			k->flags |= SB_SACKED;
+			qp->nsacked++;
+			delivered += PKT_COST(k->len);
+			if (k->flags & SB_LOST) {
+				k->flags &= (uint8_t) ~(SB_LOST | SB_RNR);
+				qp->nlost--;
+			} else {
+				qp->pipe -= PKT_COST(k->len);
+			}
+			rack_update(qp, k, now, tsecr);
+		}
+		if (!qp->nsacked || PSN_LT(qp->sack_hi, t) ||
+		    PSN_LT(qp->sack_hi, qp->snd_una))
+			qp->sack_hi = t;
+	}
+	if (qp->nsacked && PSN_LT(qp->sack_hi, qp->snd_una))
+		qp->sack_hi = qp->snd_una;
+	return delivered;
+}
+
+/*
+ * An RTT sample from every packet - pure ACK or piggybacked on a
+ * request, a response or a SEND - that acknowledges something new
+ * (cumulatively or selectively). Its echo is the send time of the
+ * newest packet the peer had received, echoed only by the first
+ * packet with an ACK after it (ts_echo), so within the peer's
+ * delayed-ACK time: it sends a pure ACK by then if nothing else
+ * goes first. Pure ACKs alone are not enough: a requester that
+ * posts its next READ as soon as the last completes, or a responder
+ * (its READ responses carry the ACK of the request), never sends
+ * one, and its peer's estimator would stay empty or backed off
+ * (TRANSPORT.md §4.1). An ACK that acknowledges nothing new (a
+ * credit update, an answer to a duplicate) gives no sample. NAKs
+ * are sampled in eng_on_nak. The congestion controller still hears the
+ * samples of pure ACKs only, as it always has: a piggybacked one
+ * includes the peer's turnaround (a READ's execution, the
+ * application's reply), which a delay-based controller would read
+ * as queueing.
+ */
+static void ack_rtt_sample(struct eng_qp *qp, const struct ovr_wire_pkt *p,
+			   struct ovr_cc_ack *ca, uint64_t now)
+{
+	uint32_t rtt = eng_ts_of(now) - p->tsecr;
+
+	if (rtt < 1000000000u) {
+		ovr_dp_rtt_sample(&qp->rtt, rtt);
+		if (p->opcode == OVR_OP_ACK)
+			ca->rtt_ns = rtt;
+	}
+}
+
+/* An ACK, or the ACK a packet of the peer's carries (a NAK's, on_nak). */
 void eng_on_ack(struct ovr_eng *e, struct eng_qp *qp,
 		const struct ovr_wire_pkt *p, uint64_t now)
 {
 	struct ovr_cc_ack ca = { .now_ns = now };
-	uint32_t ack = p->ack_psn, psn, delivered = 0;
+	uint32_t ack = p->ack_psn, delivered = 0;
 	uint32_t tsecr = p->opcode == OVR_OP_NAK ? 0 : p->tsecr;
 	bool progress = false;
 
-	if (p->flags & OVR_F_CREDIT) {
-		if (!qp->credit_valid ||
-		    (int32_t)(p->credit - qp->peer_credit) > 0)
-			qp->peer_credit = p->credit;
-		qp->credit_valid = true;
-	}
+	if (p->flags & OVR_F_CREDIT)
+		ack_credit(qp, p);
 	if (!qp->sb)
 		goto done;
 	if (ovr_wire_psn_diff(ack, qp->snd_una) > 0 &&
 	    ovr_wire_psn_diff(ack, qp->snd_nxt) <= 0) {
-		for (psn = qp->snd_una; psn != ack; psn = PSN_ADD(psn, 1)) {
-			struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
-
-			if (k->flags & SB_SACKED) {
-				qp->nsacked--;
-			} else {
-				delivered += PKT_COST(k->len);
-				if (k->flags & SB_LOST)
-					qp->nlost--;
-				else
-					qp->pipe -= PKT_COST(k->len);
-				rack_update(qp, k, now, tsecr);
-			}
-			pkt_acked(qp, k, psn);
-		}
-		qp->snd_una = ack;
+		delivered += ack_cumulative(e, qp, ack, tsecr, now);
 		progress = true;
 	}
 	if (p->opcode == OVR_OP_ACK) {
-		for (unsigned int b = 0; b < p->u.ack.nsack; b++) {
-			uint32_t s = p->u.ack.sack[b].start;
-			uint32_t t = p->u.ack.sack[b].end;
-
-			if (PSN_LT(s, qp->snd_una))
-				s = qp->snd_una;
-			if (ovr_wire_psn_diff(t, qp->snd_nxt) > 0)
-				t = qp->snd_nxt;
-			if (!PSN_LT(s, t))
-				continue;
-			for (psn = s; psn != t; psn = PSN_ADD(psn, 1)) {
-				struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
-
-				if (k->flags & SB_SACKED)
-					continue;
-				k->flags |= SB_SACKED;
-				qp->nsacked++;
-				delivered += PKT_COST(k->len);
-				if (k->flags & SB_LOST) {
-					k->flags &=
-						(uint8_t) ~(SB_LOST | SB_RNR);
-					qp->nlost--;
-				} else {
-					qp->pipe -= PKT_COST(k->len);
-				}
-				rack_update(qp, k, now, tsecr);
-			}
-			if (!qp->nsacked || PSN_LT(qp->sack_hi, t) ||
-			    PSN_LT(qp->sack_hi, qp->snd_una))
-				qp->sack_hi = t;
-		}
-		if (qp->nsacked && PSN_LT(qp->sack_hi, qp->snd_una))
-			qp->sack_hi = qp->snd_una;
+		delivered += ack_sack(e, qp, p, tsecr, now);
 		if (ovr_wire_psn_diff(p->u.ack.ce_count, qp->peer_ce) != 0) {
 			uint32_t marks = p->u.ack.ce_count - qp->peer_ce;
 
@@ -262,34 +319,9 @@ void eng_on_ack(struct ovr_eng *e, struct eng_qp *qp,
 			e->cc->on_ecn(&qp->cc, now, marks);
 		}
 	}
-	/*
-	 * An RTT sample from every packet - pure ACK or piggybacked on a
-	 * request, a response or a SEND - that acknowledges something new
-	 * (cumulatively or selectively). Its echo is the send time of the
-	 * newest packet the peer had received, echoed only by the first
-	 * packet with an ACK after it (ts_echo), so within the peer's
-	 * delayed-ACK time: it sends a pure ACK by then if nothing else
-	 * goes first. Pure ACKs alone are not enough: a requester that
-	 * posts its next READ as soon as the last completes, or a responder
-	 * (its READ responses carry the ACK of the request), never sends
-	 * one, and its peer's estimator would stay empty or backed off
-	 * (TRANSPORT.md §4.1). An ACK that acknowledges nothing new (a
-	 * credit update, an answer to a duplicate) gives no sample. NAKs
-	 * are sampled in eng_on_nak. The congestion controller still hears the
-	 * samples of pure ACKs only, as it always has: a piggybacked one
-	 * includes the peer's turnaround (a READ's execution, the
-	 * application's reply), which a delay-based controller would read
-	 * as queueing.
-	 */
-	if (delivered && p->tsecr && p->opcode != OVR_OP_NAK) {
-		uint32_t rtt = eng_ts_of(now) - p->tsecr;
-
-		if (rtt < 1000000000u) {
-			ovr_dp_rtt_sample(&qp->rtt, rtt);
-			if (p->opcode == OVR_OP_ACK)
-				ca.rtt_ns = rtt;
-		}
-	}
+	/* an RTT sample (ack_rtt_sample says which packets give one) */
+	if (delivered && p->tsecr && p->opcode != OVR_OP_NAK)
+		ack_rtt_sample(qp, p, &ca, now);
 	if (delivered && qp->rto_fired_ns)
 		rto_verdict(e, qp, tsecr, now);
 	if (progress) {
