@@ -377,77 +377,55 @@ bool eng_q1_of_psn(const struct eng_qp *qp, uint32_t psn, uint32_t *idx)
 	return false;
 }
 
-void eng_on_nak(struct ovr_eng *e, struct eng_qp *qp,
-		const struct ovr_wire_pkt *p, uint64_t now)
+/* An RNR NAK for @psn: resent after the peer's RNR timer, or, the RNR
+ * retry budget spent, the WR fails (once everything before it has). */
+static void on_nak_rnr(struct ovr_eng *e, struct eng_qp *qp,
+		       const struct ovr_wire_pkt *p, uint32_t psn, uint64_t now)
 {
-	uint32_t psn = p->ack_psn, idx, st;
 	struct eng_pkt *k;
+	uint32_t idx;
 
-	/* the NAK's ack_psn names the refused packet; it acknowledges
-	 * nothing else (the refused packet may lie beyond a hole) */
-	if (p->tsecr) {
-		uint32_t rtt = eng_ts_of(now) - p->tsecr;
-
-		if (rtt < 1000000000u)
-			ovr_dp_rtt_sample(&qp->rtt, rtt);
-	}
-	switch (p->u.nak.code) {
-	case OVR_NAK_RNR:
-		qp->st.rnr_naks_rcvd++;
-		if (!qp->sb || PSN_LT(psn, qp->snd_una) ||
-		    !PSN_LT(psn, qp->snd_nxt))
-			return;
-		k = eng_sb_pkt(e, qp, psn);
-		if (k->flags & (SB_SACKED | SB_LOST))
-			return;
-		if (!qp->rnr_wait) {
-			qp->rnr_tries++;
-			qp->rnr_psn = psn;
-			if (qp->rnr_retry != 7 &&
-			    qp->rnr_tries > qp->rnr_retry) {
-				if (req_of_psn(e, qp, psn, &idx)) {
-					/* it fails once everything before it
-					 * has completed; it is not resent */
-					k->flags |= SB_SACKED;
-					qp->nsacked++;
-					qp->pipe -= PKT_COST(k->len);
-					if (PSN_LT(qp->sack_hi,
-						   PSN_ADD(psn, 1)))
-						qp->sack_hi = PSN_ADD(psn, 1);
-					qp->fail_pending = true;
-					qp->fail_idx = idx;
-					qp->fail_status =
-						OVR_WC_RNR_RETRY_EXC_ERR;
-					qp->fail_verr = OVR_VERR_RNR;
-					eng_sq_complete(e, qp);
-				}
-				return;
+	qp->st.rnr_naks_rcvd++;
+	if (!qp->sb || PSN_LT(psn, qp->snd_una) || !PSN_LT(psn, qp->snd_nxt))
+		return;
+	k = eng_sb_pkt(e, qp, psn);
+	if (k->flags & (SB_SACKED | SB_LOST))
+		return;
+	if (!qp->rnr_wait) {
+		qp->rnr_tries++;
+		qp->rnr_psn = psn;
+		if (qp->rnr_retry != 7 && qp->rnr_tries > qp->rnr_retry) {
+			if (req_of_psn(e, qp, psn, &idx)) {
+				/* it fails once everything before it
+				 * has completed; it is not resent */
+				k->flags |= SB_SACKED;
+				qp->nsacked++;
+				qp->pipe -= PKT_COST(k->len);
+				if (PSN_LT(qp->sack_hi, PSN_ADD(psn, 1)))
+					qp->sack_hi = PSN_ADD(psn, 1);
+				qp->fail_pending = true;
+				qp->fail_idx = idx;
+				qp->fail_status = OVR_WC_RNR_RETRY_EXC_ERR;
+				qp->fail_verr = OVR_VERR_RNR;
+				eng_sq_complete(e, qp);
 			}
-			qp->rnr_wait = true;
-			qp->rnr_until = now + rnr_ns(p->u.nak.rnr_timer);
+			return;
 		}
-		eng_mark_lost(qp, k);
-		k->flags |= SB_RNR;
-		return;
-	case OVR_NAK_SEQ_ERR:
-		/* the peer's window is smaller than ours: treat as lost */
-		if (qp->sb && !PSN_LT(psn, qp->snd_una) &&
-		    PSN_LT(psn, qp->snd_nxt)) {
-			k = eng_sb_pkt(e, qp, psn);
-			if (!(k->flags & (SB_SACKED | SB_LOST)))
-				eng_mark_lost(qp, k);
-		}
-		return;
-	case OVR_NAK_REM_ACCESS:
-		st = OVR_WC_REM_ACCESS_ERR;
-		break;
-	case OVR_NAK_REM_OP:
-		st = OVR_WC_REM_OP_ERR;
-		break;
-	default:
-		st = OVR_WC_REM_INV_REQ_ERR;
-		break;
+		qp->rnr_wait = true;
+		qp->rnr_until = now + rnr_ns(p->u.nak.rnr_timer);
 	}
+	eng_mark_lost(qp, k);
+	k->flags |= SB_RNR;
+}
+
+/* A NAK that ends the QP (a remote access, operation or invalid request
+ * error for @psn): the oldest WR outstanding completes with @st. */
+static void on_nak_fatal(struct ovr_eng *e, struct eng_qp *qp,
+			 const struct ovr_wire_pkt *p, uint32_t psn,
+			 uint32_t st, uint64_t now)
+{
+	uint32_t idx;
+
 	if (!req_of_psn(e, qp, psn, &idx)) {
 		int32_t back = ovr_wire_psn_diff(qp->snd_una, psn);
 
@@ -487,6 +465,46 @@ void eng_on_nak(struct ovr_eng *e, struct eng_qp *qp,
 	 */
 	(void)idx;
 	eng_qp_error(e, qp, qp->sq_cons, st, p->u.nak.code);
+}
+
+void eng_on_nak(struct ovr_eng *e, struct eng_qp *qp,
+		const struct ovr_wire_pkt *p, uint64_t now)
+{
+	uint32_t psn = p->ack_psn, st;
+	struct eng_pkt *k;
+
+	/* the NAK's ack_psn names the refused packet; it acknowledges
+	 * nothing else (the refused packet may lie beyond a hole) */
+	if (p->tsecr) {
+		uint32_t rtt = eng_ts_of(now) - p->tsecr;
+
+		if (rtt < 1000000000u)
+			ovr_dp_rtt_sample(&qp->rtt, rtt);
+	}
+	switch (p->u.nak.code) {
+	case OVR_NAK_RNR:
+		on_nak_rnr(e, qp, p, psn, now);
+		return;
+	case OVR_NAK_SEQ_ERR:
+		/* the peer's window is smaller than ours: treat as lost */
+		if (qp->sb && !PSN_LT(psn, qp->snd_una) &&
+		    PSN_LT(psn, qp->snd_nxt)) {
+			k = eng_sb_pkt(e, qp, psn);
+			if (!(k->flags & (SB_SACKED | SB_LOST)))
+				eng_mark_lost(qp, k);
+		}
+		return;
+	case OVR_NAK_REM_ACCESS:
+		st = OVR_WC_REM_ACCESS_ERR;
+		break;
+	case OVR_NAK_REM_OP:
+		st = OVR_WC_REM_OP_ERR;
+		break;
+	default:
+		st = OVR_WC_REM_INV_REQ_ERR;
+		break;
+	}
+	on_nak_fatal(e, qp, p, psn, st, now);
 }
 
 void eng_sq_complete(struct ovr_eng *e, struct eng_qp *qp)
