@@ -424,18 +424,13 @@ static struct eng_rwqe *rq_slot(struct ovr_eng *e, struct eng_qp *qp,
 	return eng_rwqe(qp, *idx);
 }
 
-/* Everything before rx.ack_psn has arrived: release what waited on it. */
-static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
+/* WRITE tails held back (place_write) whose PSN everything before has
+ * arrived, oldest first, so the last byte lands last. False: the QP
+ * failed. */
+static bool rx_release_tails(struct ovr_eng *e, struct eng_qp *qp, uint32_t ack)
 {
-	uint32_t ack = qp->rx.ack_psn;
 	struct ovr_mr_loc loc;
 
-	if (qp->pend_code && qp->pend_psn == ack) {
-		eng_qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
-		return;
-	}
-
-	/* 1. WRITE tails, oldest first, so the last byte lands last */
 	for (;;) {
 		struct eng_stash *best = NULL;
 
@@ -447,7 +442,7 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 				best = s;
 		}
 		if (!best)
-			break;
+			return true;
 		/* the region may have gone since the segment arrived */
 		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
 		    ovr_mr_check_dev(e->mrs, best->rkey, qp->pd, best->va,
@@ -455,18 +450,82 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 				     &loc)) {
 			e->st.mr_revoked++;
 			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
-			return;
+			return false;
 		}
 		/* a copy of its own: from engine memory, synchronous
 		 * whichever way it goes */
 		if (!loc_copy(e, qp, best->psn, loc.host, loc.dev, loc.dev_off,
 			      best->data, best->len, true, best->len)) {
 			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, best->psn);
-			return;
+			return false;
 		}
 		best->len = 0;
 	}
-	/* 2. READ and atomic requests, in order, exactly once */
+}
+
+/* Execute a READ: resolve its source, read as the response is sent
+ * (eng_tx_resp_seg). False: refused, the QP failed. */
+static bool rd_exec_read(struct ovr_eng *e, struct eng_qp *qp,
+			 struct eng_rdq *q)
+{
+	struct ovr_mr_loc loc = { .host = NULL, .dev = NULL };
+
+	if (!(qp->access & OVR_ACCESS_REMOTE_READ) ||
+	    (q->len && ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, q->len,
+					OVR_ACCESS_REMOTE_READ, &loc))) {
+		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+		return false;
+	}
+	q->dev = loc.dev;
+	if (loc.dev)
+		q->dev_off = loc.dev_off;
+	else
+		q->host = loc.host;
+	return true;
+}
+
+/* Execute an atomic, keeping the original value for the response (and
+ * its retransmissions). False: refused, the QP failed. */
+static bool rd_exec_atomic(struct ovr_eng *e, struct eng_qp *qp,
+			   struct eng_rdq *q)
+{
+	struct ovr_mr_loc loc = { .host = NULL, .dev = NULL };
+	uint64_t v, nv;
+
+	if (q->va & 7) {
+		eng_qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, q->psn);
+		return false;
+	}
+	if (!(qp->access & OVR_ACCESS_REMOTE_ATOMIC) ||
+	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, 8,
+			     OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
+		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+		return false;
+	}
+	/*
+	 * Device memory: a read-modify-write through two
+	 * copies would not be atomic against the GPU's own
+	 * accesses, so it is refused (docs/GPU.md).
+	 */
+	if (loc.dev) {
+		e->st.dev_atomic_refused++;
+		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
+		return false;
+	}
+	memcpy(&v, loc.host, 8);
+	q->orig = v;
+	if (q->opcode == OVR_OP_ATOMIC_CS)
+		nv = v == q->compare ? q->swap_add : v;
+	else
+		nv = v + q->swap_add;
+	memcpy(loc.host, &nv, 8);
+	return true;
+}
+
+/* READ and atomic requests before @ack, in order, exactly once. False:
+ * the QP failed. */
+static bool rx_exec_rd(struct ovr_eng *e, struct eng_qp *qp, uint32_t ack)
+{
 	while (qp->rd_exec_msn != qp->rd_next_msn && qp->state != OVR_QPS_ERR) {
 		struct eng_rdq *q =
 			&qp->rdq[qp->rd_exec_msn & (OVR_ENG_MAX_RD_ATOMIC - 1)];
@@ -474,60 +533,19 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		if (q->state != RD_PENDING || q->msn != qp->rd_exec_msn ||
 		    !PSN_LT(q->psn, ack))
 			break;
-		loc.host = NULL;
-		loc.dev = NULL;
-		if (q->opcode == OVR_OP_READ_REQ) {
-			if (!(qp->access & OVR_ACCESS_REMOTE_READ) ||
-			    (q->len &&
-			     ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va,
-					      q->len, OVR_ACCESS_REMOTE_READ,
-					      &loc))) {
-				eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS,
-						 q->psn);
-				return;
-			}
-			q->dev = loc.dev;
-			if (loc.dev)
-				q->dev_off = loc.dev_off;
-			else
-				q->host = loc.host;
-		} else {
-			uint64_t v, nv;
-
-			if (q->va & 7) {
-				eng_qp_fatal_nak(e, qp, OVR_NAK_INV_REQ,
-						 q->psn);
-				return;
-			}
-			if (!(qp->access & OVR_ACCESS_REMOTE_ATOMIC) ||
-			    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, 8,
-					     OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
-				eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS,
-						 q->psn);
-				return;
-			}
-			/*
-			 * Device memory: a read-modify-write through two
-			 * copies would not be atomic against the GPU's own
-			 * accesses, so it is refused (docs/GPU.md).
-			 */
-			if (loc.dev) {
-				e->st.dev_atomic_refused++;
-				eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
-				return;
-			}
-			memcpy(&v, loc.host, 8);
-			q->orig = v;
-			if (q->opcode == OVR_OP_ATOMIC_CS)
-				nv = v == q->compare ? q->swap_add : v;
-			else
-				nv = v + q->swap_add;
-			memcpy(loc.host, &nv, 8);
-		}
+		if (!(q->opcode == OVR_OP_READ_REQ ? rd_exec_read(e, qp, q) :
+						     rd_exec_atomic(e, qp, q)))
+			return false;
 		q->state = RD_READY;
 		qp->rd_exec_msn++;
 	}
-	/* 3. receives, in MSN order */
+	return true;
+}
+
+/* Receives whose message is in, in MSN order. */
+static void rx_complete_recvs(struct ovr_eng *e, struct eng_qp *qp,
+			      uint32_t ack)
+{
 	while (qp->rq_cons != qp->rq_prod && qp->state != OVR_QPS_ERR) {
 		struct eng_rwqe *r = eng_rwqe(qp, qp->rq_cons);
 
@@ -539,6 +557,25 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 		qp->rq_cons++;
 		qp->rq_msn++;
 	}
+}
+
+/* Everything before rx.ack_psn has arrived: release what waited on it. */
+static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
+{
+	uint32_t ack = qp->rx.ack_psn;
+
+	if (qp->pend_code && qp->pend_psn == ack) {
+		eng_qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
+		return;
+	}
+	/* 1. WRITE tails, oldest first, so the last byte lands last */
+	if (!rx_release_tails(e, qp, ack))
+		return;
+	/* 2. READ and atomic requests, in order, exactly once */
+	if (!rx_exec_rd(e, qp, ack))
+		return;
+	/* 3. receives, in MSN order */
+	rx_complete_recvs(e, qp, ack);
 	/* 4. READ / atomic requests of ours whose response is complete */
 	eng_sq_complete(e, qp);
 }
