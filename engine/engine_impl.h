@@ -171,66 +171,75 @@ struct eng_stash {
 	uint8_t data[OVR_ENG_TAIL];
 };
 
+/*
+ * A queue pair. Grouped by who uses the fields, the per-packet ones
+ * first: identity, then the requester (send queue, send PSN space), the
+ * completer's loss recovery and the timers, the responder (receive PSN
+ * space, receive queue, READ / atomic resources), device copies, the
+ * verbs attributes the per-packet path does not read, and the counters.
+ */
 struct eng_qp {
-	/* identity and verbs attributes */
+	/* identity: every packet, both ways */
 	uint32_t qpn;
 	uint32_t state;
 	uint32_t type; /* OVR_QPT_RC or OVR_QPT_UD */
-	uint32_t qkey; /* UD */
-	uint32_t pd, send_cq, recv_cq;
-	uint64_t user;
-	uint64_t peer;
 	uint32_t dest_qpn;
+	uint32_t pd, send_cq, recv_cq;
 	uint32_t access;
-	uint32_t mtu; /* enum ovr_mtu */
 	uint32_t seg; /* payload bytes per segment */
-	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
-	uint8_t max_rd_atomic, max_dest_rd_atomic;
-	bool sig_all;
 	bool in_use;
-	bool sqd_notify, sqd_drained;
-	bool comm_est;
-	/* RC QP in RTR that took its send PSN from the peer's ack_psn
-	 * (eng_resp.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
-	bool psn_adopted;
-	struct ovr_eng_qp_cap cap;
+	bool sig_all;
+	bool active; /* on the engine's list of QPs with work (act) */
+	uint64_t peer;
+	uint64_t user;
 
-	/* send queue (requester) */
+	/* requester: the send queue */
 	struct eng_swqe *sq;
 	struct eng_lsge *ssge; /* max_send_sge per slot */
 	uint8_t *sinl; /* max_inline_data per slot */
 	uint32_t sq_mask;
+	/* the queues' sizes: also the strides of ssge, sinl and rsge */
+	struct ovr_eng_qp_cap cap;
 	uint32_t sq_prod, sq_cons,
 		sq_next; /* posted, completed, next to send */
 	uint32_t q0_msn, q1_msn; /* next MSNs to assign */
 	uint32_t rd_out; /* READ/atomics started, not completed */
-	uint32_t rdw[OVR_ENG_MAX_RD_ATOMIC]; /* q1 msn -> SQ slot */
 	uint32_t peer_credit;
 	bool credit_valid;
 	uint64_t credit_wait_since; /* 0: not waiting */
+	uint64_t next_tx_ns; /* pacing */
+	/* requester: a WR that failed once the WRs before it complete */
+	bool fail_pending;
+	uint8_t fail_status;
+	uint32_t fail_idx;
+	uint32_t fail_verr;
 
-	/* send PSN space */
+	/* send PSN space: the requester sends, the completer acknowledges */
 	struct eng_sb *sb; /* NULL when nothing is in flight */
 	uint32_t snd_una, snd_nxt;
 	uint32_t pipe; /* bytes in flight, not sacked, not lost */
 	uint32_t nlost; /* packets marked lost, not yet resent */
 	uint32_t nsacked;
 	uint32_t sack_hi; /* one past the highest sacked PSN */
-	struct ovr_dp_rtt rtt;
+	uint32_t peer_ce; /* last ce_count heard from the peer */
 	struct ovr_cc_flow cc;
+	struct ovr_dp_rtt rtt;
+
+	/* completer: loss recovery */
 	uint64_t rack_xmit_ns, rack_rtt_ns;
 	/* when the first of the RTOs since the last delivering ACK fired:
 	 * the next ACK tells whether it was spurious (rto_verdict); 0: none */
 	uint64_t rto_fired_ns;
-	bool rto_probe; /* the RTO's one resend may pass a full window */
-	uint64_t rto_at, pto_at, reo_at; /* 0: not armed */
-	uint64_t rnr_until;
-	uint64_t next_tx_ns; /* pacing */
 	uint64_t last_progress_ns;
 	uint32_t retries, rnr_tries;
 	uint32_t rnr_psn;
+	bool rto_probe; /* the RTO's one resend may pass a full window */
 	bool tlp_out; /* a probe is outstanding */
 	bool rnr_wait;
+
+	/* timers: 0 is not armed */
+	uint64_t rto_at, pto_at, reo_at;
+	uint64_t rnr_until;
 	/* READ / atomic responses awaited with nothing of ours in flight
 	 * (no RTO runs): rsp_watch() asks again at rsp_at, gives up after
 	 * the retry budget without a response packet since rsp_since */
@@ -238,37 +247,32 @@ struct eng_qp {
 	uint64_t rsp_since;
 	uint32_t rsp_probes;
 
-	/* receive PSN space */
+	/* responder: the receive PSN space and what it owes the peer */
 	struct ovr_dp_rxwin rx;
 	uint64_t *rxbits;
 	uint32_t ts_recent;
 	bool ts_fresh; /* ts_recent not yet echoed (eng_req.c, ts_echo) */
-	uint32_t ce_count;
-	uint32_t peer_ce; /* last ce_count heard from the peer */
-	uint32_t unacked; /* packets received since the last ACK sent */
-	uint64_t ack_at; /* delayed ACK deadline; 0: none */
 	bool ack_now;
 	uint8_t nak_code; /* NAK to send; 0: none */
 	uint8_t nak_timer;
+	uint32_t ce_count;
+	uint32_t unacked; /* packets received since the last ACK sent */
+	uint64_t ack_at; /* delayed ACK deadline; 0: none */
 	uint32_t nak_psn;
 	uint32_t nak_ts; /* tsval of the packet that provoked it: its echo */
 	uint8_t fatal_code; /* responder error that put the QP in ERR */
-	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
 	uint32_t pend_psn; /* the QP failed) once everything before it is in */
+	uint32_t fatal_psn;
 	/* the QP failed on its own side: it tells the peer with a TERMINATE
 	 * of this reason (0: it does not), now if term_pending, and again in
 	 * answer to the peer's later packets (rate limited) */
 	uint8_t term_reason;
 	bool term_pending;
-	/* requester: a WR that failed once the WRs before it complete */
-	bool fail_pending;
-	uint8_t fail_status;
-	uint32_t fail_idx;
-	uint32_t fail_verr;
 
-	/* receive queue: its own (rq, rsge), or receives taken from an SRQ
-	 * (bind[i & rq_mask] names the SRQ slot of entry i) */
+	/* responder: the receive queue - its own (rq, rsge), or receives
+	 * taken from an SRQ (bind[i & rq_mask] names the SRQ slot of entry
+	 * i) */
 	struct eng_rwqe *rq;
 	struct eng_lsge *rsge;
 	struct eng_srq *srq;
@@ -277,13 +281,16 @@ struct eng_qp {
 	uint32_t rq_prod, rq_cons;
 	uint32_t rq_msn; /* MSN of the message rq_cons receives */
 
-	/* responder's READ/atomic queue */
-	struct eng_rdq rdq[OVR_ENG_MAX_RD_ATOMIC];
+	/* responder: READ/atomic queue (responder resources), and the
+	 * requester's map of its own outstanding ones */
 	uint32_t rd_exec_msn; /* next to execute */
 	uint32_t rd_send_msn; /* next whose response is unsent */
 	uint32_t rd_free_msn; /* oldest not yet acked */
 	uint32_t rd_next_msn; /* one past the highest arrived */
+	uint32_t rdw[OVR_ENG_MAX_RD_ATOMIC]; /* q1 msn -> SQ slot */
+	struct eng_rdq rdq[OVR_ENG_MAX_RD_ATOMIC];
 
+	/* responder: WRITE tails held back */
 	struct eng_stash stash[OVR_ENG_STASH];
 
 	/* device copies (eng_dev.c, eng_dev_copy): dev_listed: in the open
@@ -294,12 +301,23 @@ struct eng_qp {
 	uint32_t dev_psn;
 	uint32_t dev_idx;
 
-	/* engine bookkeeping */
+	/* verbs attributes, read by modify, query and the timers */
+	uint32_t qkey; /* UD */
+	uint32_t mtu; /* enum ovr_mtu */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	bool sqd_notify, sqd_drained;
+	bool comm_est;
+	/* RC QP in RTR that took its send PSN from the peer's ack_psn
+	 * (eng_resp.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
+	bool psn_adopted;
+
+	/* engine bookkeeping: the list of QPs with work */
 	struct eng_qp *act_next, *act_prev;
-	bool active;
+
+	/* counters */
 	struct ovr_eng_qp_stats st;
 };
-
 /* What waits for queued device copies: a PDU, ... */
 struct eng_held_tx {
 	void *tok;
