@@ -75,13 +75,10 @@ void ovr_eng_cfg_default(struct ovr_eng_cfg *cfg)
 	};
 }
 
-struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
-			       const struct ovr_eng_ops *ops, void *ctx)
+/* Can an engine run with @cfg and @ops? */
+static bool cfg_valid(const struct ovr_eng_cfg *cfg,
+		      const struct ovr_eng_ops *ops)
 {
-	struct ovr_eng *e;
-	uint32_t maxqp, i;
-	uint64_t seed;
-
 	if (!cfg || !ops || !ops->tx_alloc || !ops->tx || !ops->cqe ||
 	    !cfg->max_qp || cfg->max_qp > (1u << 20) || !cfg->max_mr ||
 	    cfg->window_pkts < OVR_DP_RXWIN_MIN ||
@@ -91,11 +88,19 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	    cfg->max_pdu > OVR_WIRE_MAX_PDU || !cfg->tx_burst ||
 	    !cfg->ack_every || cfg->dev_batches > OVR_ENG_MAX_DEV_BATCHES ||
 	    !ops->dev_batch_close != !ops->dev_batch_poll ||
-	    (ops->dev_batch_close && !ops->dev_fence)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (cfg->cc && ovr_cc_ops_validate(cfg->cc)) {
+	    (ops->dev_batch_close && !ops->dev_fence))
+		return false;
+	return !cfg->cc || !ovr_cc_ops_validate(cfg->cc);
+}
+
+struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
+			       const struct ovr_eng_ops *ops, void *ctx)
+{
+	struct ovr_eng *e;
+	uint32_t maxqp, i;
+	uint64_t seed;
+
+	if (!cfg_valid(cfg, ops)) {
 		errno = EINVAL;
 		return NULL;
 	}
