@@ -265,7 +265,11 @@ static void qp_timers(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		eng_on_pto(e, qp, now);
 	if (qp->rto_at && now >= qp->rto_at)
 		eng_on_rto(e, qp, now);
-	if (qp->type == OVR_QPT_RC)
+	/* without READs or atomics outstanding there is nothing to watch
+	 * (eng_rsp_watch would only clear a watch already clear): no call
+	 * into eng_comp.c on every poll */
+	if (qp->type == OVR_QPT_RC &&
+	    (qp->rd_out || qp->rsp_at || qp->rsp_probes))
 		eng_rsp_watch(e, qp, now);
 }
 
