@@ -703,13 +703,14 @@ static void rx_dup(struct ovr_eng *e, struct eng_qp *qp,
 	schedule_ack(e, qp, now, true);
 }
 
-/* The receive for message @msn (a SEND, or a WRITE with immediate), its
- * index in @ridx; NULL when there is none yet (an RNR NAK is due) or
- * the packet is refused. */
+/* The receive for the message of @p (a SEND, or a WRITE with
+ * immediate), its index in @ridx; NULL when there is none yet (an RNR
+ * NAK is due) or the packet is refused. */
 static struct eng_rwqe *rx_recv_of(struct ovr_eng *e, struct eng_qp *qp,
-				   const struct ovr_wire_pkt *p, uint32_t msn,
-				   uint32_t *ridx)
+				   const struct ovr_wire_pkt *p, uint32_t *ridx)
 {
+	uint32_t msn = p->opcode == OVR_OP_WRITE_IMM ? p->u.write.msn :
+						       p->u.send.msn;
 	struct eng_rwqe *r = rq_slot(e, qp, msn, ridx);
 
 	if (!r) {
@@ -730,17 +731,13 @@ static struct eng_rwqe *rx_recv_of(struct ovr_eng *e, struct eng_qp *qp,
 	return r;
 }
 
-/* A SEND segment: into the receive of its MSN, at its offset. The
+/* A SEND segment: into its receive @r (entry @ridx), at its offset. The
  * handlers of rx_seq return false when the packet is not accepted (not
  * marked received: it is resent, or the QP fails). */
 static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
-		    const struct ovr_wire_pkt *p)
+		    const struct ovr_wire_pkt *p, struct eng_rwqe *r,
+		    uint32_t ridx)
 {
-	uint32_t ridx = 0;
-	struct eng_rwqe *r = rx_recv_of(e, qp, p, p->u.send.msn, &ridx);
-
-	if (!r)
-		return false;
 	if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
 	    p->u.send.msg_len > r->cap) {
 		r->bad = OVR_WC_LOC_LEN_ERR;
@@ -774,20 +771,15 @@ static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
 }
 
 /* A WRITE segment: placed at its target (@inorder: everything before it
- * has arrived); with immediate, its last segment also fills a receive. */
+ * has arrived); with immediate, its last segment also fills its receive
+ * @r. */
 static bool rx_write(struct ovr_eng *e, struct eng_qp *qp,
-		     const struct ovr_wire_pkt *p, bool inorder)
+		     const struct ovr_wire_pkt *p, struct eng_rwqe *r,
+		     bool inorder)
 {
-	struct eng_rwqe *r = NULL;
-	uint32_t ridx = 0;
 	struct ovr_mr_loc loc;
 	bool failed;
 
-	if (p->opcode == OVR_OP_WRITE_IMM) {
-		r = rx_recv_of(e, qp, p, p->u.write.msn, &ridx);
-		if (!r)
-			return false;
-	}
 	if (p->payload_len) {
 		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
 		    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
@@ -935,6 +927,8 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		   const struct ovr_wire_pkt *p, uint64_t now, bool ce)
 {
 	enum ovr_dp_rx_verdict v = ovr_dp_rxwin_peek(&qp->rx, p->psn);
+	struct eng_rwqe *r = NULL;
+	uint32_t ridx = 0;
 	bool ok;
 
 	/* a NAK this packet provokes echoes its send time (send_nak) */
@@ -947,15 +941,22 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 		rx_dup(e, qp, p, now);
 		return;
 	}
+	/* a SEND or a WRITE with immediate consumes a receive: found first */
+	if (p->opcode == OVR_OP_SEND || p->opcode == OVR_OP_SEND_IMM ||
+	    p->opcode == OVR_OP_SEND_INV || p->opcode == OVR_OP_WRITE_IMM) {
+		r = rx_recv_of(e, qp, p, &ridx);
+		if (!r)
+			return;
+	}
 	switch (p->opcode) {
 	case OVR_OP_SEND:
 	case OVR_OP_SEND_IMM:
 	case OVR_OP_SEND_INV:
-		ok = rx_send(e, qp, p);
+		ok = rx_send(e, qp, p, r, ridx);
 		break;
 	case OVR_OP_WRITE:
 	case OVR_OP_WRITE_IMM:
-		ok = rx_write(e, qp, p, v == OVR_DP_RX_INORDER);
+		ok = rx_write(e, qp, p, r, v == OVR_DP_RX_INORDER);
 		break;
 	case OVR_OP_READ_REQ:
 	case OVR_OP_ATOMIC_CS:
