@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal state of the transport engine (engine.c). Only the engine and
- * its white-box tests include this file; everyone else uses
- * include/ovrdma/engine.h.
+ * Internal state of the transport engine, the one private header of its
+ * files (engine.c and eng_*.c; docs in engine.c's opening comment). Only
+ * the engine and its white-box tests include this file; everyone else
+ * uses include/ovrdma/engine.h.
  */
 #ifndef OVR_DP_ENGINE_IMPL_H
 #define OVR_DP_ENGINE_IMPL_H
@@ -10,7 +11,9 @@
 #include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
+#include <ovrdma/compiler.h>
 #include <ovrdma/engine.h>
 #include <ovrdma/wire_codec.h>
 
@@ -168,66 +171,75 @@ struct eng_stash {
 	uint8_t data[OVR_ENG_TAIL];
 };
 
+/*
+ * A queue pair. Grouped by who uses the fields, the per-packet ones
+ * first: identity, then the requester (send queue, send PSN space), the
+ * completer's loss recovery and the timers, the responder (receive PSN
+ * space, receive queue, READ / atomic resources), device copies, the
+ * verbs attributes the per-packet path does not read, and the counters.
+ */
 struct eng_qp {
-	/* identity and verbs attributes */
+	/* identity: every packet, both ways */
 	uint32_t qpn;
 	uint32_t state;
 	uint32_t type; /* OVR_QPT_RC or OVR_QPT_UD */
-	uint32_t qkey; /* UD */
-	uint32_t pd, send_cq, recv_cq;
-	uint64_t user;
-	uint64_t peer;
 	uint32_t dest_qpn;
+	uint32_t pd, send_cq, recv_cq;
 	uint32_t access;
-	uint32_t mtu; /* enum ovr_mtu */
 	uint32_t seg; /* payload bytes per segment */
-	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
-	uint8_t max_rd_atomic, max_dest_rd_atomic;
-	bool sig_all;
 	bool in_use;
-	bool sqd_notify, sqd_drained;
-	bool comm_est;
-	/* RC QP in RTR that took its send PSN from the peer's ack_psn
-	 * (engine.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
-	bool psn_adopted;
-	struct ovr_eng_qp_cap cap;
+	bool sig_all;
+	bool active; /* on the engine's list of QPs with work (act) */
+	uint64_t peer;
+	uint64_t user;
 
-	/* send queue (requester) */
+	/* requester: the send queue */
 	struct eng_swqe *sq;
 	struct eng_lsge *ssge; /* max_send_sge per slot */
 	uint8_t *sinl; /* max_inline_data per slot */
 	uint32_t sq_mask;
+	/* the queues' sizes: also the strides of ssge, sinl and rsge */
+	struct ovr_eng_qp_cap cap;
 	uint32_t sq_prod, sq_cons,
 		sq_next; /* posted, completed, next to send */
 	uint32_t q0_msn, q1_msn; /* next MSNs to assign */
 	uint32_t rd_out; /* READ/atomics started, not completed */
-	uint32_t rdw[OVR_ENG_MAX_RD_ATOMIC]; /* q1 msn -> SQ slot */
 	uint32_t peer_credit;
 	bool credit_valid;
 	uint64_t credit_wait_since; /* 0: not waiting */
+	uint64_t next_tx_ns; /* pacing */
+	/* requester: a WR that failed once the WRs before it complete */
+	bool fail_pending;
+	uint8_t fail_status;
+	uint32_t fail_idx;
+	uint32_t fail_verr;
 
-	/* send PSN space */
+	/* send PSN space: the requester sends, the completer acknowledges */
 	struct eng_sb *sb; /* NULL when nothing is in flight */
 	uint32_t snd_una, snd_nxt;
 	uint32_t pipe; /* bytes in flight, not sacked, not lost */
 	uint32_t nlost; /* packets marked lost, not yet resent */
 	uint32_t nsacked;
 	uint32_t sack_hi; /* one past the highest sacked PSN */
-	struct ovr_dp_rtt rtt;
+	uint32_t peer_ce; /* last ce_count heard from the peer */
 	struct ovr_cc_flow cc;
+	struct ovr_dp_rtt rtt;
+
+	/* completer: loss recovery */
 	uint64_t rack_xmit_ns, rack_rtt_ns;
 	/* when the first of the RTOs since the last delivering ACK fired:
 	 * the next ACK tells whether it was spurious (rto_verdict); 0: none */
 	uint64_t rto_fired_ns;
-	bool rto_probe; /* the RTO's one resend may pass a full window */
-	uint64_t rto_at, pto_at, reo_at; /* 0: not armed */
-	uint64_t rnr_until;
-	uint64_t next_tx_ns; /* pacing */
 	uint64_t last_progress_ns;
 	uint32_t retries, rnr_tries;
 	uint32_t rnr_psn;
+	bool rto_probe; /* the RTO's one resend may pass a full window */
 	bool tlp_out; /* a probe is outstanding */
 	bool rnr_wait;
+
+	/* timers: 0 is not armed */
+	uint64_t rto_at, pto_at, reo_at;
+	uint64_t rnr_until;
 	/* READ / atomic responses awaited with nothing of ours in flight
 	 * (no RTO runs): rsp_watch() asks again at rsp_at, gives up after
 	 * the retry budget without a response packet since rsp_since */
@@ -235,37 +247,32 @@ struct eng_qp {
 	uint64_t rsp_since;
 	uint32_t rsp_probes;
 
-	/* receive PSN space */
+	/* responder: the receive PSN space and what it owes the peer */
 	struct ovr_dp_rxwin rx;
 	uint64_t *rxbits;
 	uint32_t ts_recent;
-	bool ts_fresh; /* ts_recent not yet echoed (engine.c, ts_echo) */
-	uint32_t ce_count;
-	uint32_t peer_ce; /* last ce_count heard from the peer */
-	uint32_t unacked; /* packets received since the last ACK sent */
-	uint64_t ack_at; /* delayed ACK deadline; 0: none */
+	bool ts_fresh; /* ts_recent not yet echoed (eng_req.c, ts_echo) */
 	bool ack_now;
 	uint8_t nak_code; /* NAK to send; 0: none */
 	uint8_t nak_timer;
+	uint32_t ce_count;
+	uint32_t unacked; /* packets received since the last ACK sent */
+	uint64_t ack_at; /* delayed ACK deadline; 0: none */
 	uint32_t nak_psn;
 	uint32_t nak_ts; /* tsval of the packet that provoked it: its echo */
 	uint8_t fatal_code; /* responder error that put the QP in ERR */
-	uint32_t fatal_psn;
 	uint8_t pend_code; /* a violation found beyond a hole: NAKed (and */
 	uint32_t pend_psn; /* the QP failed) once everything before it is in */
+	uint32_t fatal_psn;
 	/* the QP failed on its own side: it tells the peer with a TERMINATE
 	 * of this reason (0: it does not), now if term_pending, and again in
 	 * answer to the peer's later packets (rate limited) */
 	uint8_t term_reason;
 	bool term_pending;
-	/* requester: a WR that failed once the WRs before it complete */
-	bool fail_pending;
-	uint8_t fail_status;
-	uint32_t fail_idx;
-	uint32_t fail_verr;
 
-	/* receive queue: its own (rq, rsge), or receives taken from an SRQ
-	 * (bind[i & rq_mask] names the SRQ slot of entry i) */
+	/* responder: the receive queue - its own (rq, rsge), or receives
+	 * taken from an SRQ (bind[i & rq_mask] names the SRQ slot of entry
+	 * i) */
 	struct eng_rwqe *rq;
 	struct eng_lsge *rsge;
 	struct eng_srq *srq;
@@ -274,16 +281,19 @@ struct eng_qp {
 	uint32_t rq_prod, rq_cons;
 	uint32_t rq_msn; /* MSN of the message rq_cons receives */
 
-	/* responder's READ/atomic queue */
-	struct eng_rdq rdq[OVR_ENG_MAX_RD_ATOMIC];
+	/* responder: READ/atomic queue (responder resources), and the
+	 * requester's map of its own outstanding ones */
 	uint32_t rd_exec_msn; /* next to execute */
 	uint32_t rd_send_msn; /* next whose response is unsent */
 	uint32_t rd_free_msn; /* oldest not yet acked */
 	uint32_t rd_next_msn; /* one past the highest arrived */
+	uint32_t rdw[OVR_ENG_MAX_RD_ATOMIC]; /* q1 msn -> SQ slot */
+	struct eng_rdq rdq[OVR_ENG_MAX_RD_ATOMIC];
 
+	/* responder: WRITE tails held back */
 	struct eng_stash stash[OVR_ENG_STASH];
 
-	/* device copies (engine.c, dev_copy): dev_listed: in the open
+	/* device copies (eng_dev.c, eng_dev_copy): dev_listed: in the open
 	 * batch's QP list at dev_idx; dev_fail: a batch of its failed
 	 * (ovr_eng_dev_poll / ovr_eng_fence fail it), dev_resp / dev_psn:
 	 * that batch's first PSN as responder, if any */
@@ -291,12 +301,23 @@ struct eng_qp {
 	uint32_t dev_psn;
 	uint32_t dev_idx;
 
-	/* engine bookkeeping */
+	/* verbs attributes, read by modify, query and the timers */
+	uint32_t qkey; /* UD */
+	uint32_t mtu; /* enum ovr_mtu */
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	bool sqd_notify, sqd_drained;
+	bool comm_est;
+	/* RC QP in RTR that took its send PSN from the peer's ack_psn
+	 * (eng_resp.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
+	bool psn_adopted;
+
+	/* engine bookkeeping: the list of QPs with work */
 	struct eng_qp *act_next, *act_prev;
-	bool active;
+
+	/* counters */
 	struct ovr_eng_qp_stats st;
 };
-
 /* What waits for queued device copies: a PDU, ... */
 struct eng_held_tx {
 	void *tok;
@@ -326,11 +347,10 @@ struct eng_dev_qp {
 #define ENG_BATCH_QPS 256
 
 /*
- * A batch of device copies and what waits for it (engine.c, "what
- * waits for device copies"): the QPs with copies in it, and the PDUs
- * and completions produced after the previous batch's closing and
- * before its own (or, merged, until the next batch with copies). About
- * 60 KB each.
+ * A batch of device copies and what waits for it (eng_dev.c): the QPs
+ * with copies in it, and the PDUs and completions produced after the
+ * previous batch's closing and before its own (or, merged, until the
+ * next batch with copies). About 60 KB each.
  */
 struct eng_batch {
 	uint64_t seq; /* 1, 2, ... in closing order */
@@ -382,5 +402,434 @@ struct ovr_eng {
 	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
 	uint32_t ndev_fail;
 };
+
+#define M24 OVR_WIRE_PSN_MASK
+#define PSN_ADD(a, n) (((a) + (n)) & M24)
+#define PSN_LT(a, b) (ovr_wire_psn_diff((a), (b)) < 0)
+
+/* Window cost of a packet: payload plus a header allowance, so that the
+ * window bounds small-message floods too. */
+#define PKT_OVERHEAD 64u
+#define PKT_COST(len) ((uint32_t)(len) + PKT_OVERHEAD)
+
+/* Largest extension header of a data-carrying request (TTH + IMMH). */
+#define DATA_HDR_MAX                                                 \
+	(sizeof(struct ovr_wire_oth) + sizeof(struct ovr_wire_tth) + \
+	 sizeof(struct ovr_wire_immh))
+
+/* What each work-request opcode becomes on the wire and in its
+ * completion (indexed by enum ovr_wr_opcode; post_send admits only these). */
+struct eng_wr_map {
+	uint8_t wire;
+	uint8_t wc;
+};
+
+extern const struct eng_wr_map eng_wr_map[OVR_WR_SEND_WITH_INV + 1];
+
+/* Fills a PDU's payload (eng_tx_pdu); false: failed, the QP with it. */
+typedef bool (*eng_fill_fn)(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
+			    uint32_t off, uint32_t len, uint32_t idx);
+
+/* eng_qp.c */
+void eng_qp_free_queues(struct eng_qp *qp);
+void eng_qp_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
+		  uint32_t status, uint32_t verr);
+void eng_qp_error_head(struct ovr_eng *e, struct eng_qp *qp, uint32_t status,
+		       uint32_t verr);
+void eng_qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
+			uint32_t status, uint32_t verr);
+void eng_qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
+		      uint32_t psn);
+void eng_qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+
+/* eng_req.c */
+void eng_hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
+		  uint64_t now);
+bool eng_tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
+		eng_fill_fn fill, uint32_t off, uint32_t idx);
+bool eng_tx_req_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		    uint32_t off, uint32_t len, uint32_t psn, bool retx,
+		    uint64_t now);
+bool eng_tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
+		 uint8_t reason, uint32_t psn, uint64_t peer, uint64_t user,
+		 const struct eng_qp *ackq, uint64_t now);
+uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+		   uint32_t burst);
+
+/* eng_resp.c */
+void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		       uint32_t status, uint32_t verr);
+void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
+		   struct eng_lsge *s, const struct ovr_eng_recv_wr *wr,
+		   uint32_t total);
+bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
+		     uint32_t off, uint32_t len, uint32_t psn, bool retx,
+		     uint64_t now);
+void eng_send_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+void eng_send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+int eng_tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+
+/* eng_comp.c */
+void eng_complete_send(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		       uint32_t status, uint32_t verr, bool force);
+uint32_t eng_rack_detect(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+void eng_on_ack(struct ovr_eng *e, struct eng_qp *qp,
+		const struct ovr_wire_pkt *p, uint64_t now);
+bool eng_q1_of_psn(const struct eng_qp *qp, uint32_t psn, uint32_t *idx);
+void eng_on_nak(struct ovr_eng *e, struct eng_qp *qp,
+		const struct ovr_wire_pkt *p, uint64_t now);
+void eng_sq_complete(struct ovr_eng *e, struct eng_qp *qp);
+void eng_on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+void eng_on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+void eng_rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+
+/* eng_srq.c */
+void eng_srq_free(struct eng_srq *q);
+struct eng_srq *eng_srq_get(struct ovr_eng *e, uint32_t srqn);
+bool eng_srq_take(struct ovr_eng *e, struct eng_qp *qp);
+
+/* eng_dev.c */
+struct eng_batch *eng_bat_alloc(uint32_t n);
+bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
+		  uint64_t off, void *buf, uint32_t len, bool to_dev,
+		  uint32_t msg_len);
+void eng_dev_settle(struct ovr_eng *e);
+bool eng_hold_cqe(struct ovr_eng *e, uint32_t cq, const struct ovr_eng_wc *wc);
+bool eng_hold_tx(struct ovr_eng *e, const struct eng_held_tx *h);
+
+/* ---- small helpers of the per-packet path, inline everywhere ---- */
+
+static inline uint32_t eng_min32(uint32_t a, uint32_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint32_t eng_ts_of(uint64_t now)
+{
+	return (uint32_t)now | 1u; /* tsecr 0 would read as "no echo" */
+}
+
+static inline void eng_qp_activate(struct ovr_eng *e, struct eng_qp *qp)
+{
+	if (qp->active)
+		return;
+	qp->active = true;
+	qp->act_next = &e->act;
+	qp->act_prev = e->act.act_prev;
+	e->act.act_prev->act_next = qp;
+	e->act.act_prev = qp;
+}
+
+static inline void eng_qp_deactivate(struct eng_qp *qp)
+{
+	if (!qp->active)
+		return;
+	qp->act_prev->act_next = qp->act_next;
+	qp->act_next->act_prev = qp->act_prev;
+	qp->act_next = qp->act_prev = NULL;
+	qp->active = false;
+}
+
+static inline struct eng_qp *eng_qp_get(struct ovr_eng *e, uint32_t qpn)
+{
+	struct eng_qp *qp;
+
+	qpn &= M24;
+	qp = &e->qps[qpn & ((1u << e->qp_bits) - 1)];
+	return qp->in_use && qp->qpn == qpn ? qp : NULL;
+}
+
+static inline struct eng_pkt *eng_sb_pkt(struct ovr_eng *e, struct eng_qp *qp,
+					 uint32_t psn)
+{
+	return &qp->sb->pkt[psn & (e->cfg.window_pkts - 1)];
+}
+
+static inline bool eng_sb_acquire(struct ovr_eng *e, struct eng_qp *qp,
+				  uint64_t now)
+{
+	struct eng_sb *sb;
+
+	if (qp->sb)
+		return true;
+	sb = e->sb_free;
+	if (!sb) {
+		e->st.sb_waits++;
+		return false;
+	}
+	e->sb_free = sb->next_free;
+	/* no clearing: only slots in [snd_una, snd_nxt) are ever read, and
+	 * each is written by eng_sb_record before it enters that range */
+	qp->sb = sb;
+	/* nothing was in flight: the retry budget (retry_cnt timeouts
+	 * without progress) counts from now, not from the last ACK of a
+	 * QP that may have been idle for seconds */
+	qp->retries = 0;
+	qp->last_progress_ns = now;
+	return true;
+}
+
+static inline void eng_sb_release(struct ovr_eng *e, struct eng_qp *qp)
+{
+	if (!qp->sb)
+		return;
+	qp->sb->next_free = e->sb_free;
+	e->sb_free = qp->sb;
+	qp->sb = NULL;
+	qp->pipe = 0;
+	qp->nlost = 0;
+	qp->nsacked = 0;
+	qp->rto_at = qp->pto_at = qp->reo_at = 0;
+	qp->rto_fired_ns = 0;
+	qp->rto_probe = false;
+	qp->tlp_out = false;
+}
+
+/* Copy @len bytes between @buf and offset @off of a scatter list:
+ * out of the list when @to_list is false, into it when true; they are
+ * part of a message of @msg_len bytes. False: a device copy failed. */
+static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
+				int64_t rpsn, const struct eng_lsge *s,
+				unsigned int n, uint32_t off, uint8_t *buf,
+				uint32_t len, bool to_list, uint32_t msg_len)
+{
+	for (unsigned int i = 0; len && i < n; i++) {
+		uint32_t c;
+
+		if (off >= s[i].len) {
+			off -= s[i].len;
+			continue;
+		}
+		c = eng_min32(s[i].len - off, len);
+		if (s[i].dev) {
+			if (!eng_dev_copy(e, qp, rpsn, s[i].dev,
+					  s[i].dev_off + off, buf, c, to_list,
+					  msg_len))
+				return false;
+		} else if (to_list) {
+			memcpy(s[i].host + off, buf, c);
+		} else {
+			memcpy(buf, s[i].host + off, c);
+		}
+		buf += c;
+		len -= c;
+		off = 0;
+	}
+	return true;
+}
+
+/* A QP whose batch of device copies failed (dev_fail_qps fails it). */
+static inline bool eng_dev_failed(struct ovr_eng *e, uint32_t qpn)
+{
+	struct eng_qp *qp;
+
+	if (!e->ndev_fail || !qpn)
+		return false;
+	qp = eng_qp_get(e, qpn);
+	return qp && qp->dev_fail;
+}
+
+/* A successful completion of a QP whose copies failed: an error. */
+static inline void eng_cqe_fail(struct ovr_eng *e, struct ovr_eng_wc *wc)
+{
+	if (wc->status == OVR_WC_SUCCESS && eng_dev_failed(e, wc->qp_num)) {
+		wc->status = OVR_WC_LOC_QP_OP_ERR;
+		wc->vendor_err = OVR_VERR_DEV_COPY;
+		wc->byte_len = 0;
+		wc->wc_flags = 0;
+	}
+}
+
+static inline void eng_cqe_out(struct ovr_eng *e, uint32_t cq,
+			       struct ovr_eng_wc *wc)
+{
+	eng_cqe_fail(e, wc);
+	e->ops.cqe(e->ctx, cq, wc);
+}
+
+static inline void eng_tx_release(struct ovr_eng *e,
+				  const struct eng_held_tx *h)
+{
+	uint32_t len = h->len;
+
+	if (len && eng_dev_failed(e, h->qpn))
+		len = 0; /* it may carry wrong bytes, or acknowledge them */
+	else if (len && h->seal)
+		len = (uint32_t)ovr_wire_seal(h->buf, len);
+	e->ops.tx(e->ctx, h->tok, len, h->peer, h->user);
+}
+
+/* Hand a completion out, or keep it while device copies are queued. */
+static inline void eng_emit_cqe(struct ovr_eng *e, uint32_t cq,
+				struct ovr_eng_wc *wc)
+{
+	if (ovr_unlikely(e->dev_busy) && eng_hold_cqe(e, cq, wc))
+		return;
+	eng_cqe_out(e, cq, wc);
+}
+
+/*
+ * Hand the PDU of @len bytes in @buf (@tok) to ops.tx - sealed here when
+ * @seal, else already sealed - or keep it while device copies are
+ * queued (its payload may be one of them; or what it acknowledges).
+ * @len 0 releases the buffer (in turn: a copy may still target it).
+ * A PDU of no QP (@qpn 0: a TERMINATE answering a packet for a QP that
+ * does not exist) carries neither and goes at once: its destination is
+ * only known during the ovr_eng_rx_from call.
+ */
+static inline void eng_tx_out(struct ovr_eng *e, uint32_t qpn, void *tok,
+			      uint8_t *buf, uint32_t len, bool seal,
+			      uint64_t peer, uint64_t user)
+{
+	struct eng_held_tx h = { .tok = tok,
+				 .buf = buf,
+				 .len = len,
+				 .qpn = qpn,
+				 .seal = seal,
+				 .peer = peer,
+				 .user = user };
+
+	if (ovr_unlikely(e->dev_busy) && qpn && eng_hold_tx(e, &h))
+		return;
+	eng_tx_release(e, &h);
+}
+
+static inline struct eng_lsge *eng_swqe_sge(struct eng_qp *qp, uint32_t idx)
+{
+	return &qp->ssge[(idx & qp->sq_mask) * qp->cap.max_send_sge];
+}
+
+static inline struct eng_lsge *eng_srq_sge(struct eng_srq *q, uint32_t slot)
+{
+	return &q->sge[(size_t)slot * q->max_sge];
+}
+
+/* Receive entry @idx of a QP: its own, or the SRQ slot it took. */
+static inline struct eng_rwqe *eng_rwqe(struct eng_qp *qp, uint32_t idx)
+{
+	if (ovr_unlikely(qp->srq != NULL))
+		return &qp->srq->wqe[qp->bind[idx & qp->rq_mask]];
+	return &qp->rq[idx & qp->rq_mask];
+}
+
+static inline struct eng_lsge *eng_rwqe_sge(struct eng_qp *qp, uint32_t idx)
+{
+	if (ovr_unlikely(qp->srq != NULL))
+		return eng_srq_sge(qp->srq, qp->bind[idx & qp->rq_mask]);
+	return &qp->rsge[(idx & qp->rq_mask) * qp->cap.max_recv_sge];
+}
+
+/* Drop the region references a WR's scatter list took at post time. */
+static inline void eng_put_refs(struct ovr_eng *e, const struct eng_lsge *s,
+				uint8_t *nsge)
+{
+	for (unsigned int i = 0; i < *nsge; i++)
+		if (s[i].key)
+			ovr_mr_put(e->mrs, s[i].key);
+	*nsge = 0;
+}
+
+static inline void eng_swqe_put_refs(struct ovr_eng *e, struct eng_qp *qp,
+				     uint32_t idx)
+{
+	eng_put_refs(e, eng_swqe_sge(qp, idx), &qp->sq[idx & qp->sq_mask].nsge);
+}
+
+/* Receive entry @idx is done with: drop its references; an SRQ slot
+ * goes back to the SRQ's free stack. */
+static inline void eng_rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp,
+				     uint32_t idx)
+{
+	eng_put_refs(e, eng_rwqe_sge(qp, idx), &eng_rwqe(qp, idx)->nsge);
+	if (qp->srq)
+		qp->srq->free_slot[qp->srq->nfree++] =
+			qp->bind[idx & qp->rq_mask];
+}
+
+static inline void eng_qp_event(struct ovr_eng *e, struct eng_qp *qp,
+				enum ovr_event ev)
+{
+	if (e->ops.event)
+		e->ops.event(e->ctx, qp->user, qp->qpn, ev);
+}
+
+/* vendor_err of a WR that failed at posting: a local key, or a remote
+ * range no region can hold (what the responder's NAK would have said) */
+static inline uint32_t eng_locerr_verr(const struct eng_swqe *w)
+{
+	return w->status == OVR_WC_REM_ACCESS_ERR ? OVR_NAK_REM_ACCESS :
+						    OVR_VERR_LKEY;
+}
+
+/* Point a local SGE at what ovr_mr_check_dev resolved. */
+static inline void eng_set_lsge(struct eng_lsge *s,
+				const struct ovr_mr_loc *loc)
+{
+	s->dev = loc->dev;
+	if (loc->dev)
+		s->dev_off = loc->dev_off;
+	else
+		s->host = loc->host;
+}
+
+static inline bool eng_is_q1(uint8_t op)
+{
+	return op == OVR_WR_RDMA_READ || op == OVR_WR_ATOMIC_CMP_AND_SWP ||
+	       op == OVR_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline void eng_arm_timers(struct eng_qp *qp, uint64_t now,
+				  uint64_t ack_delay)
+{
+	uint32_t inflight = (qp->snd_nxt - qp->snd_una) & M24;
+
+	if (!qp->rto_at)
+		qp->rto_at = now + qp->rtt.rto_ns;
+	if (!qp->tlp_out)
+		qp->pto_at = now +
+			     ovr_dp_rtt_pto(&qp->rtt, inflight == 1, ack_delay);
+}
+
+/* Record a newly sent packet in the scoreboard. */
+static inline void eng_sb_record(struct ovr_eng *e, struct eng_qp *qp,
+				 uint32_t psn, uint32_t off, uint32_t len,
+				 uint32_t idx, uint8_t flags, uint64_t now)
+{
+	struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
+
+	k->xmit_ns = now;
+	k->off = off;
+	k->len = (uint16_t)len;
+	k->idx = (uint16_t)idx;
+	k->flags = flags | SB_USED;
+	k->nretx = 0;
+	qp->pipe += PKT_COST(len);
+	eng_arm_timers(qp, now, e->cfg.ack_delay_ns);
+}
+
+static inline bool eng_window_open(struct ovr_eng *e, struct eng_qp *qp,
+				   uint32_t len)
+{
+	(void)e;
+	/* an empty pipe always lets one packet out, whatever the window */
+	return !qp->pipe || qp->pipe + PKT_COST(len) <= qp->cc.cwnd_bytes;
+}
+
+static inline void eng_pace(struct eng_qp *qp, uint32_t len, uint64_t now)
+{
+	if (!qp->cc.rate_bps)
+		return;
+	if (qp->next_tx_ns < now)
+		qp->next_tx_ns = now;
+	qp->next_tx_ns +=
+		(uint64_t)(len + 100) * 8 * 1000000000ull / qp->cc.rate_bps;
+}
+
+static inline void eng_mark_lost(struct eng_qp *qp, struct eng_pkt *k)
+{
+	k->flags |= SB_LOST;
+	qp->nlost++;
+	qp->pipe -= PKT_COST(k->len);
+}
 
 #endif /* OVR_DP_ENGINE_IMPL_H */

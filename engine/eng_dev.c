@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device-memory copies and what waits for them: the batches of copies
+ * queued through ops.dev_copy, the PDUs and completions held until
+ * their batch and every one before it are done, and the QPs whose
+ * batch failed (ovr_eng_dev_*, ovr_eng_fence).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ovrdma/compiler.h>
+#include <ovrdma/util.h>
+
+#include "engine_impl.h"
+
+/*
+ * The pipelined copy engine (docs/GPU.md §1.1). Copies queued through
+ * ops.dev_copy go into the open batch; ovr_eng_dev_close closes it
+ * (ops.dev_batch_close: the service records an event per stream) and
+ * it joins the ring of batches in flight, at most cfg.dev_batches.
+ * Everything the engine produces while the open batch has copies or a
+ * batch is in flight (dev_busy) is held in the open batch, so that the
+ * order of PDUs and completions is the order they were produced in:
+ * a batch's held items leave when it and every batch before it are
+ * done (ovr_eng_dev_poll, in closing order), never earlier. Items held
+ * in an open batch without copies wait only for the batches before
+ * them: ovr_eng_dev_close appends them to the newest closed batch, and
+ * they leave at once when nothing is in flight any more.
+ *
+ * A batch that fails marks its QPs dev_fail: their items (in it, and
+ * in later batches once the failure is acted on) are dropped or turned
+ * into errors. The QPs go to ERROR only in ovr_eng_dev_poll and
+ * ovr_eng_fence, outside any other engine call; the blocking waits
+ * inside one (ring full, hold full, destroy) only mark them.
+ */
+
+/* The batches of device copies (only with ops.dev_fence); NULL and
+ * errno on failure. */
+struct eng_batch *eng_bat_alloc(uint32_t n)
+{
+	struct eng_batch *bat = calloc(n, sizeof(*bat));
+
+	if (!bat)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		bat[i].qp = calloc(ENG_BATCH_QPS, sizeof(*bat[i].qp));
+		bat[i].htx = calloc(ENG_HOLD, sizeof(*bat[i].htx));
+		bat[i].hcqe = calloc(ENG_HOLD, sizeof(*bat[i].hcqe));
+		if (!bat[i].qp || !bat[i].htx || !bat[i].hcqe) {
+			for (uint32_t k = 0; k <= i; k++) {
+				free(bat[k].qp);
+				free(bat[k].htx);
+				free(bat[k].hcqe);
+			}
+			free(bat);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	return bat;
+}
+
+static inline struct eng_batch *bat_open(struct ovr_eng *e)
+{
+	return &e->bat[e->bat_tail % e->nbat];
+}
+
+static void bat_close(struct ovr_eng *e);
+
+/*
+ * A copy to or from device memory through ops.dev_copy for @qp; @rpsn:
+ * the PSN of the request this side serves as responder, -1 for its own
+ * work; @msg_len: the length of the message the copy is part of (the
+ * service copies small messages its own way, docs/GPU.md §1.2). False:
+ * failed (counted; the caller puts the QP in ERROR). A queued copy lists
+ * the QP in the open batch.
+ */
+bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
+		  uint64_t off, void *buf, uint32_t len, bool to_dev,
+		  uint32_t msg_len)
+{
+	struct eng_dev_qp *d;
+	struct eng_batch *b;
+	int rc;
+
+	/* a batch lists ENG_BATCH_QPS: a QP more, and the next one starts */
+	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
+		bat_close(e);
+	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len);
+	if (rc < 0) {
+		e->st.dev_copy_err++;
+		return false;
+	}
+	e->st.dev_copies++;
+	e->st.dev_copy_bytes += len;
+	if (rc > 0 && e->bat) {
+		b = bat_open(e);
+		e->st.dev_async++;
+		b->queued++;
+		e->dev_busy = true;
+		if (!qp->dev_listed) {
+			qp->dev_listed = true;
+			qp->dev_idx = b->nqp;
+			b->qp[b->nqp++] = (struct eng_dev_qp){ .qpn = qp->qpn };
+		}
+		d = &b->qp[qp->dev_idx];
+		if (rpsn >= 0 && (!d->resp || PSN_LT((uint32_t)rpsn, d->psn))) {
+			d->resp = true;
+			d->psn = (uint32_t)rpsn;
+		}
+	}
+	return true;
+}
+
+/* Hand out what batch @b holds, in order; @rc: its copies' result (a
+ * failure marks the QPs with copies in it first). */
+static void bat_settle(struct ovr_eng *e, struct eng_batch *b, int rc)
+{
+	if (rc) {
+		e->st.dev_fence_err++;
+		for (uint32_t i = 0; i < b->nqp; i++) {
+			struct eng_qp *qp = eng_qp_get(e, b->qp[i].qpn);
+
+			if (!qp || qp->dev_fail)
+				continue; /* an earlier batch's failure stands */
+			qp->dev_fail = true;
+			qp->dev_resp = b->qp[i].resp;
+			qp->dev_psn = b->qp[i].psn;
+			e->dev_failq[e->ndev_fail++] = qp->qpn;
+		}
+	}
+	for (uint32_t i = 0; i < b->nhtx; i++)
+		eng_tx_release(e, &b->htx[i]);
+	for (uint32_t i = 0; i < b->nhcqe; i++)
+		eng_cqe_out(e, b->hcqe[i].cq, &b->hcqe[i].wc);
+	b->queued = b->nqp = b->nhtx = b->nhcqe = 0;
+	b->err = 0;
+	b->fenced = false;
+}
+
+/*
+ * Release the oldest batches in flight that are done, in order: as many
+ * as are (@wait false), or the oldest @n, waiting for each (@wait).
+ * When none is left in flight, the open batch's items go too if it has
+ * no copies. Returns the number released.
+ */
+static uint32_t bat_release(struct ovr_eng *e, bool wait, uint32_t n)
+{
+	uint32_t k = 0;
+
+	while (e->bat_head != e->bat_tail && k < n) {
+		unsigned int slot = (unsigned int)(e->bat_head % e->nbat);
+		struct eng_batch *b = &e->bat[slot];
+		int rc = b->err;
+
+		if (!b->fenced) {
+			if (wait)
+				e->st.dev_batch_waits++;
+			rc = e->ops.dev_batch_poll(e->ctx, slot, wait);
+			if (rc == -EAGAIN && !wait) {
+				e->st.dev_batch_not_ready++;
+				break;
+			}
+		}
+		e->bat_head++;
+		e->bat_done = b->seq;
+		bat_settle(e, b, rc);
+		k++;
+	}
+	if (e->bat_head == e->bat_tail && !bat_open(e)->queued) {
+		bat_settle(e, bat_open(e), 0);
+		e->dev_busy = false;
+	}
+	return k;
+}
+
+/* Close the open batch (it has copies): it joins those in flight, after
+ * the oldest is waited for when cfg.dev_batches are. */
+static void bat_close(struct ovr_eng *e)
+{
+	unsigned int slot;
+	struct eng_batch *b;
+	uint64_t n;
+
+	if (e->bat_tail - e->bat_head == e->nbat - 1)
+		bat_release(e, true, 1);
+	slot = (unsigned int)(e->bat_tail % e->nbat);
+	b = &e->bat[slot];
+	b->seq = ++e->bat_seq;
+	if (e->ops.dev_batch_close) {
+		b->err = e->ops.dev_batch_close(e->ctx, slot);
+		b->fenced = b->err != 0; /* failed: nothing to poll */
+	} else {
+		b->err = e->ops.dev_fence(e->ctx);
+		b->fenced = true;
+		e->st.dev_fences++;
+	}
+	for (uint32_t i = 0; i < b->nqp; i++) {
+		struct eng_qp *qp = eng_qp_get(e, b->qp[i].qpn);
+
+		if (qp)
+			qp->dev_listed = false;
+	}
+	e->bat_tail++;
+	e->st.dev_batches++;
+	n = e->bat_tail - e->bat_head;
+	if (n > e->st.dev_batch_max_inflight)
+		e->st.dev_batch_max_inflight = n;
+}
+
+/* Close what is queued and wait for everything. */
+void eng_dev_settle(struct ovr_eng *e)
+{
+	if (!e->dev_busy)
+		return;
+	if (bat_open(e)->queued)
+		bat_close(e);
+	bat_release(e, true, UINT32_MAX);
+}
+
+/* The open batch holds all it can: close it when it has copies (the next
+ * one holds on), else wait for everything. The batch to hold in, or NULL
+ * when nothing is left to wait for. */
+static struct eng_batch *bat_room(struct ovr_eng *e)
+{
+	if (bat_open(e)->queued)
+		bat_close(e);
+	else
+		eng_dev_settle(e);
+	return e->dev_busy ? bat_open(e) : NULL;
+}
+
+/* Hold a completion in the open batch while device copies are queued
+ * (eng_emit_cqe); false when nothing is left to wait for: it goes now. */
+bool eng_hold_cqe(struct ovr_eng *e, uint32_t cq, const struct ovr_eng_wc *wc)
+{
+	struct eng_batch *b = bat_open(e);
+
+	if (b->nhcqe == ENG_HOLD)
+		b = bat_room(e);
+	if (!b)
+		return false;
+	b->hcqe[b->nhcqe].cq = cq;
+	b->hcqe[b->nhcqe++].wc = *wc;
+	e->st.dev_held++;
+	return true;
+}
+
+/* The same for a PDU (eng_tx_out). */
+bool eng_hold_tx(struct ovr_eng *e, const struct eng_held_tx *h)
+{
+	struct eng_batch *b = bat_open(e);
+
+	if (b->nhtx == ENG_HOLD)
+		b = bat_room(e);
+	if (!b)
+		return false;
+	b->htx[b->nhtx++] = *h;
+	e->st.dev_held++;
+	return true;
+}
+
+/*
+ * The QPs whose batch failed go to ERROR, as a failed synchronous copy
+ * would put them; first, what later batches still hold for them is
+ * dropped (PDUs) or turned into errors (completions), as the failed
+ * batch's own items were. Outside any other engine call only.
+ */
+static void dev_fail_qps(struct ovr_eng *e)
+{
+	if (!e->ndev_fail)
+		return;
+	for (uint64_t i = e->bat_head; i <= e->bat_tail; i++) {
+		struct eng_batch *b = &e->bat[i % e->nbat];
+
+		for (uint32_t k = 0; k < b->nhtx; k++)
+			if (b->htx[k].len && eng_dev_failed(e, b->htx[k].qpn))
+				b->htx[k].len = 0;
+		for (uint32_t k = 0; k < b->nhcqe; k++)
+			eng_cqe_fail(e, &b->hcqe[k].wc);
+	}
+	while (e->ndev_fail) {
+		struct eng_qp *qp = eng_qp_get(e, e->dev_failq[--e->ndev_fail]);
+
+		if (!qp || !qp->dev_fail)
+			continue;
+		qp->dev_fail = false;
+		e->st.dev_copy_err++;
+		if (qp->type == OVR_QPT_UD || qp->state == OVR_QPS_ERR ||
+		    qp->state == OVR_QPS_RESET)
+			continue; /* a UD QP only lost those receives */
+		if (qp->dev_resp)
+			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, qp->dev_psn);
+		else
+			eng_qp_error_local(e, qp, qp->sq_cons,
+					   OVR_WC_LOC_QP_OP_ERR,
+					   OVR_VERR_DEV_COPY);
+	}
+}
+
+uint64_t ovr_eng_dev_close(struct ovr_eng *e)
+{
+	struct eng_batch *b, *p;
+
+	if (!e->bat || !e->dev_busy)
+		return e->bat_seq;
+	b = bat_open(e);
+	if (b->queued) {
+		bat_close(e);
+	} else if ((b->nhtx || b->nhcqe) && e->bat_head != e->bat_tail) {
+		/* nothing to wait for but the batches before: go with the
+		 * newest of them, if it has room */
+		p = &e->bat[(e->bat_tail - 1) % e->nbat];
+		if (p->nhtx + b->nhtx <= ENG_HOLD &&
+		    p->nhcqe + b->nhcqe <= ENG_HOLD) {
+			memcpy(p->htx + p->nhtx, b->htx,
+			       b->nhtx * sizeof(*b->htx));
+			memcpy(p->hcqe + p->nhcqe, b->hcqe,
+			       b->nhcqe * sizeof(*b->hcqe));
+			p->nhtx += b->nhtx;
+			p->nhcqe += b->nhcqe;
+			b->nhtx = b->nhcqe = 0;
+		}
+	}
+	return e->bat_seq;
+}
+
+uint64_t ovr_eng_dev_poll(struct ovr_eng *e)
+{
+	if (!e->bat)
+		return 0;
+	if (e->bat_head != e->bat_tail)
+		bat_release(e, false, UINT32_MAX);
+	dev_fail_qps(e);
+	return e->bat_done;
+}
+
+uint32_t ovr_eng_dev_inflight(const struct ovr_eng *e)
+{
+	return e->bat ? (uint32_t)(e->bat_tail - e->bat_head) : 0;
+}
+
+void ovr_eng_fence(struct ovr_eng *e)
+{
+	if (!e->bat)
+		return;
+	eng_dev_settle(e);
+	dev_fail_qps(e);
+}
