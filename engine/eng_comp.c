@@ -265,7 +265,7 @@ static uint32_t ack_sack(struct ovr_eng *e, struct eng_qp *qp,
  * request, a response or a SEND - that acknowledges something new
  * (cumulatively or selectively). Its echo is the send time of the
  * newest packet the peer had received, echoed only by the first
- * packet with an ACK after it (ts_echo), so within the peer's
+ * packet with an ACK after it (eng_ts_echo), so within the peer's
  * delayed-ACK time: it sends a pure ACK by then if nothing else
  * goes first. Pure ACKs alone are not enough: a requester that
  * posts its next READ as soon as the last completes, or a responder

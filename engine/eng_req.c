@@ -235,51 +235,6 @@ int ovr_eng_post_send(struct ovr_eng *e, uint32_t qpn,
 	return 0;
 }
 
-static uint32_t credit_of(const struct eng_qp *qp)
-{
-	return qp->rq_msn + (qp->rq_prod - qp->rq_cons);
-}
-
-/*
- * The timestamp echo: the tsval of the newest packet received (or of a
- * duplicate newer than that), sent once, with the first ACK that covers
- * it - within ack_delay_ns of its arrival, alone if nothing else goes
- * first. A later packet that acknowledges the same thing again carries 0
- * (no echo, no sample): it is sent because that first ACK was lost, or it
- * is a packet the application sent after a pause (a requester's next READ
- * long after the last response), and its age is ours, not the path's -
- * the peer would take the pause for an RTT and inflate its timeouts.
- */
-static uint32_t ts_echo(const struct eng_qp *qp)
-{
-	return qp->ts_fresh ? qp->ts_recent : 0;
-}
-
-void eng_hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
-		  uint64_t now)
-{
-	memset(p, 0, sizeof(*p));
-	p->version = OVR_WIRE_VERSION;
-	p->opcode = op;
-	p->dqpn = qp->dest_qpn;
-	p->sqpn = qp->qpn;
-	p->tsval = eng_ts_of(now);
-	p->payload = NULL;
-	p->payload_len = 0;
-	if (qp->state >= OVR_QPS_RTR) {
-		p->flags = OVR_F_ACK;
-		p->ack_psn = qp->rx.ack_psn;
-		p->tsecr = ts_echo(qp);
-		/* an SRQ's receives are not this QP's to promise (IB's SRQ
-		 * responders send no end-to-end credit either): the peer
-		 * sends and learns from an RNR NAK */
-		if (!qp->srq) {
-			p->flags |= OVR_F_CREDIT;
-			p->credit = credit_of(qp);
-		}
-	}
-}
-
 /* Build @p's headers in a fresh buffer, fill the payload with @fill, seal
  * and hand it out. Returns false when no buffer was available. */
 bool eng_tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,

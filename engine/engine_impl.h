@@ -251,7 +251,7 @@ struct eng_qp {
 	struct ovr_dp_rxwin rx;
 	uint64_t *rxbits;
 	uint32_t ts_recent;
-	bool ts_fresh; /* ts_recent not yet echoed (eng_req.c, ts_echo) */
+	bool ts_fresh; /* ts_recent not yet echoed (eng_ts_echo) */
 	bool ack_now;
 	uint8_t nak_code; /* NAK to send; 0: none */
 	uint8_t nak_timer;
@@ -443,8 +443,6 @@ void eng_qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 void eng_qp_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 
 /* eng_req.c */
-void eng_hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p, uint8_t op,
-		  uint64_t now);
 bool eng_tx_pdu(struct ovr_eng *e, struct eng_qp *qp, struct ovr_wire_pkt *p,
 		eng_fill_fn fill, uint32_t off, uint32_t idx);
 bool eng_tx_req_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
@@ -830,6 +828,54 @@ static inline void eng_mark_lost(struct eng_qp *qp, struct eng_pkt *k)
 	k->flags |= SB_LOST;
 	qp->nlost++;
 	qp->pipe -= PKT_COST(k->len);
+}
+
+static inline uint32_t eng_credit_of(const struct eng_qp *qp)
+{
+	return qp->rq_msn + (qp->rq_prod - qp->rq_cons);
+}
+
+/*
+ * The timestamp echo: the tsval of the newest packet received (or of a
+ * duplicate newer than that), sent once, with the first ACK that covers
+ * it - within ack_delay_ns of its arrival, alone if nothing else goes
+ * first. A later packet that acknowledges the same thing again carries 0
+ * (no echo, no sample): it is sent because that first ACK was lost, or it
+ * is a packet the application sent after a pause (a requester's next READ
+ * long after the last response), and its age is ours, not the path's -
+ * the peer would take the pause for an RTT and inflate its timeouts.
+ */
+static inline uint32_t eng_ts_echo(const struct eng_qp *qp)
+{
+	return qp->ts_fresh ? qp->ts_recent : 0;
+}
+
+/* The header every PDU of @qp starts with: addressing, timestamp and,
+ * from RTR on, the piggybacked ACK, echo and credit. Inline: it runs
+ * once per packet sent, and its memset folds into the stores. */
+static inline void eng_hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p,
+				uint8_t op, uint64_t now)
+{
+	memset(p, 0, sizeof(*p));
+	p->version = OVR_WIRE_VERSION;
+	p->opcode = op;
+	p->dqpn = qp->dest_qpn;
+	p->sqpn = qp->qpn;
+	p->tsval = eng_ts_of(now);
+	p->payload = NULL;
+	p->payload_len = 0;
+	if (qp->state >= OVR_QPS_RTR) {
+		p->flags = OVR_F_ACK;
+		p->ack_psn = qp->rx.ack_psn;
+		p->tsecr = eng_ts_echo(qp);
+		/* an SRQ's receives are not this QP's to promise (IB's SRQ
+		 * responders send no end-to-end credit either): the peer
+		 * sends and learns from an RNR NAK */
+		if (!qp->srq) {
+			p->flags |= OVR_F_CREDIT;
+			p->credit = eng_credit_of(qp);
+		}
+	}
 }
 
 #endif /* OVR_DP_ENGINE_IMPL_H */
