@@ -3,6 +3,7 @@
  * libovr_client (include/ovrdma/client.h): control requests over the
  * Unix socket, the shared rings, and memfd-backed registration.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
@@ -516,10 +518,16 @@ int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd)
 
 /* ---- memory registration --------------------------------------------------
  *
- * The process keeps one table of page ranges it has moved onto memfds
- * ("shadows"). A registration reuses shadows that still back its pages
- * (checked against /proc/self/maps: the application may have unmapped
- * and reused the addresses since) and moves the rest.
+ * Two routes (docs/SERVICE.md section 4). A MAP_SHARED piece of the
+ * range is passed as the object the process maps there (memfd, shm,
+ * hugetlbfs, shared anonymous memory, a file), opened anew: the service
+ * maps the same pages, and the application's mappings stay as they are,
+ * so memory that other mappings or processes also reach stays shared.
+ * Private memory is still moved onto memfds: the process keeps one
+ * table of page ranges it has moved ("shadows"). A registration reuses
+ * shadows that still back its pages (checked against /proc/self/maps:
+ * the application may have unmapped and reused the addresses since) and
+ * moves the rest.
  */
 
 struct shadow {
@@ -536,7 +544,22 @@ static size_t nshadows;
 struct maps_line {
 	uint64_t start, end, off;
 	ino_t ino;
+	dev_t dev;
+	bool shared, writable;
+	char path[256]; /* "" when none, or too long to keep */
 };
+
+/* @line's path, after the inode; "" for anonymous or truncated lines */
+static void maps_path(struct maps_line *m, const char *p)
+{
+	size_t n = strlen(p);
+
+	m->path[0] = 0;
+	if (!n || p[n - 1] != '\n' || n > sizeof(m->path))
+		return;
+	memcpy(m->path, p, n - 1);
+	m->path[n - 1] = 0;
+}
 
 static int read_maps(struct maps_line **out, size_t *n)
 {
@@ -550,10 +573,13 @@ static int read_maps(struct maps_line **out, size_t *n)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long s, e, off, ino;
-		char perms[8], dev[16];
+		unsigned int maj, min;
+		char perms[8];
+		int at = 0;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %15s %llu", &s, &e, perms,
-			   &off, dev, &ino) != 6)
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e,
+			   perms, &off, &maj, &min, &ino, &at) != 7 ||
+		    strlen(perms) < 4)
 			continue;
 		if (*n == cap) {
 			struct maps_line *t;
@@ -566,7 +592,16 @@ static int read_maps(struct maps_line **out, size_t *n)
 			}
 			*out = t;
 		}
-		(*out)[(*n)++] = (struct maps_line){ s, e, off, (ino_t)ino };
+		struct maps_line *m = &(*out)[(*n)++];
+
+		*m = (struct maps_line){ .start = s,
+					 .end = e,
+					 .off = off,
+					 .ino = (ino_t)ino,
+					 .dev = makedev(maj, min),
+					 .shared = perms[3] == 's',
+					 .writable = perms[1] == 'w' };
+		maps_path(m, line + at);
 	}
 	fclose(f);
 	return 0;
@@ -693,33 +728,108 @@ static struct ovr_cl_mr *mr_new(struct ovr_cl *cl,
 	return mr;
 }
 
-struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
-				size_t len, unsigned int access)
+/* Does @m's object still sit behind @fd (the path or fd it was found by
+ * may name another file by now)? */
+static bool obj_is(int fd, const struct maps_line *m)
 {
-	struct ovr_ctl_reg_mr_req q = { 0 };
-	struct ovr_ctl_reg_mr_rep r;
-	int fds[OVR_CTL_MR_MAX_SEG];
-	uint64_t va = (uint64_t)(uintptr_t)addr;
-	uint64_t start = va & ~(PAGE - 1), end, at;
-	struct maps_line *maps = NULL;
-	size_t nmaps = 0;
-	int rc;
+	struct stat st;
 
-	if (!len || va + len < va) {
-		errno = EINVAL;
-		return NULL;
+	return !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_ino == m->ino &&
+	       st.st_dev == m->dev;
+}
+
+/*
+ * @m's object without /proc/self/map_files, which only a process with
+ * CAP_CHECKPOINT_RESTORE (or CAP_SYS_ADMIN) may open: by its path when
+ * it still has one, else through a descriptor of the process's own on
+ * it (a memfd the application keeps open). -ENOENT: not found (shared
+ * anonymous memory, a deleted file nobody holds open).
+ */
+static int obj_find(const struct maps_line *m, int flags)
+{
+	char p[64];
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (m->path[0] == '/' && !strstr(m->path, " (deleted)")) {
+		fd = open(m->path, flags);
+		if (fd >= 0 && obj_is(fd, m))
+			return fd;
+		if (fd >= 0)
+			close(fd);
 	}
-	end = (va + len + PAGE - 1) & ~(PAGE - 1);
-	pthread_mutex_lock(&shadow_lock);
-	rc = read_maps(&maps, &nmaps);
-	for (size_t i = 0; !rc && i < nshadows;)
-		if (shadows[i].end > start && shadows[i].start < end &&
-		    !shadow_valid(&shadows[i], maps, nmaps))
-			shadow_drop(i);
-		else
-			i++;
-	free(maps);
-	/* back every page of [start, end) with a shadow */
+	d = opendir("/proc/self/fd");
+	if (!d)
+		return -ENOENT;
+	fd = -ENOENT;
+	while (fd < 0 && (e = readdir(d))) {
+		int n = atoi(e->d_name);
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || n == dirfd(d) ||
+		    !obj_is(n, m))
+			continue;
+		/* opened anew: the application's descriptor may be
+		 * read-only, and its offset is not ours to share */
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", n);
+		fd = open(p, flags);
+		if (fd >= 0 && !obj_is(fd, m)) {
+			close(fd);
+			fd = -ENOENT;
+		}
+	}
+	closedir(d);
+	return fd < 0 ? -ENOENT : fd;
+}
+
+/*
+ * The object behind the MAP_SHARED mapping @m, opened for the device's
+ * access (@wr: it writes); -EACCES when the mapping is read-only and the
+ * device would write (a NIC could not either), -ENOENT when there is no
+ * regular file to pass (a device file's mapping; an object the process
+ * may not reopen): the caller shadows those pages as before.
+ */
+static int obj_open(const struct maps_line *m, bool wr)
+{
+	int flags = (wr ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+	char p[80];
+	struct stat st;
+	int fd;
+
+	if (wr && !m->writable)
+		return -EACCES;
+	snprintf(p, sizeof(p), "/proc/self/map_files/%llx-%llx",
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(p, flags);
+	if (fd < 0 && errno == EACCES)
+		return -EACCES;
+	if (fd < 0)
+		return obj_find(m, flags);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
+}
+
+/* Is any page of [at, end) shadowed? Its shadows' memfds are MAP_SHARED
+ * mappings too; they stay on the shadow route. */
+static bool shadowed(uint64_t at, uint64_t end)
+{
+	for (size_t i = 0; i < nshadows; i++)
+		if (shadows[i].start < end && shadows[i].end > at)
+			return true;
+	return false;
+}
+
+/* [start, end) backed by shadows (made where none is), their segments
+ * appended to @q and @fds in address order. */
+static int shadow_segs(uint64_t start, uint64_t end,
+		       struct ovr_ctl_reg_mr_req *q, int *fds)
+{
+	uint64_t at;
+	int rc = 0;
+
 	for (at = start; !rc && at < end;) {
 		size_t i;
 		uint64_t gap_end = end;
@@ -737,24 +847,94 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 		rc = shadow_make(at, gap_end);
 		at = gap_end;
 	}
-	/* the segments, in address order */
 	for (at = start; !rc && at < end;) {
 		size_t i;
 
 		for (i = 0; i < nshadows; i++)
 			if (shadows[i].start <= at && shadows[i].end > at)
 				break;
-		if (i == nshadows || q.nseg == OVR_CTL_MR_MAX_SEG) {
-			rc = i == nshadows ? -EFAULT : -E2BIG;
-			break;
-		}
+		if (i == nshadows || q->nseg == OVR_CTL_MR_MAX_SEG)
+			return i == nshadows ? -EFAULT : -E2BIG;
 		uint64_t seg_end = shadows[i].end < end ? shadows[i].end : end;
 
-		q.seg[q.nseg].off = shadows[i].off + (at - shadows[i].start);
-		q.seg[q.nseg].len = seg_end - at;
-		fds[q.nseg++] = shadows[i].fd;
+		q->seg[q->nseg].off = shadows[i].off + (at - shadows[i].start);
+		q->seg[q->nseg].len = seg_end - at;
+		fds[q->nseg++] = shadows[i].fd;
 		at = seg_end;
 	}
+	return rc;
+}
+
+/* The segments of [start, end), one or more per VMA piece; @owned[i]:
+ * fds[i] was opened here (an object), the caller closes it. */
+static int mr_segs(uint64_t start, uint64_t end, unsigned int access,
+		   struct ovr_ctl_reg_mr_req *q, int *fds, bool *owned)
+{
+	bool wr = access & (OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+			    OVR_ACCESS_REMOTE_ATOMIC);
+	struct maps_line *maps = NULL;
+	size_t nmaps = 0, j = 0;
+	uint64_t at;
+	int rc;
+
+	rc = read_maps(&maps, &nmaps);
+	for (size_t i = 0; !rc && i < nshadows;)
+		if (shadows[i].end > start && shadows[i].start < end &&
+		    !shadow_valid(&shadows[i], maps, nmaps))
+			shadow_drop(i);
+		else
+			i++;
+	for (at = start; !rc && at < end;) {
+		const struct maps_line *m;
+		uint64_t pe;
+		int fd;
+
+		while (j < nmaps && maps[j].end <= at)
+			j++;
+		if (j == nmaps || maps[j].start > at) {
+			rc = -EFAULT; /* a hole */
+			break;
+		}
+		m = &maps[j];
+		pe = m->end < end ? m->end : end;
+		fd = m->shared && !shadowed(at, pe) ? obj_open(m, wr) : -ENOENT;
+		if (fd == -EACCES) {
+			rc = fd;
+		} else if (fd >= 0 && q->nseg == OVR_CTL_MR_MAX_SEG) {
+			close(fd);
+			rc = -E2BIG;
+		} else if (fd >= 0) {
+			q->seg[q->nseg].off = m->off + (at - m->start);
+			q->seg[q->nseg].len = pe - at;
+			owned[q->nseg] = true;
+			fds[q->nseg++] = fd;
+		} else {
+			rc = shadow_segs(at, pe, q, fds);
+		}
+		at = pe;
+	}
+	free(maps);
+	return rc;
+}
+
+struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
+				size_t len, unsigned int access)
+{
+	struct ovr_ctl_reg_mr_req q = { 0 };
+	struct ovr_ctl_reg_mr_rep r;
+	int fds[OVR_CTL_MR_MAX_SEG];
+	bool owned[OVR_CTL_MR_MAX_SEG] = { 0 };
+	uint64_t va = (uint64_t)(uintptr_t)addr;
+	uint64_t start = va & ~(PAGE - 1), end;
+	int rc;
+
+	if (!len || va + len < va) {
+		errno = EINVAL;
+		return NULL;
+	}
+	end = (va + len + PAGE - 1) & ~(PAGE - 1);
+	pthread_mutex_lock(&shadow_lock);
+	rc = mr_segs(start, end, access, &q, fds, owned);
 	if (!rc) {
 		q.pd = pd;
 		q.access = access;
@@ -766,6 +946,9 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				       q.nseg * sizeof(q.seg[0]),
 			       fds, (int)q.nseg, &r, sizeof(r), NULL, 0);
 	}
+	for (uint32_t i = 0; i < q.nseg; i++)
+		if (owned[i])
+			close(fds[i]);
 	pthread_mutex_unlock(&shadow_lock);
 	if (rc) {
 		errno = -rc;

@@ -189,8 +189,13 @@ struct svc_pd {
 struct svc_mr {
 	uint32_t pd_handle;
 	uint32_t key;
-	void *map; /* the service's view of the span; NULL for GPU memory */
+	void *map; /* the service's view of the span, with the huge pages
+		      around it on hugetlbfs; NULL for GPU memory */
 	size_t map_len;
+	uint64_t pinned; /* counted against pinned_mb_per_context */
+	uint32_t nseg_obj, nseg_shadow; /* segments per route */
+	void *obj_at[OVR_CTL_MR_MAX_SEG]; /* tracked mappings (svc_mem.c) */
+	uint64_t truncated; /* pages past a truncated object's end */
 	struct ovr_gdr_mem *gpu; /* GPU memory imported through gdr/ */
 };
 
@@ -319,6 +324,8 @@ struct svc_counters {
 	uint64_t ctx_opened, ctx_closed;
 	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
+	uint64_t mr_route_obj; /* registrations with object segments */
+	uint64_t mr_route_shadow; /* ...with sealed memfd (shadow) ones */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -468,6 +475,14 @@ void svc_qp_unindex(struct svc *s, struct svc_qp *qp);
 struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn);
 /* @len bytes of a new memfd @name, mapped shared; NULL on failure. */
 void *svc_map_memfd(const char *name, size_t len, int *fd_out);
+
+/* svc_mem.c: object-backed regions' mappings, kept from SIGBUS on
+ * truncation (loop thread only). Track [start, start + len), pages of
+ * @pg bytes; a page stood in for adds 1 to *@truncated. */
+int svc_mem_track(void *start, size_t len, size_t pg, uint64_t *truncated);
+void svc_mem_untrack(void *start);
+/* pages stood in for since start, all regions */
+uint64_t svc_mem_truncated_pages(void);
 
 /* svc_reply.c: answering control requests */
 struct svc_req {

@@ -410,6 +410,9 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "contexts", s->nctx);
 	counter(b, "contexts_opened", k->ctx_opened);
 	counter(b, "contexts_closed", k->ctx_closed);
+	counter(b, "mr_route_obj", k->mr_route_obj);
+	counter(b, "mr_route_shadow", k->mr_route_shadow);
+	counter(b, "mr_obj_truncated_pages", svc_mem_truncated_pages());
 }
 
 static void show_counters_engine(struct svc *s, struct show_buf *b)

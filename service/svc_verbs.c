@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The verbs objects other than QPs and SRQs (svc_qp.c): protection
- * domains, memory regions (host memory as sealed memfds, GPU memory
+ * domains, memory regions (host memory as the application's shared
+ * objects or the client's sealed memfds, GPU memory
  * through gdr/ and the CUDA driver it loads on first use), completion
  * channels, CQs and address handles - their control requests and their
  * destruction, which context teardown (svc_conn.c) uses too.
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "svc.h"
@@ -67,6 +69,23 @@ int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 #define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
 #define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
 
+#define ACCESS_DEV_WRITES                                   \
+	(OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE | \
+	 OVR_ACCESS_REMOTE_ATOMIC)
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+
+/* Unmaps @mr's view of host memory and forgets its tracked mappings. */
+static void mr_unmap(struct svc_mr *mr)
+{
+	for (uint32_t i = 0; i < OVR_CTL_MR_MAX_SEG; i++)
+		if (mr->obj_at[i])
+			svc_mem_untrack(mr->obj_at[i]);
+	if (mr->map)
+		munmap(mr->map, mr->map_len);
+}
+
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
 	struct svc_mr *mr = c->obj[h - 1].p;
@@ -81,54 +100,125 @@ int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	if (mr->gpu)
 		ovr_gdr_release(mr->gpu);
 	else
-		munmap(mr->map, mr->map_len);
-	c->pinned -= mr->map_len;
+		mr_unmap(mr);
+	c->pinned -= mr->pinned;
 	svc_obj_free(c, h);
 	c->nmr--;
 	free(mr);
 	return 0;
 }
 
-/* The total length of @q's segments in *@total; -EINVAL unless each is
- * whole pages of a sealed memfd @fds[i]. */
-static int mr_segs_len(const struct ovr_ctl_reg_mr_req *q, const int *fds,
-		       uint64_t *total)
+/* What one segment maps: [lo, hi) of its object (whole pages of @pg
+ * bytes around the segment), with @prot; @obj: not a sealed memfd, so
+ * it may shrink under us (svc_mem.c). */
+struct seg_map {
+	uint64_t lo, hi, pg;
+	int prot;
+	bool obj;
+};
+
+/*
+ * Checks @q's segments against their fds (-EINVAL, or -EACCES for a
+ * read-only fd the device would write through) and says how to map
+ * each. A segment is whole pages of a regular file - a sealed memfd
+ * (the client's shadows) or any object the application maps shared -
+ * inside its size. On hugetlbfs, mappings are of whole huge pages: only
+ * the first segment may start inside one, only the last end inside one.
+ */
+static int mr_segs_check(const struct ovr_ctl_reg_mr_req *q, const int *fds,
+			 struct seg_map *sm, uint64_t *total)
 {
 	for (uint32_t i = 0; i < q->nseg; i++) {
-		struct stat st;
+		const struct ovr_ctl_mr_seg *g = &q->seg[i];
 		int seals = fcntl(fds[i], F_GET_SEALS);
+		int fl = fcntl(fds[i], F_GETFL);
+		struct statfs sf;
+		struct stat st;
+		uint64_t pg = PAGE;
 
-		/* a segment that could shrink under us would fault the
-		 * service: only sealed memfds are accepted */
-		if (q->seg[i].len == 0 || q->seg[i].len % PAGE ||
-		    q->seg[i].off % PAGE || seals < 0 ||
-		    !(seals & F_SEAL_SHRINK) || fstat(fds[i], &st) ||
-		    q->seg[i].off + q->seg[i].len > (uint64_t)st.st_size)
+		if (g->len == 0 || g->len % PAGE || g->off % PAGE || fl < 0 ||
+		    fstat(fds[i], &st) || !S_ISREG(st.st_mode) ||
+		    g->off + g->len < g->off ||
+		    g->off + g->len > (uint64_t)st.st_size ||
+		    fstatfs(fds[i], &sf))
 			return -EINVAL;
-		*total += q->seg[i].len;
+		if ((q->access & ACCESS_DEV_WRITES) &&
+		    (fl & O_ACCMODE) != O_RDWR)
+			return -EACCES;
+		if ((unsigned long)sf.f_type == HUGETLBFS_MAGIC &&
+		    (uint64_t)st.st_blksize > pg)
+			pg = (uint64_t)st.st_blksize;
+		if (pg & (pg - 1))
+			return -EINVAL;
+		sm[i] = (struct seg_map){
+			.lo = g->off & ~(pg - 1),
+			.hi = (g->off + g->len + pg - 1) & ~(pg - 1),
+			.pg = pg,
+			.prot = PROT_READ |
+				((fl & O_ACCMODE) == O_RDWR ? PROT_WRITE : 0),
+			.obj = seals < 0 || !(seals & F_SEAL_SHRINK),
+		};
+		if ((i > 0 && sm[i].lo != g->off) ||
+		    (i + 1 < q->nseg && sm[i].hi != g->off + g->len))
+			return -EINVAL;
+		*total += g->len;
 	}
 	return 0;
 }
 
-/* Maps @q's segments back to back (@total bytes) at *@base. */
+/*
+ * Maps @q's segments back to back (@total bytes) into @mr; *@span: the
+ * service's address of q->span. Segments of huge pages need addresses
+ * aligned to them: the view is placed congruent to the client's span
+ * modulo the largest page size, as the client's mappings are.
+ */
 static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
-		  uint64_t total, uint8_t **base)
+		  const struct seg_map *sm, uint64_t total, struct svc_mr *mr,
+		  uint8_t **span)
 {
-	uint8_t *b = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-			  -1, 0);
+	const struct ovr_ctl_mr_seg *last = &q->seg[q->nseg - 1];
+	uint64_t pre = q->seg[0].off - sm[0].lo;
+	uint64_t post = sm[q->nseg - 1].hi - (last->off + last->len);
+	uint64_t align = PAGE, len, slack;
+	uint8_t *raw, *v, *b;
 
-	if (b == MAP_FAILED)
+	for (uint32_t i = 0; i < q->nseg; i++)
+		if (sm[i].pg > align)
+			align = sm[i].pg;
+	len = pre + total + post;
+	raw = mmap(NULL, len + align - PAGE, PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (raw == MAP_FAILED)
 		return -ENOMEM;
-	for (uint64_t i = 0, at = 0; i < q->nseg; at += q->seg[i].len, i++)
-		if (mmap(b + at, q->seg[i].len, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED, fds[i],
-			 (off_t)q->seg[i].off) == MAP_FAILED) {
-			int rc = -errno;
+	slack = ((q->span - pre) - (uint64_t)(uintptr_t)raw) & (align - 1);
+	v = raw + slack;
+	if (slack)
+		munmap(raw, slack);
+	if (align - PAGE - slack)
+		munmap(v + len, align - PAGE - slack);
+	mr->map = v;
+	mr->map_len = len;
+	b = v + pre;
+	for (uint64_t i = 0, at = 0; i < q->nseg; at += q->seg[i].len, i++) {
+		uint8_t *to = b + at - (q->seg[i].off - sm[i].lo);
 
-			munmap(b, total);
-			return rc;
+		if (mmap(to, sm[i].hi - sm[i].lo, sm[i].prot,
+			 MAP_SHARED | MAP_FIXED, fds[i],
+			 (off_t)sm[i].lo) == MAP_FAILED)
+			return -errno;
+		if (sm[i].obj) {
+			int rc = svc_mem_track(to, sm[i].hi - sm[i].lo,
+					       sm[i].pg, &mr->truncated);
+
+			if (rc)
+				return rc;
+			mr->obj_at[i] = to;
+			mr->nseg_obj++;
+		} else {
+			mr->nseg_shadow++;
 		}
-	*base = b;
+	}
+	*span = b;
 	return 0;
 }
 
@@ -136,6 +226,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_reg_mr_req *q = r->body;
 	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	struct seg_map sm[OVR_CTL_MR_MAX_SEG];
 	struct svc_pd *pd;
 	struct svc_mr *mr;
 	uint64_t total = 0;
@@ -156,8 +247,9 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
 				 -ENOSPC);
-	if (mr_segs_len(q, r->fds, &total))
-		return svc_status(c, r->h, -EINVAL);
+	rc = mr_segs_check(q, r->fds, sm, &total);
+	if (rc)
+		return svc_status(c, r->h, rc);
 	if (q->span % PAGE || q->len == 0 || q->va < q->span ||
 	    q->va - q->span + q->len > total)
 		return svc_status(c, r->h, -EINVAL);
@@ -165,29 +257,27 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	    c->pinned + total > s->conf.ctx_max_pinned)
 		return svc_limit(c, r->h, SVC_LIM_PINNED,
 				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
-	rc = mr_map(q, r->fds, total, &base);
-	if (rc)
-		return svc_status(c, r->h, rc);
 	mr = calloc(1, sizeof(*mr));
-	if (!mr) {
-		munmap(base, total);
+	if (!mr)
 		return svc_status(c, r->h, -ENOMEM);
-	}
-	rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
-			    q->access & ACCESS_KNOWN, base + (q->va - q->span),
-			    &mr->key);
+	rc = mr_map(q, r->fds, sm, total, mr, &base);
+	if (!rc)
+		rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
+				    q->access & ACCESS_KNOWN,
+				    base + (q->va - q->span), &mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
 	if (rc) {
 		if (mr->key)
 			ovr_eng_dereg_mr(s->eng, mr->key);
-		munmap(base, total);
+		mr_unmap(mr);
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
-	mr->map = base;
-	mr->map_len = total;
+	mr->pinned = total;
+	s->cnt.mr_route_obj += mr->nseg_obj != 0;
+	s->cnt.mr_route_shadow += mr->nseg_shadow != 0;
 	pd->users++;
 	c->nmr++;
 	c->pinned += total;
@@ -364,7 +454,7 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
-	mr->map_len = pinned; /* counted, not mapped: svc_mr_destroy */
+	mr->pinned = pinned; /* counted, not mapped */
 	pd->users++;
 	c->nmr++;
 	c->pinned += pinned;

@@ -16,7 +16,15 @@
  *   3. a registration over two shadows and a gap passes three segments
  *      in address order, the gap moved onto a new memfd;
  *   4. pages unmapped and mapped again at the same address are moved
- *      anew (the old shadow is stale), with the new contents.
+ *      anew (the old shadow is stale), with the new contents;
+ *   5. MAP_SHARED memory - a memfd mapped twice, a file, shared
+ *      anonymous memory - is passed as its own object, the mapping left
+ *      as it was (its maps line unchanged, the second mapping still
+ *      sharing its pages);
+ *   6. a range over private and shared pieces gives one segment per
+ *      piece, each on its route;
+ *   7. a read-only shared mapping registered for device writes is
+ *      EACCES; for reads, the object goes read-only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -404,6 +412,206 @@ static void test_remapped_moved_anew(void **state)
 	munmap(p, 2 * PG);
 }
 
+/* ---- the object route ----------------------------------------------------- */
+
+/* the /proc/self/maps line of @addr, in @line */
+static void maps_line_of(const void *addr, char *line, size_t cap)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	assert_non_null(f);
+	line[0] = 0;
+	while (fgets(line, (int)cap, f)) {
+		unsigned long long s, e;
+
+		if (sscanf(line, "%llx-%llx", &s, &e) == 2 &&
+		    (uintptr_t)addr >= s && (uintptr_t)addr < e)
+			break;
+		line[0] = 0;
+	}
+	fclose(f);
+	assert_true(line[0] != 0);
+}
+
+static ino_t maps_ino(const void *addr)
+{
+	char line[512];
+	unsigned long long ino;
+
+	maps_line_of(addr, line, sizeof(line));
+	assert_int_equal(sscanf(line, "%*s %*s %*s %*s %llu", &ino), 1);
+	return (ino_t)ino;
+}
+
+/* segment @i of the last REG_MR is the object itself: what the service
+ * maps of it is the application's memory at @at, and the service's
+ * stores show through @at */
+static void check_obj_seg(uint32_t i, uint8_t *at)
+{
+	const struct ovr_ctl_mr_seg *s = &svc.last.q.seg[i];
+	uint8_t *p;
+
+	assert_int_equal(svc.last.ino[i], maps_ino(at));
+	p = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 svc.last.fds[i], (off_t)s->off);
+	assert_true(p != MAP_FAILED);
+	assert_memory_equal(p, at, s->len);
+	p[s->len - 1] ^= 0x5a;
+	assert_int_equal(p[s->len - 1], at[s->len - 1]);
+	p[s->len - 1] ^= 0x5a;
+	munmap(p, s->len);
+}
+
+static void test_memfd_mapped_twice(void **state)
+{
+	int fd = memfd_create("app-shm", MFD_CLOEXEC);
+	char before[512], after[512];
+	struct ovr_cl_mr *mr;
+	struct stat st;
+	uint8_t *p, *q;
+
+	assert_int_equal(ftruncate(fd, 4 * PG), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	p = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	q = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED && q != MAP_FAILED);
+	fill(p, 4 * PG, 6);
+	maps_line_of(p, before, sizeof(before));
+	mr = ovr_cl_reg_mr(*state, 1, p + PG + 10, 2 * PG, 0xf);
+	assert_non_null(mr);
+	maps_line_of(p, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_false(backed_by_memfd(p + PG));
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(svc.last.ino[0], st.st_ino);
+	assert_int_equal(svc.last.q.seg[0].off, PG);
+	assert_int_equal(svc.last.q.seg[0].len, 3 * PG);
+	assert_int_equal(fcntl(svc.last.fds[0], F_GETFL) & O_ACCMODE, O_RDWR);
+	check_obj_seg(0, p + PG);
+	/* the other mapping still shares the pages */
+	q[2 * PG] ^= 0xff;
+	assert_int_equal(p[2 * PG], q[2 * PG]);
+	check_obj_seg(0, p + PG);
+	assert_int_equal(hook_calls, 0);
+	ovr_cl_dereg_mr(*state, mr);
+	munmap(q, 4 * PG);
+	munmap(p, 4 * PG);
+	close(fd);
+}
+
+static void test_shared_file(void **state)
+{
+	char path[] = "/tmp/ovrdma-clmr-file.XXXXXX";
+	int fd = mkstemp(path);
+	char before[512], after[512];
+	struct ovr_cl_mr *mr;
+	struct stat st;
+	uint8_t *p;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(ftruncate(fd, 4 * PG), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	/* file pages 1-3 */
+	p = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, PG);
+	assert_true(p != MAP_FAILED);
+	fill(p, 3 * PG, 7);
+	maps_line_of(p, before, sizeof(before));
+	mr = ovr_cl_reg_mr(*state, 1, p + PG, PG, 0xf);
+	assert_non_null(mr);
+	maps_line_of(p, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(svc.last.ino[0], st.st_ino);
+	assert_int_equal(svc.last.q.seg[0].off, 2 * PG);
+	assert_int_equal(svc.last.q.seg[0].len, PG);
+	check_obj_seg(0, p + PG);
+	ovr_cl_dereg_mr(*state, mr);
+	munmap(p, 3 * PG);
+	close(fd);
+}
+
+static void test_shared_anon(void **state)
+{
+	uint8_t *p = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char before[512], after[512];
+	struct ovr_cl_mr *mr;
+
+	assert_true(p != MAP_FAILED);
+	fill(p, 2 * PG, 8);
+	maps_line_of(p, before, sizeof(before));
+	mr = ovr_cl_reg_mr(*state, 1, p, 2 * PG, 0xf);
+	assert_non_null(mr);
+	maps_line_of(p, after, sizeof(after));
+	assert_string_equal(before, after);
+	assert_int_equal(svc.last.q.nseg, 1);
+	if (backed_by_memfd(p)) {
+		/* no CAP_CHECKPOINT_RESTORE: map_files cannot be opened, and
+		 * shared anonymous memory has no other way in */
+		print_message("shared anonymous memory shadowed "
+			      "(unprivileged)\n");
+	} else {
+		assert_int_equal(svc.last.q.seg[0].off, 0);
+		check_obj_seg(0, p);
+	}
+	ovr_cl_dereg_mr(*state, mr);
+	munmap(p, 2 * PG);
+}
+
+static void test_mixed_pieces(void **state)
+{
+	uint8_t *p = map_pages(NULL, 3);
+	int fd = memfd_create("app-mid", MFD_CLOEXEC);
+	struct ovr_cl_mr *mr;
+	struct stat st;
+
+	assert_int_equal(ftruncate(fd, PG), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_ptr_equal(mmap(p + PG, PG, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_FIXED, fd, 0),
+			 p + PG);
+	fill(p, 3 * PG, 9);
+	mr = ovr_cl_reg_mr(*state, 1, p, 3 * PG, 0xf);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.nseg, 3);
+	assert_true(backed_by_memfd(p));
+	assert_false(backed_by_memfd(p + PG));
+	assert_true(backed_by_memfd(p + 2 * PG));
+	assert_int_equal(svc.last.ino[1], st.st_ino);
+	assert_true(svc.last.ino[0] != st.st_ino &&
+		    svc.last.ino[2] != st.st_ino);
+	check_seg(0, p);
+	check_obj_seg(1, p + PG);
+	check_seg(2, p + 2 * PG);
+	check_pat(p, 3 * PG, 9);
+	ovr_cl_dereg_mr(*state, mr);
+	munmap(p, 3 * PG);
+	close(fd);
+}
+
+static void test_readonly_shared(void **state)
+{
+	int fd = memfd_create("app-ro", MFD_CLOEXEC);
+	struct ovr_cl_mr *mr;
+	uint8_t *p;
+
+	assert_int_equal(ftruncate(fd, PG), 0);
+	p = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	errno = 0;
+	assert_null(ovr_cl_reg_mr(*state, 1, p, PG, 0xf));
+	assert_int_equal(errno, EACCES);
+	mr = ovr_cl_reg_mr(*state, 1, p, PG, 4 /* REMOTE_READ */);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(fcntl(svc.last.fds[0], F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_false(backed_by_memfd(p));
+	ovr_cl_dereg_mr(*state, mr);
+	munmap(p, PG);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +619,11 @@ int main(void)
 		cmocka_unit_test(test_reuse_shadow),
 		cmocka_unit_test(test_segments_in_order),
 		cmocka_unit_test(test_remapped_moved_anew),
+		cmocka_unit_test(test_memfd_mapped_twice),
+		cmocka_unit_test(test_shared_file),
+		cmocka_unit_test(test_shared_anon),
+		cmocka_unit_test(test_mixed_pieces),
+		cmocka_unit_test(test_readonly_shared),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
