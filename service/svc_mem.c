@@ -66,7 +66,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	/* not ours (or no stand-in): the fault repeats under what was
-	 * there before */
+	 * there before (ours again at the next registration, if the
+	 * process survives it) */
+	installed = false;
 	sigaction(SIGBUS, &old_bus, NULL);
 }
 
