@@ -12,7 +12,9 @@
 #   mem:       verbs_mem: memory registration's semantics (memory the
 #              application also reaches otherwise: shared mappings, a
 #              file, a forked child, another thread; MADV_DONTNEED and
-#              munmap of registered memory), each case's verdict printed;
+#              munmap of registered memory; private memory and fork with
+#              and without ibv_fork_init, 1 GiB, a read-only page), each
+#              case's verdict printed;
 #              CASE... (default: all) are its case names.
 # Server on node 1, client on node 2, each under a timeout. Both must exit
 # 0 and print PASS; afterwards no QP is left on either node.
