@@ -225,22 +225,30 @@ static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
  * The engine reaches [va, va + len) through ops.dev_copy, whose cookie
  * names the context (svc_dp.c: process_vm_readv / writev into c->pid,
  * checked against c->pidfd); offsets are the application's addresses.
- * Nothing is copied, mapped or pinned, so nothing counts against
- * pinned_mb_per_context.
+ * Nothing is copied, mapped or pinned; the pages still count against
+ * pinned_mb_per_context, as a NIC's registration counts against
+ * RLIMIT_MEMLOCK: the limit bounds what an application registers.
  */
 static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		       struct svc_pd *pd)
 {
 	const struct ovr_ctl_reg_mr_req *q = r->body;
 	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	uint64_t pages;
 	struct svc_mr *mr;
 	int rc;
 
-	if (q->len == 0 || q->va + q->len < q->va || q->span % PAGE ||
+	if (q->len == 0 || q->va + q->len < q->va ||
+	    q->va + q->len > UINT64_MAX - PAGE || q->span % PAGE ||
 	    q->span != (q->va & ~(uint64_t)(PAGE - 1)))
 		return svc_status(c, r->h, -EINVAL);
 	if (c->pidfd < 0)
 		return svc_status(c, r->h, -ESRCH);
+	pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) - q->span;
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + pages > s->conf.ctx_max_pinned)
+		return svc_limit(c, r->h, SVC_LIM_PINNED,
+				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return svc_status(c, r->h, -ENOMEM);
@@ -257,9 +265,11 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr->pinned = pages; /* counted, not pinned */
 	s->cnt.mr_route_proc++;
 	pd->users++;
 	c->nmr++;
+	c->pinned += pages;
 	rep.lkey = rep.rkey = mr->key;
 	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }
