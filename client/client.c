@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * libovr_client (include/ovrdma/client.h): control requests over the
- * Unix socket, the shared rings, and memfd-backed registration.
+ * Unix socket, the shared rings, and memory registration.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
@@ -518,28 +517,19 @@ int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd)
 
 /* ---- memory registration --------------------------------------------------
  *
- * Two routes (docs/SERVICE.md section 4). A MAP_SHARED piece of the
- * range is passed as the object the process maps there (memfd, shm,
- * hugetlbfs, shared anonymous memory, a file), opened anew: the service
- * maps the same pages, and the application's mappings stay as they are,
- * so memory that other mappings or processes also reach stays shared.
- * Private memory is still moved onto memfds: the process keeps one
- * table of page ranges it has moved ("shadows"). A registration reuses
- * shadows that still back its pages (checked against /proc/self/maps:
- * the application may have unmapped and reused the addresses since) and
- * moves the rest.
+ * Two routes (docs/SERVICE.md section 4), and registration changes
+ * nothing in the process: it reads /proc/self/maps, decides, and asks.
+ * When every VMA piece of the range is MAP_SHARED memory backed by a
+ * regular file the client can open (memfd, shm, hugetlbfs, shared
+ * anonymous memory through map_files, a file), those objects are passed
+ * (the object route): the service maps the same pages. Otherwise - any
+ * private piece (malloc, stacks, private mappings), a device file's
+ * mapping, an object the process may not reopen, more pieces than a
+ * request carries - the whole registration takes the process route: no
+ * fd, and the service reaches the application's memory with
+ * process_vm_readv / process_vm_writev, as it is at the time of each
+ * copy.
  */
-
-struct shadow {
-	uint64_t start, end; /* page-aligned */
-	int fd;
-	uint64_t off; /* of start in fd */
-	ino_t ino;
-};
-
-static pthread_mutex_t shadow_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct shadow *shadows;
-static size_t nshadows;
 
 struct maps_line {
 	uint64_t start, end, off;
@@ -605,106 +595,6 @@ static int read_maps(struct maps_line **out, size_t *n)
 	}
 	fclose(f);
 	return 0;
-}
-
-/* Does the process still map @sh's memfd at its addresses? */
-static bool shadow_valid(const struct shadow *sh, const struct maps_line *m,
-			 size_t n)
-{
-	uint64_t at = sh->start;
-
-	for (size_t i = 0; i < n && at < sh->end; i++) {
-		if (m[i].end <= at || m[i].start > at)
-			continue;
-		if (m[i].ino != sh->ino ||
-		    m[i].off + (at - m[i].start) != sh->off + (at - sh->start))
-			return false;
-		at = m[i].end;
-	}
-	return at >= sh->end;
-}
-
-static void shadow_drop(size_t i)
-{
-	close(shadows[i].fd);
-	memmove(&shadows[i], &shadows[i + 1],
-		(nshadows - i - 1) * sizeof(*shadows));
-	nshadows--;
-}
-
-/*
- * mremap(2) with MREMAP_FIXED, as a system call. Memory hooks replace
- * libc's mremap in the application: UCX's UCM (UCX 1.13 and earlier)
- * takes four arguments and drops MREMAP_FIXED's new address (the call
- * then fails with EINVAL, or moves the pages wherever the fifth argument
- * register points), and registration caches (UCX's, Open MPI's) take
- * the mremap for an unmap of the range and invalidate what they
- * registered there. The remap keeps the range's contents: there is
- * nothing for a hook to learn.
- */
-static void *remap_fixed(void *from, size_t len, void *to)
-{
-	long r = syscall(SYS_mremap, from, len, len,
-			 MREMAP_MAYMOVE | MREMAP_FIXED, to);
-
-	return r == -1 ? MAP_FAILED : (void *)r;
-}
-
-/* Moves [start, end) onto a new sealed memfd, contents kept. */
-static int shadow_make(uint64_t start, uint64_t end)
-{
-	size_t len = (size_t)(end - start);
-	struct iovec lio, rio;
-	struct shadow sh = { .start = start, .end = end };
-	struct stat st;
-	struct shadow *t;
-	void *tmp;
-	int fd;
-
-	fd = memfd_create("ovrdma-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)len) ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) ||
-	    fstat(fd, &st))
-		goto fail;
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED)
-		goto fail;
-	/* copy through the kernel: an unmapped address gives EFAULT, not a
-	 * crash */
-	lio = (struct iovec){ tmp, len };
-	rio = (struct iovec){ (void *)(uintptr_t)start, len };
-	if (process_vm_readv(getpid(), &lio, 1, &rio, 1, 0) != (ssize_t)len) {
-		munmap(tmp, len);
-		errno = EFAULT;
-		goto fail;
-	}
-	if (remap_fixed(tmp, len, (void *)(uintptr_t)start) == MAP_FAILED) {
-		munmap(tmp, len);
-		goto fail;
-	}
-	t = realloc(shadows, (nshadows + 1) * sizeof(*t));
-	if (!t)
-		goto fail;
-	shadows = t;
-	sh.fd = fd;
-	sh.ino = st.st_ino;
-	/* keep the table sorted by start */
-	size_t i = 0;
-
-	while (i < nshadows && shadows[i].start < start)
-		i++;
-	memmove(&shadows[i + 1], &shadows[i], (nshadows - i) * sizeof(*t));
-	shadows[i] = sh;
-	nshadows++;
-	return 0;
-fail : {
-	int e = errno ? errno : ENOMEM;
-
-	close(fd);
-	return -e;
-}
 }
 
 /* The client's side of a region the service registered (reply @r); if
@@ -787,7 +677,7 @@ static int obj_find(const struct maps_line *m, int flags)
  * access (@wr: it writes); -EACCES when the mapping is read-only and the
  * device would write (a NIC could not either), -ENOENT when there is no
  * regular file to pass (a device file's mapping; an object the process
- * may not reopen): the caller shadows those pages as before.
+ * may not reopen): the registration takes the process route.
  */
 static int obj_open(const struct maps_line *m, bool wr)
 {
@@ -812,63 +702,15 @@ static int obj_open(const struct maps_line *m, bool wr)
 	return fd;
 }
 
-/* Is any page of [at, end) shadowed? Its shadows' memfds are MAP_SHARED
- * mappings too; they stay on the shadow route. */
-static bool shadowed(uint64_t at, uint64_t end)
-{
-	for (size_t i = 0; i < nshadows; i++)
-		if (shadows[i].start < end && shadows[i].end > at)
-			return true;
-	return false;
-}
-
-/* [start, end) backed by shadows (made where none is), their segments
- * appended to @q and @fds in address order. */
-static int shadow_segs(uint64_t start, uint64_t end,
-		       struct ovr_ctl_reg_mr_req *q, int *fds)
-{
-	uint64_t at;
-	int rc = 0;
-
-	for (at = start; !rc && at < end;) {
-		size_t i;
-		uint64_t gap_end = end;
-
-		for (i = 0; i < nshadows; i++) {
-			if (shadows[i].start <= at && shadows[i].end > at)
-				break;
-			if (shadows[i].start > at && shadows[i].start < gap_end)
-				gap_end = shadows[i].start;
-		}
-		if (i < nshadows) {
-			at = shadows[i].end;
-			continue;
-		}
-		rc = shadow_make(at, gap_end);
-		at = gap_end;
-	}
-	for (at = start; !rc && at < end;) {
-		size_t i;
-
-		for (i = 0; i < nshadows; i++)
-			if (shadows[i].start <= at && shadows[i].end > at)
-				break;
-		if (i == nshadows || q->nseg == OVR_CTL_MR_MAX_SEG)
-			return i == nshadows ? -EFAULT : -E2BIG;
-		uint64_t seg_end = shadows[i].end < end ? shadows[i].end : end;
-
-		q->seg[q->nseg].off = shadows[i].off + (at - shadows[i].start);
-		q->seg[q->nseg].len = seg_end - at;
-		fds[q->nseg++] = shadows[i].fd;
-		at = seg_end;
-	}
-	return rc;
-}
-
-/* The segments of [start, end), one or more per VMA piece; @owned[i]:
- * fds[i] was opened here (an object), the caller closes it. */
-static int mr_segs(uint64_t start, uint64_t end, unsigned int access,
-		   struct ovr_ctl_reg_mr_req *q, int *fds, bool *owned)
+/*
+ * The route of [start, end): its object segments appended to @q and @fds
+ * (opened here: the caller closes the nseg of them), or *@proc when any
+ * piece cannot take the object route (then no fd is left open). A hole
+ * in the range is -EFAULT; device writes over a read-only piece
+ * -EACCES (a NIC could not write it either).
+ */
+static int mr_route(uint64_t start, uint64_t end, unsigned int access,
+		    struct ovr_ctl_reg_mr_req *q, int *fds, bool *proc)
 {
 	bool wr = access & (OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
 			    OVR_ACCESS_REMOTE_ATOMIC);
@@ -877,13 +719,8 @@ static int mr_segs(uint64_t start, uint64_t end, unsigned int access,
 	uint64_t at;
 	int rc;
 
+	*proc = false;
 	rc = read_maps(&maps, &nmaps);
-	for (size_t i = 0; !rc && i < nshadows;)
-		if (shadows[i].end > start && shadows[i].start < end &&
-		    !shadow_valid(&shadows[i], maps, nmaps))
-			shadow_drop(i);
-		else
-			i++;
 	for (at = start; !rc && at < end;) {
 		const struct maps_line *m;
 		uint64_t pe;
@@ -897,23 +734,30 @@ static int mr_segs(uint64_t start, uint64_t end, unsigned int access,
 		}
 		m = &maps[j];
 		pe = m->end < end ? m->end : end;
-		fd = m->shared && !shadowed(at, pe) ? obj_open(m, wr) : -ENOENT;
+		if (wr && !m->writable) {
+			rc = -EACCES;
+			break;
+		}
+		fd = -ENOENT;
+		if (m->shared && !*proc && q->nseg < OVR_CTL_MR_MAX_SEG)
+			fd = obj_open(m, wr);
 		if (fd == -EACCES) {
 			rc = fd;
-		} else if (fd >= 0 && q->nseg == OVR_CTL_MR_MAX_SEG) {
-			close(fd);
-			rc = -E2BIG;
 		} else if (fd >= 0) {
 			q->seg[q->nseg].off = m->off + (at - m->start);
 			q->seg[q->nseg].len = pe - at;
-			owned[q->nseg] = true;
 			fds[q->nseg++] = fd;
 		} else {
-			rc = shadow_segs(at, pe, q, fds);
+			*proc = true; /* still walked: holes, rights */
 		}
 		at = pe;
 	}
 	free(maps);
+	if (rc || *proc) {
+		for (uint32_t i = 0; i < q->nseg; i++)
+			close(fds[i]);
+		q->nseg = 0;
+	}
 	return rc;
 }
 
@@ -923,9 +767,9 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 	struct ovr_ctl_reg_mr_req q = { 0 };
 	struct ovr_ctl_reg_mr_rep r;
 	int fds[OVR_CTL_MR_MAX_SEG];
-	bool owned[OVR_CTL_MR_MAX_SEG] = { 0 };
 	uint64_t va = (uint64_t)(uintptr_t)addr;
 	uint64_t start = va & ~(PAGE - 1), end;
+	bool proc;
 	int rc;
 
 	if (!len || va + len < va) {
@@ -933,23 +777,21 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 		return NULL;
 	}
 	end = (va + len + PAGE - 1) & ~(PAGE - 1);
-	pthread_mutex_lock(&shadow_lock);
-	rc = mr_segs(start, end, access, &q, fds, owned);
+	rc = mr_route(start, end, access, &q, fds, &proc);
 	if (!rc) {
 		q.pd = pd;
 		q.access = access;
 		q.va = va;
 		q.len = len;
 		q.span = start;
+		q.flags = proc ? OVR_CTL_MR_PROC : 0;
 		rc = req_exact(cl, OVR_CTL_REG_MR, &q,
 			       offsetof(struct ovr_ctl_reg_mr_req, seg) +
 				       q.nseg * sizeof(q.seg[0]),
 			       fds, (int)q.nseg, &r, sizeof(r), NULL, 0);
 	}
 	for (uint32_t i = 0; i < q.nseg; i++)
-		if (owned[i])
-			close(fds[i]);
-	pthread_mutex_unlock(&shadow_lock);
+		close(fds[i]);
 	if (rc) {
 		errno = -rc;
 		return NULL;

@@ -88,8 +88,12 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
 		bat_close(e);
 	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len);
+	e->dev_fault = rc == -EFAULT;
 	if (rc < 0) {
-		e->st.dev_copy_err++;
+		if (e->dev_fault)
+			e->st.dev_copy_fault++;
+		else
+			e->st.dev_copy_err++;
 		return false;
 	}
 	e->st.dev_copies++;
@@ -111,6 +115,32 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 		}
 	}
 	return true;
+}
+
+/*
+ * A copy that must be done when it returns (an atomic's read-modify-
+ * write on a region of host memory behind the copy op): 0, or the
+ * op's -errno (-EFAULT: no memory there; e->dev_fault says so too). A
+ * copy the op queued anyway is waited for.
+ */
+int eng_dev_copy_sync(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
+		      uint32_t len, bool to_dev)
+{
+	int rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, len);
+
+	if (rc > 0)
+		rc = e->ops.dev_fence ? e->ops.dev_fence(e->ctx) : 0;
+	e->dev_fault = rc == -EFAULT;
+	if (rc < 0) {
+		if (e->dev_fault)
+			e->st.dev_copy_fault++;
+		else
+			e->st.dev_copy_err++;
+		return rc;
+	}
+	e->st.dev_copies++;
+	e->st.dev_copy_bytes += len;
+	return 0;
 }
 
 /* Hand out what batch @b holds, in order; @rc: its copies' result (a

@@ -296,7 +296,7 @@ static bool fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		     w->len))
 		return true;
 	/* the source could not be read: this WR fails, the QP with it */
-	eng_qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+	eng_qp_error_local(e, qp, idx, eng_copy_status(e), 0);
 	return false;
 }
 

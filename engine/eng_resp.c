@@ -167,7 +167,7 @@ static bool fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 	if (eng_dev_copy(e, qp, q->psn, q->dev, q->dev_off + off, dst, len,
 			 false, q->len))
 		return true;
-	eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
+	eng_qp_fatal_nak(e, qp, eng_copy_nak(e), q->psn);
 	return false;
 }
 
@@ -387,7 +387,7 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 		if (!sge_write(e, qp, -1, eng_rwqe_sge(qp, idx), r->nsge, 0,
 			       grh, sizeof(grh),
 			       OVR_GRH_LEN + p->payload_len)) {
-			eng_complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			eng_complete_recv(e, qp, idx, eng_copy_status(e), 0);
 			return;
 		}
 		r->wc_flags = OVR_WC_GRH;
@@ -396,7 +396,7 @@ static void rx_ud(struct ovr_eng *e, struct eng_qp *qp,
 		       p->payload, p->payload_len,
 		       OVR_GRH_LEN + p->payload_len)) {
 		/* the datagram is lost with the receive; no connection */
-		eng_complete_recv(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+		eng_complete_recv(e, qp, idx, eng_copy_status(e), 0);
 		return;
 	}
 	r->msg_len = OVR_GRH_LEN + p->payload_len;
@@ -456,7 +456,7 @@ static bool rx_release_tails(struct ovr_eng *e, struct eng_qp *qp, uint32_t ack)
 		 * whichever way it goes */
 		if (!loc_copy(e, qp, best->psn, loc.host, loc.dev, loc.dev_off,
 			      best->data, best->len, true, best->len)) {
-			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, best->psn);
+			eng_qp_fatal_nak(e, qp, eng_copy_nak(e), best->psn);
 			return false;
 		}
 		best->len = 0;
@@ -507,18 +507,39 @@ static bool rd_exec_atomic(struct ovr_eng *e, struct eng_qp *qp,
 	 * copies would not be atomic against the GPU's own
 	 * accesses, so it is refused (docs/GPU.md).
 	 */
-	if (loc.dev) {
+	if (loc.dev && !loc.host_ops) {
 		e->st.dev_atomic_refused++;
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
 		return false;
 	}
-	memcpy(&v, loc.host, 8);
+	/*
+	 * Host memory behind the copy op (another process's): read,
+	 * compute, write, each copy done when it returns; nothing else of
+	 * this engine runs in between, as nothing does between the two
+	 * memcpy below.
+	 */
+	if (loc.dev) {
+		if (eng_dev_copy_sync(e, loc.dev, loc.dev_off, &v, 8, false)) {
+			eng_qp_fatal_nak(e, qp, eng_copy_nak(e), q->psn);
+			return false;
+		}
+	} else {
+		memcpy(&v, loc.host, 8);
+	}
 	q->orig = v;
 	if (q->opcode == OVR_OP_ATOMIC_CS)
 		nv = v == q->compare ? q->swap_add : v;
 	else
 		nv = v + q->swap_add;
-	memcpy(loc.host, &nv, 8);
+	if (loc.dev) {
+		e->st.dev_atomics++;
+		if (eng_dev_copy_sync(e, loc.dev, loc.dev_off, &nv, 8, true)) {
+			eng_qp_fatal_nak(e, qp, eng_copy_nak(e), q->psn);
+			return false;
+		}
+	} else {
+		memcpy(loc.host, &nv, 8);
+	}
 	return true;
 }
 
@@ -747,8 +768,9 @@ static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
 	if (!sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
 		       p->u.send.mo, p->payload, p->payload_len,
 		       p->u.send.msg_len)) {
-		/* device memory could not be written */
-		r->bad = OVR_WC_LOC_QP_OP_ERR;
+		/* device memory could not be written; not there at all
+		 * (-EFAULT): as a receive whose key failed */
+		r->bad = eng_copy_status(e);
 		violation(e, qp, OVR_NAK_REM_OP, p->psn);
 		return false;
 	}
@@ -791,7 +813,7 @@ static bool rx_write(struct ovr_eng *e, struct eng_qp *qp,
 		}
 		if (!place_write(e, qp, p, &loc, inorder, &failed)) {
 			if (failed)
-				violation(e, qp, OVR_NAK_REM_OP, p->psn);
+				violation(e, qp, eng_copy_nak(e), p->psn);
 			return false; /* else no room to hold the tail:
 				       * resent */
 		}
@@ -880,7 +902,7 @@ static bool rx_rd_resp(struct ovr_eng *e, struct eng_qp *qp,
 		if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx), w->nsge,
 			       p->u.rresp.mo, p->payload, p->payload_len,
 			       w->len)) {
-			eng_qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			eng_qp_error_local(e, qp, idx, eng_copy_status(e), 0);
 			return false;
 		}
 		w->resp_got += p->payload_len;
@@ -889,7 +911,7 @@ static bool rx_rd_resp(struct ovr_eng *e, struct eng_qp *qp,
 
 		if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx), w->nsge, 0,
 			       (const uint8_t *)&orig, 8, 8)) {
-			eng_qp_error_local(e, qp, idx, OVR_WC_LOC_QP_OP_ERR, 0);
+			eng_qp_error_local(e, qp, idx, eng_copy_status(e), 0);
 			return false;
 		}
 	}

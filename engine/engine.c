@@ -209,11 +209,21 @@ int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
 		       uint64_t len, unsigned int access, void *dev,
 		       uint64_t dev_off, uint32_t *key)
 {
+	return ovr_eng_reg_mr_ext(e, pd, va, len, access, dev, dev_off, 0, key);
+}
+
+int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
+		       uint64_t len, unsigned int access, void *dev,
+		       uint64_t dev_off, unsigned int flags, uint32_t *key)
+{
 	int rc;
 
+	if (flags & ~OVR_ENG_MR_HOST)
+		return -EINVAL;
 	if (!e->ops.dev_copy)
 		return -EOPNOTSUPP;
-	rc = ovr_mr_reg_dev(e->mrs, pd, va, len, access, dev, dev_off, key);
+	rc = ovr_mr_reg_ops(e->mrs, pd, va, len, access, dev, dev_off,
+			    flags & OVR_ENG_MR_HOST, key);
 	return rc < 0 && rc != -ENOSPC && rc != -EINVAL ? -EINVAL : rc;
 }
 

@@ -401,6 +401,10 @@ struct ovr_eng {
 	uint64_t bat_done; /* the newest released batch's */
 	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
 	uint32_t ndev_fail;
+	/* the last failed eng_dev_copy said -EFAULT: the bytes are not
+	 * there (host memory unmapped under a registration), a protection
+	 * error rather than a copy failure (eng_copy_fault) */
+	bool dev_fault;
 };
 
 #define M24 OVR_WIRE_PSN_MASK
@@ -491,6 +495,8 @@ struct eng_batch *eng_bat_alloc(uint32_t n);
 bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 		  uint64_t off, void *buf, uint32_t len, bool to_dev,
 		  uint32_t msg_len);
+int eng_dev_copy_sync(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
+		      uint32_t len, bool to_dev);
 void eng_dev_settle(struct ovr_eng *e);
 bool eng_hold_cqe(struct ovr_eng *e, uint32_t cq, const struct ovr_eng_wc *wc);
 bool eng_hold_tx(struct ovr_eng *e, const struct eng_held_tx *h);
@@ -614,6 +620,22 @@ static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
 		off = 0;
 	}
 	return true;
+}
+
+/*
+ * What a failed copy (eng_dev_copy, eng_sge_copy false) means for the
+ * QP: -EFAULT from ops.dev_copy (no memory there) is a protection
+ * error - the responder NAKs REM_ACCESS, the requester's WR
+ * completes LOC_PROT_ERR - any other failure an operational one.
+ */
+static inline uint8_t eng_copy_nak(const struct ovr_eng *e)
+{
+	return e->dev_fault ? OVR_NAK_REM_ACCESS : OVR_NAK_REM_OP;
+}
+
+static inline uint32_t eng_copy_status(const struct ovr_eng *e)
+{
+	return e->dev_fault ? OVR_WC_LOC_PROT_ERR : OVR_WC_LOC_QP_OP_ERR;
 }
 
 /* A QP whose batch of device copies failed (dev_fail_qps fails it). */

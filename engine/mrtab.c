@@ -15,9 +15,13 @@
 
 #define MR_LIVE 0x80u /* in entry.access: the slot holds a region */
 #define MR_DEV 0x40u /* in entry.access: a device-memory region */
+/* in entry.access (with MR_DEV): host memory reached through the copy
+ * op, synchronously (ovr_eng_reg_mr_ext, OVR_ENG_MR_HOST) */
+#define MR_HOST 0x20u
 #define MR_NIL UINT32_MAX /* end of the free list */
 
-static_assert((OVR_ACCESS_ALL & (MR_LIVE | MR_DEV)) == 0, "flag bits are free");
+static_assert((OVR_ACCESS_ALL & (MR_LIVE | MR_DEV | MR_HOST)) == 0,
+	      "flag bits are free");
 static_assert(OVR_MR_MAX_REGIONS - 1 < MR_NIL, "free list links fit");
 
 struct ovr_mr_entry {
@@ -31,7 +35,7 @@ struct ovr_mr_entry {
 	uint32_t key; /* full key; 0 only if the slot was never used */
 	uint32_t pd;
 	uint32_t refs; /* live: references held; free: next free slot */
-	uint8_t access; /* OVR_ACCESS_* | MR_LIVE | MR_DEV */
+	uint8_t access; /* OVR_ACCESS_* | MR_LIVE | MR_DEV | MR_HOST */
 };
 
 /* 100k regions in 5 MB; keep it from growing unnoticed. */
@@ -148,7 +152,7 @@ static uint32_t new_tag(struct ovr_mr_table *tab, uint32_t old)
 
 static int reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	       uint64_t length, unsigned int access, uint8_t *host, void *dev,
-	       uint64_t dev_off, uint32_t *key_out)
+	       uint64_t dev_off, bool host_ops, uint32_t *key_out)
 {
 	struct ovr_mr_entry *e;
 	uint32_t slot;
@@ -177,7 +181,8 @@ static int reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	e->len = length;
 	e->pd = pd;
 	e->refs = 0;
-	e->access = (uint8_t)(access | MR_LIVE | (dev ? MR_DEV : 0));
+	e->access = (uint8_t)(access | MR_LIVE | (dev ? MR_DEV : 0) |
+			      (dev && host_ops ? MR_HOST : 0));
 	tab->count++;
 	*key_out = e->key;
 	return 0;
@@ -187,16 +192,25 @@ int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	       uint64_t length, unsigned int access, uint8_t *host,
 	       uint32_t *key_out)
 {
-	return reg(tab, pd, va, length, access, host, NULL, 0, key_out);
+	return reg(tab, pd, va, length, access, host, NULL, 0, false, key_out);
 }
 
 int ovr_mr_reg_dev(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 		   uint64_t length, unsigned int access, void *dev,
 		   uint64_t dev_off, uint32_t *key_out)
 {
+	return ovr_mr_reg_ops(tab, pd, va, length, access, dev, dev_off, false,
+			      key_out);
+}
+
+int ovr_mr_reg_ops(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+		   uint64_t length, unsigned int access, void *dev,
+		   uint64_t dev_off, bool host_ops, uint32_t *key_out)
+{
 	if (!dev)
 		return -EINVAL;
-	return reg(tab, pd, va, length, access, NULL, dev, dev_off, key_out);
+	return reg(tab, pd, va, length, access, NULL, dev, dev_off, host_ops,
+		   key_out);
 }
 
 int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key)
@@ -245,12 +259,14 @@ int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		loc->host = NULL;
 		loc->dev = e->dev;
 		loc->dev_off = e->dev_off + off;
+		loc->host_ops = e->access & MR_HOST;
 		return 0;
 	}
 	/* a zero-length region may have no host buffer: no NULL + 0 */
 	loc->host = off ? e->host + off : e->host;
 	loc->dev = NULL;
 	loc->dev_off = 0;
+	loc->host_ops = false;
 	return 0;
 }
 

@@ -39,6 +39,7 @@
 #ifndef OVR_DP_MRTAB_H
 #define OVR_DP_MRTAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,6 +93,11 @@ int ovr_mr_reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 int ovr_mr_reg_dev(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 		   uint64_t length, unsigned int access, void *dev,
 		   uint64_t dev_off, uint32_t *key_out);
+/* ovr_mr_reg_dev; @host_ops: the "device" is host memory that the copy
+ * op reaches synchronously (ovr_mr_loc.host_ops) */
+int ovr_mr_reg_ops(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
+		   uint64_t length, unsigned int access, void *dev,
+		   uint64_t dev_off, bool host_ops, uint32_t *key_out);
 
 /*
  * Deregister. -EINVAL: @key names no region (never issued, or stale);
@@ -117,6 +123,9 @@ struct ovr_mr_loc {
 	uint8_t *host;
 	void *dev;
 	uint64_t dev_off;
+	/* dev: host memory behind the copy op (ovr_mr_reg_ops), whose
+	 * copies are synchronous: atomics may read-modify-write it */
+	bool host_ops;
 };
 
 /*

@@ -186,14 +186,27 @@ struct svc_pd {
 	uint32_t users; /* MRs and QPs on it */
 };
 
+/* The cookie of an engine region behind ops.dev_copy (svc_dp.c
+ * eng_dev_copy dispatches on @kind). */
+enum svc_dev_kind {
+	SVC_DEV_GPU = 1, /* @p: struct ovr_gdr_mem, imported through gdr/ */
+	SVC_DEV_PROC, /* @p: struct svc_ctx, the application's memory */
+};
+
+struct svc_devref {
+	enum svc_dev_kind kind;
+	void *p;
+};
+
 struct svc_mr {
 	uint32_t pd_handle;
 	uint32_t key;
+	struct svc_devref dev; /* the engine's cookie, when behind dev_copy */
 	void *map; /* the service's view of the span, with the huge pages
 		      around it on hugetlbfs; NULL for GPU memory */
 	size_t map_len;
 	uint64_t pinned; /* counted against pinned_mb_per_context */
-	uint32_t nseg_obj, nseg_shadow; /* segments per route */
+	uint32_t nseg_obj; /* object segments mapped */
 	void *obj_at[OVR_CTL_MR_MAX_SEG]; /* tracked mappings (svc_mem.c) */
 	uint64_t truncated; /* pages past a truncated object's end */
 	struct ovr_gdr_mem *gpu; /* GPU memory imported through gdr/ */
@@ -286,6 +299,10 @@ struct svc_ctx {
 	int fd;
 	uint32_t id;
 	pid_t pid;
+	/* the peer's pidfd (-1: none), opened at accept while it was still
+	 * connected: process-route copies check it first, so that they
+	 * never reach another process that got the pid */
+	int pidfd;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -324,8 +341,10 @@ struct svc_counters {
 	uint64_t ctx_opened, ctx_closed;
 	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
-	uint64_t mr_route_obj; /* registrations with object segments */
-	uint64_t mr_route_shadow; /* ...with sealed memfd (shadow) ones */
+	uint64_t mr_route_obj; /* registrations of mapped objects */
+	uint64_t mr_route_proc; /* ...of the process route (process_vm_*) */
+	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
+	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -535,6 +554,8 @@ void svc_ctl_close_all(struct svc *s);
 /* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */
 int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
+		  uint32_t len, bool to_dev);
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);

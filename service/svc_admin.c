@@ -411,7 +411,10 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "contexts_opened", k->ctx_opened);
 	counter(b, "contexts_closed", k->ctx_closed);
 	counter(b, "mr_route_obj", k->mr_route_obj);
-	counter(b, "mr_route_shadow", k->mr_route_shadow);
+	counter(b, "mr_route_proc", k->mr_route_proc);
+	counter(b, "proc_copy_bytes", k->proc_copy_bytes);
+	counter(b, "proc_copy_calls", k->proc_copy_calls);
+	counter(b, "proc_copy_fault", k->proc_copy_fault);
 	counter(b, "mr_obj_truncated_pages", svc_mem_truncated_pages());
 }
 
@@ -445,6 +448,8 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_dev_copy_bytes", es.dev_copy_bytes);
 	counter(b, "engine_dev_copy_err", es.dev_copy_err);
 	counter(b, "engine_dev_atomic_refused", es.dev_atomic_refused);
+	counter(b, "engine_dev_copy_fault", es.dev_copy_fault);
+	counter(b, "engine_dev_atomics", es.dev_atomics);
 	counter(b, "engine_dev_async", es.dev_async);
 	counter(b, "engine_dev_fences", es.dev_fences);
 	counter(b, "engine_dev_fence_err", es.dev_fence_err);

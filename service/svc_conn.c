@@ -16,7 +16,9 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -25,6 +27,32 @@
 #define MAX_FDS ((int)OVR_CTL_MR_MAX_SEG)
 
 /* ---- the socket ---------------------------------------------------------- */
+
+/*
+ * A pidfd for the peer of @fd, whose pid SO_PEERCRED gave: -1 when none
+ * can be had (then the process route is refused: -ESRCH). The pid was
+ * the peer's when it connected; the peer may have died and its pid been
+ * reused since. Still connected after the pidfd was opened means it had
+ * not died then (its exit would have closed the socket), so the pidfd
+ * is the peer's: from then on a readable pidfd says it exited.
+ */
+static int peer_pidfd(int fd, pid_t pid)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	int pfd;
+
+	if (pid <= 0)
+		return -1;
+	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return -1;
+	if (poll(&p, 1, 0) != 0 &&
+	    (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL))) {
+		close(pfd);
+		return -1;
+	}
+	return pfd; /* close-on-exec, as pidfd_open makes it */
+}
 
 int svc_ctl_listen(struct svc *s)
 {
@@ -106,12 +134,15 @@ void svc_ctl_accept(struct svc *s)
 		c->fd = fd;
 		c->id = s->next_ctx_id++;
 		c->pid = cr.pid;
+		c->pidfd = peer_pidfd(fd, cr.pid);
 		c->uid = cr.uid;
 		c->gid = cr.gid;
 		c->dev = -1;
 		c->async_fd = -1;
 		ev.data.u64 = (uint64_t)(uintptr_t)c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+			if (c->pidfd >= 0)
+				close(c->pidfd);
 			close(fd);
 			free(c);
 			continue;
@@ -185,6 +216,8 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		munmap(c->db, svc_page_up(sizeof(*c->db)));
 	if (c->async_fd >= 0)
 		close(c->async_fd);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	close(c->fd);
 	free(c->obj);
 	free(c);

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <ovrdma/wire.h>
@@ -814,8 +816,43 @@ static bool db_scan(struct svc *s, uint64_t now)
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev, uint32_t msg_len)
 {
-	(void)ctx;
-	return ovr_gdr_copy_msg(dev, off, host, len, to_dev, msg_len);
+	const struct svc_devref *d = dev;
+
+	if (d->kind == SVC_DEV_PROC)
+		return svc_proc_copy(ctx, d->p, off, host, len, to_dev);
+	return ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+}
+
+/*
+ * A copy between @host and [@addr, @addr + @len) of the application of
+ * context @c (the process route, docs/SERVICE.md section 4): one
+ * process_vm_readv / writev, done when it returns (0). The pidfd is
+ * asked first: readable means the process has exited, and its pid may
+ * name another process by now (-ESRCH). A short copy or EFAULT: the
+ * memory is not there (unmapped, or never was) - -EFAULT, which the
+ * engine turns into a protection error for the QP involved.
+ */
+int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
+		  uint32_t len, bool to_dev)
+{
+	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	ssize_t n;
+
+	if (c->pidfd < 0 || poll(&p, 1, 0) != 0)
+		return -ESRCH;
+	s->cnt.proc_copy_calls++;
+	n = to_dev ? process_vm_writev(c->pid, &l, 1, &r, 1, 0) :
+		     process_vm_readv(c->pid, &l, 1, &r, 1, 0);
+	if (n == (ssize_t)len) {
+		s->cnt.proc_copy_bytes += len;
+		return 0;
+	}
+	if (n >= 0 || errno == EFAULT) {
+		s->cnt.proc_copy_fault++;
+		return -EFAULT;
+	}
+	return -errno;
 }
 
 static int eng_dev_fence(void *ctx)

@@ -100,7 +100,7 @@ int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	if (mr->gpu)
 		ovr_gdr_release(mr->gpu);
 	else
-		mr_unmap(mr);
+		mr_unmap(mr); /* nothing mapped on the process route */
 	c->pinned -= mr->pinned;
 	svc_obj_free(c, h);
 	c->nmr--;
@@ -121,7 +121,7 @@ struct seg_map {
  * Checks @q's segments against their fds (-EINVAL, or -EACCES for a
  * read-only fd the device would write through) and says how to map
  * each. A segment is whole pages of a regular file - a sealed memfd
- * (the client's shadows) or any object the application maps shared -
+ * (one the application made) or any object the application maps shared -
  * inside its size. On hugetlbfs, mappings are of whole huge pages: only
  * the first segment may start inside one, only the last end inside one.
  */
@@ -213,13 +213,65 @@ static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
 			if (rc)
 				return rc;
 			mr->obj_at[i] = to;
-			mr->nseg_obj++;
-		} else {
-			mr->nseg_shadow++;
 		}
+		mr->nseg_obj++;
 	}
 	*span = b;
 	return 0;
+}
+
+/*
+ * REG_MR's process route (docs/SERVICE.md section 4): bookkeeping only.
+ * The engine reaches [va, va + len) through ops.dev_copy, whose cookie
+ * names the context (svc_dp.c: process_vm_readv / writev into c->pid,
+ * checked against c->pidfd); offsets are the application's addresses.
+ * Nothing is copied, mapped or pinned; the pages still count against
+ * pinned_mb_per_context, as a NIC's registration counts against
+ * RLIMIT_MEMLOCK: the limit bounds what an application registers.
+ */
+static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
+		       struct svc_pd *pd)
+{
+	const struct ovr_ctl_reg_mr_req *q = r->body;
+	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	uint64_t pages;
+	struct svc_mr *mr;
+	int rc;
+
+	if (q->len == 0 || q->va + q->len < q->va ||
+	    q->va + q->len > UINT64_MAX - PAGE || q->span % PAGE ||
+	    q->span != (q->va & ~(uint64_t)(PAGE - 1)))
+		return svc_status(c, r->h, -EINVAL);
+	if (c->pidfd < 0)
+		return svc_status(c, r->h, -ESRCH);
+	pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) - q->span;
+	if (s->conf.ctx_max_pinned &&
+	    c->pinned + pages > s->conf.ctx_max_pinned)
+		return svc_limit(c, r->h, SVC_LIM_PINNED,
+				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return svc_status(c, r->h, -ENOMEM);
+	mr->dev = (struct svc_devref){ .kind = SVC_DEV_PROC, .p = c };
+	rc = ovr_eng_reg_mr_ext(s->eng, pd->id, q->va, q->len,
+				q->access & ACCESS_KNOWN, &mr->dev, q->va,
+				OVR_ENG_MR_HOST, &mr->key);
+	if (!rc)
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+	if (rc) {
+		if (mr->key)
+			ovr_eng_dereg_mr(s->eng, mr->key);
+		free(mr);
+		return svc_status(c, r->h, rc);
+	}
+	mr->pd_handle = q->pd;
+	mr->pinned = pages; /* counted, not pinned */
+	s->cnt.mr_route_proc++;
+	pd->users++;
+	c->nmr++;
+	c->pinned += pages;
+	rep.lkey = rep.rkey = mr->key;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
 }
 
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
@@ -231,10 +283,15 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct svc_mr *mr;
 	uint64_t total = 0;
 	uint8_t *base = NULL;
+	bool proc;
 	int rc;
 
 	if (r->blen < offsetof(struct ovr_ctl_reg_mr_req, seg) ||
-	    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG ||
+	    (q->flags & ~(uint32_t)OVR_CTL_MR_PROC))
+		return svc_status(c, r->h, -EINVAL);
+	proc = q->flags & OVR_CTL_MR_PROC;
+	if ((proc ? q->nseg != 0 :
+		    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG) ||
 	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
 			       q->nseg * sizeof(q->seg[0]) ||
 	    r->nfds != (int)q->nseg)
@@ -247,6 +304,8 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
 				 -ENOSPC);
+	if (proc)
+		return reg_mr_proc(s, c, r, pd);
 	rc = mr_segs_check(q, r->fds, sm, &total);
 	if (rc)
 		return svc_status(c, r->h, rc);
@@ -276,8 +335,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	}
 	mr->pd_handle = q->pd;
 	mr->pinned = total;
-	s->cnt.mr_route_obj += mr->nseg_obj != 0;
-	s->cnt.mr_route_shadow += mr->nseg_shadow != 0;
+	s->cnt.mr_route_obj++;
 	pd->users++;
 	c->nmr++;
 	c->pinned += total;
@@ -441,8 +499,9 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
+	mr->dev = (struct svc_devref){ .kind = SVC_DEV_GPU, .p = mr->gpu };
 	rc = ovr_eng_reg_mr_dev(s->eng, pd->id, q->va, q->len,
-				q->access & ACCESS_KNOWN, mr->gpu, q->offset,
+				q->access & ACCESS_KNOWN, &mr->dev, q->offset,
 				&mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);

@@ -30,9 +30,11 @@
 
 #include <ovrdma/verbs.h>
 
-#define OVR_CTL_VERSION \
-	4u /* 2: SRQs, UD QPs, address handles; 3: GPU MRs;
-			    4: GPU device UUIDs */
+/* 2: SRQs, UD QPs, address handles; 3: GPU MRs; 4: GPU device UUIDs;
+ * 5: REG_MR's process route (OVR_CTL_MR_PROC): a version-4 service would
+ * take the flag word for padding and refuse nseg 0 as malformed, and a
+ * version-4 client would still remap private memory onto memfds */
+#define OVR_CTL_VERSION 5u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
@@ -149,10 +151,14 @@ struct ovr_ctl_handle_req {
 #define OVR_CTL_MR_MAX_SEG 64u
 
 /*
- * REG_MR: the registered bytes [va, va + len) lie inside the page-aligned
- * span [span, span + sum of seg lengths), which the client has backed by
- * the memfds it passes, one per segment in order: segment i maps
- * seg[i].len bytes of its fd from offset seg[i].off (docs/SERVICE.md 4).
+ * REG_MR, two routes (docs/SERVICE.md section 4). The object route: the
+ * registered bytes [va, va + len) lie inside the page-aligned span
+ * [span, span + sum of seg lengths), backed by the objects (regular
+ * files) the client passes, one per segment in order: segment i maps
+ * seg[i].len bytes of its fd from offset seg[i].off. The process route
+ * (flags OVR_CTL_MR_PROC, version 5): nseg 0, no fd, span the first page
+ * of va: the service reaches [va, va + len) in the application itself
+ * with process_vm_readv / process_vm_writev, maps nothing, pins nothing.
  */
 struct ovr_ctl_mr_seg {
 	uint64_t off;
@@ -166,8 +172,12 @@ struct ovr_ctl_reg_mr_req {
 	uint64_t len;
 	uint64_t span;
 	uint32_t nseg;
-	uint32_t rsvd;
+	uint32_t flags; /* enum ovr_ctl_mr_flags */
 	struct ovr_ctl_mr_seg seg[OVR_CTL_MR_MAX_SEG]; /* nseg used */
+};
+
+enum ovr_ctl_mr_flags {
+	OVR_CTL_MR_PROC = 1u, /* the process route: nseg 0, no fd */
 };
 
 struct ovr_ctl_reg_mr_rep {

@@ -283,11 +283,45 @@ int ovr_eng_reg_mr(struct ovr_eng *e, uint32_t pd, uint64_t va, uint64_t len,
  * byte @va is at offset @dev_off of @dev, which the engine reaches only
  * through ops.dev_copy (-EOPNOTSUPP without it). Atomics targeting such
  * a region are refused: NAK REM_OP, the requester's WR fails with
- * OVR_WC_REM_OP_ERR (dev_atomic_refused).
+ * OVR_WC_REM_OP_ERR (dev_atomic_refused); not so on one registered with
+ * OVR_ENG_MR_HOST (ovr_eng_reg_mr_ext).
  */
 int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
 		       uint64_t len, unsigned int access, void *dev,
 		       uint64_t dev_off, uint32_t *key);
+
+/* ovr_eng_reg_mr_ext flags */
+enum ovr_eng_mr_flags {
+	/*
+	 * The region is host memory the engine cannot address (another
+	 * process's, reached by the service with process_vm_readv/writev:
+	 * docs/SERVICE.md section 4), behind ops.dev_copy like device
+	 * memory, whose copies complete when dev_copy returns (0; a copy
+	 * it queues anyway is waited for at once with dev_fence). Atomics
+	 * on it are allowed: two dev_copy calls, read 8 bytes, compute,
+	 * write 8 bytes - atomic against other atomics of this engine,
+	 * not against the memory's owner (IBV_ATOMIC_HCA, as for regions
+	 * the engine maps).
+	 */
+	OVR_ENG_MR_HOST = 1u,
+};
+
+/*
+ * ovr_eng_reg_mr_dev with @flags (enum ovr_eng_mr_flags; 0 is
+ * ovr_eng_reg_mr_dev; an unknown bit -EINVAL). For every region behind
+ * ops.dev_copy: a dev_copy that returns -EFAULT means the bytes are not
+ * there (memory unmapped under the registration), a protection error,
+ * not a copy failure: as responder the QP NAKs REM_ACCESS (the peer's
+ * WR completes OVR_WC_REM_ACCESS_ERR; a SEND's receive completes
+ * LOC_PROT_ERR and the peer gets NAK REM_OP, as for a receive whose key
+ * failed), as requester (its own source, a READ response's or an atomic
+ * result's destination) the WR completes OVR_WC_LOC_PROT_ERR; the QP
+ * goes to ERROR, others are not affected (counted in dev_copy_fault,
+ * not dev_copy_err).
+ */
+int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
+		       uint64_t len, unsigned int access, void *dev,
+		       uint64_t dev_off, unsigned int flags, uint32_t *key);
 /* -EBUSY while a posted work request still names it. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
@@ -496,6 +530,9 @@ struct ovr_eng_stats {
 				   * ring full, holding too much, fence */
 	uint64_t dev_batch_not_ready; /* polls that found a batch running */
 	uint64_t dev_atomic_refused; /* atomics on device memory: NAK */
+	uint64_t dev_copy_fault; /* copies that found no memory (-EFAULT):
+				  * protection errors (ovr_eng_reg_mr_ext) */
+	uint64_t dev_atomics; /* atomics through two copies (OVR_ENG_MR_HOST) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

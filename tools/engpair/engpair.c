@@ -166,6 +166,8 @@ struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
 	if (!p)
 		return NULL;
 	p->max_pdu = cfg->eng.max_pdu;
+	p->ops = pair_ops;
+	p->ops.dev_copy = cfg->dev_copy;
 	for (int i = 0; i < 2; i++) {
 		struct ovr_pair_node *n = &p->n[i];
 
@@ -175,7 +177,7 @@ struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
 		n->mem = calloc(1, cfg->mem_bytes);
 		n->txbuf = malloc(cfg->eng.max_pdu);
 		n->out = ovr_link_create(&cfg->link[i], cfg->eng.max_pdu);
-		n->eng = ovr_eng_create(&cfg->eng, &pair_ops, n);
+		n->eng = ovr_eng_create(&cfg->eng, &p->ops, n);
 		if (!n->mem || !n->txbuf || !n->out || !n->eng ||
 		    ovr_eng_reg_mr(
 			    n->eng, n->pd, ovr_pair_va(p, i, 0), n->mem_len,

@@ -56,10 +56,15 @@ struct ovr_pair_cfg {
 	struct ovr_eng_cfg eng;
 	struct ovr_link_cfg link[2]; /* [0]: node 0 -> 1, [1]: 1 -> 0 */
 	size_t mem_bytes; /* arena per node */
+	/* (optional) the engines' ops.dev_copy, its ctx the node (struct
+	 * ovr_pair_node *): regions behind it are the test's to register */
+	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
+			uint32_t len, bool to_dev, uint32_t msg_len);
 };
 
 struct ovr_pair {
 	struct ovr_pair_node n[2];
+	struct ovr_eng_ops ops; /* the engines' */
 	uint64_t now;
 	uint32_t max_pdu;
 	uint64_t steps;

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Regions of host memory behind ops.dev_copy (ovr_eng_reg_mr_ext with
+ * OVR_ENG_MR_HOST): what ovrdmad registers for an application's private
+ * memory, reached with process_vm_readv / process_vm_writev
+ * (docs/SERVICE.md section 4). Two engines over engpair, each with such
+ * a region over a buffer the engine never addresses itself, and a fake
+ * dev_copy that completes synchronously and answers -EFAULT inside a
+ * "hole" (memory unmapped under the registration). Checked: WRITE, READ,
+ * SEND and atomics byte-exact (atomics by two copies, also over a lossy
+ * link with retransmitted requests); a hole is a protection error -
+ * REM_ACCESS_ERR for a WRITE, READ or atomic whose target is in it,
+ * LOC_PROT_ERR for a receive in it (the sender: REM_OP_ERR, as for a
+ * receive whose key failed) and for a requester whose source, READ
+ * response or atomic result lies in it - and only that QP fails:
+ * another QP on the same engines completes byte-exact afterwards.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "eng_util.h"
+
+#define PROC_LEN (1u << 20)
+#define PROC_VA 0x500000000000ull /* + node << 32: the "application's" */
+
+/* One node's "application memory": a buffer, and a hole in it. */
+struct proc {
+	uint8_t *mem;
+	uint64_t hole_lo, hole_hi; /* offsets; lo == hi: none */
+	uint64_t calls, faults;
+};
+
+static struct proc procs[2];
+
+static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
+		     uint32_t len, bool to_dev, uint32_t msg_len)
+{
+	struct proc *pr = dev;
+
+	(void)ctx;
+	(void)msg_len;
+	assert_true(pr == &procs[0] || pr == &procs[1]);
+	assert_true(off <= PROC_LEN && len <= PROC_LEN - off);
+	pr->calls++;
+	if (off < pr->hole_hi && off + len > pr->hole_lo) {
+		pr->faults++;
+		return -EFAULT;
+	}
+	if (to_dev)
+		memcpy(pr->mem + off, host, len);
+	else
+		memcpy(host, pr->mem + off, len);
+	return 0;
+}
+
+struct fix {
+	struct ovr_pair *p;
+	uint32_t key[2]; /* host-ops region over procs[i] */
+	uint32_t cq; /* the next free cq_base */
+};
+
+static uint64_t pva(int n, uint64_t off)
+{
+	return PROC_VA + ((uint64_t)n << 32) + off;
+}
+
+static struct fix *setup_with(double loss)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	struct ovr_pair_cfg cfg;
+
+	assert_non_null(f);
+	ovr_pair_cfg_default(&cfg);
+	cfg.mem_bytes = 1u << 20;
+	cfg.dev_copy = fake_copy;
+	for (int i = 0; i < 2 && loss > 0; i++) {
+		cfg.link[i].loss = loss;
+		cfg.link[i].reorder = 0.05;
+		cfg.link[i].reorder_ns = 20000;
+		cfg.link[i].dup = 0.02;
+	}
+	f->p = ovr_pair_create(&cfg);
+	assert_non_null(f->p);
+	for (int i = 0; i < 2; i++) {
+		memset(&procs[i], 0, sizeof(procs[i]));
+		procs[i].mem = calloc(1, PROC_LEN);
+		assert_non_null(procs[i].mem);
+		assert_int_equal(
+			ovr_eng_reg_mr_ext(f->p->n[i].eng, f->p->n[i].pd,
+					   pva(i, 0), PROC_LEN, OVR_ACCESS_ALL,
+					   &procs[i], 0, OVR_ENG_MR_HOST,
+					   &f->key[i]),
+			0);
+	}
+	return f;
+}
+
+static int setup_clean(void **state)
+{
+	*state = setup_with(0);
+	return 0;
+}
+
+static int setup_lossy(void **state)
+{
+	*state = setup_with(0.05);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fix *f = *state;
+
+	ovr_pair_destroy(f->p);
+	for (int i = 0; i < 2; i++)
+		free(procs[i].mem);
+	free(f);
+	return 0;
+}
+
+/* A new QP pair on cq_base f->cq (send) / f->cq + 1 (recv). */
+static void qp_connect(struct fix *f, uint32_t qpn[2], uint32_t *cq)
+{
+	struct ovr_pair_qp_params qp;
+
+	ovr_pair_qp_params_default(&qp);
+	*cq = f->cq;
+	f->cq += 2;
+	assert_int_equal(ovr_pair_connect(f->p, &qp, *cq, qpn), 0);
+}
+
+/* Post on node @n: one SGE at @loff of its host-ops region, the peer's
+ * region at @roff. */
+static void post(struct fix *f, int n, uint32_t qpn, uint32_t op,
+		 uint64_t wr_id, uint64_t loff, uint32_t len, uint64_t roff,
+		 uint64_t cmp_add, uint64_t swap)
+{
+	struct ovr_eng_sge sge = {
+		.addr = pva(n, loff),
+		.length = len,
+		.lkey = f->key[n],
+	};
+	struct ovr_eng_send_wr wr = {
+		.wr_id = wr_id,
+		.opcode = op,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = f->key[1 - n],
+		.remote_addr = pva(1 - n, roff),
+		.compare_add = cmp_add,
+		.swap = swap,
+	};
+
+	assert_int_equal(ovr_eng_post_send(f->p->n[n].eng, qpn, &wr, f->p->now),
+			 0);
+}
+
+static void post_recv(struct fix *f, int n, uint32_t qpn, uint64_t wr_id,
+		      uint64_t off, uint32_t len)
+{
+	struct ovr_eng_sge sge = {
+		.addr = pva(n, off),
+		.length = len,
+		.lkey = f->key[n],
+	};
+	struct ovr_eng_recv_wr wr = { .wr_id = wr_id,
+				      .sg_list = &sge,
+				      .num_sge = 1 };
+
+	assert_int_equal(ovr_eng_post_recv(f->p->n[n].eng, qpn, &wr, f->p->now),
+			 0);
+}
+
+/* The next completion of node @n's @cq: wr_id and status as expected. */
+static void expect(struct fix *f, int n, uint32_t cq, uint64_t wr_id,
+		   uint32_t status)
+{
+	struct ovr_eng_wc wc;
+
+	assert_true(wait_cq(f->p, n, cq, 1));
+	assert_true(ovr_pair_poll(f->p, n, cq, &wc));
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.status, status);
+}
+
+static uint64_t get64(int n, uint64_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, procs[n].mem + off, 8);
+	return v;
+}
+
+static void put64(int n, uint64_t off, uint64_t v)
+{
+	memcpy(procs[n].mem + off, &v, 8);
+}
+
+/*
+ * A fresh QP pair moves data both ways byte-exact between the two
+ * host-ops regions: WRITE 0 -> 1, READ it back into node 0, SEND 1 -> 0.
+ */
+static void check_healthy(struct fix *f, uint64_t seed)
+{
+	uint32_t qpn[2], cq;
+	const uint32_t len = 100000;
+
+	qp_connect(f, qpn, &cq);
+	fill_pattern(procs[0].mem + 0x10000, len, seed);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 1, 0x10000, len, 0x40000, 0, 0);
+	expect(f, 0, cq, 1, OVR_WC_SUCCESS);
+	assert_memory_equal(procs[1].mem + 0x40000, procs[0].mem + 0x10000,
+			    len);
+	post(f, 0, qpn[0], OVR_WR_RDMA_READ, 2, 0x80000, len, 0x40000, 0, 0);
+	expect(f, 0, cq, 2, OVR_WC_SUCCESS);
+	assert_memory_equal(procs[0].mem + 0x80000, procs[0].mem + 0x10000,
+			    len);
+	fill_pattern(procs[1].mem + 0xc0000, len, seed + 1);
+	post_recv(f, 0, qpn[0], 3, 0x20000, len);
+	post(f, 1, qpn[1], OVR_WR_SEND, 4, 0xc0000, len, 0, 0, 0);
+	expect(f, 1, cq, 4, OVR_WC_SUCCESS);
+	expect(f, 0, cq + 1, 3, OVR_WC_SUCCESS);
+	assert_memory_equal(procs[0].mem + 0x20000, procs[1].mem + 0xc0000,
+			    len);
+}
+
+static void test_data_exact(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_eng_stats st;
+
+	check_healthy(f, 1);
+	ovr_eng_get_stats(f->p->n[0].eng, &st);
+	assert_true(st.dev_copies > 0);
+	assert_int_equal(st.dev_copy_err, 0);
+	assert_int_equal(st.dev_copy_fault, 0);
+}
+
+/* Fetch-and-add and compare-and-swap on the peer's region, results into
+ * the requester's: byte-exact, every original value returned. */
+static void run_atomics(struct fix *f, unsigned int n_ops)
+{
+	struct ovr_eng_stats st;
+	uint32_t qpn[2], cq;
+	uint64_t sum = 0x1000;
+
+	qp_connect(f, qpn, &cq);
+	put64(1, 0x100, 0x1000);
+	for (unsigned int i = 0; i < n_ops; i++) {
+		uint64_t add = (uint64_t)i * 7 + 1;
+
+		post(f, 0, qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD, i,
+		     0x200 + 8 * i, 8, 0x100, add, 0);
+		sum += add;
+	}
+	for (unsigned int i = 0; i < n_ops; i++)
+		expect(f, 0, cq, i, OVR_WC_SUCCESS);
+	assert_int_equal(get64(1, 0x100), sum);
+	/* each result is the value before it: a running sum */
+	sum = 0x1000;
+	for (unsigned int i = 0; i < n_ops; i++) {
+		assert_int_equal(get64(0, 0x200 + 8 * i), sum);
+		sum += (uint64_t)i * 7 + 1;
+	}
+	/* compare-and-swap: a miss leaves it, a hit swaps */
+	post(f, 0, qpn[0], OVR_WR_ATOMIC_CMP_AND_SWP, 100, 0x8000, 8, 0x100,
+	     sum + 1, 0xdead);
+	expect(f, 0, cq, 100, OVR_WC_SUCCESS);
+	assert_int_equal(get64(1, 0x100), sum);
+	assert_int_equal(get64(0, 0x8000), sum);
+	post(f, 0, qpn[0], OVR_WR_ATOMIC_CMP_AND_SWP, 101, 0x8008, 8, 0x100,
+	     sum, 0xbeefcafe12345678ull);
+	expect(f, 0, cq, 101, OVR_WC_SUCCESS);
+	assert_int_equal(get64(1, 0x100), 0xbeefcafe12345678ull);
+	assert_int_equal(get64(0, 0x8008), sum);
+	/* the neighbours untouched */
+	assert_int_equal(get64(1, 0xf8), 0);
+	assert_int_equal(get64(1, 0x108), 0);
+	ovr_eng_get_stats(f->p->n[1].eng, &st);
+	assert_int_equal(st.dev_atomics, n_ops + 2);
+	assert_int_equal(st.dev_atomic_refused, 0);
+}
+
+static void test_atomics(void **state)
+{
+	run_atomics(*state, 64);
+}
+
+/* Over a lossy link: requests repeated, each executed exactly once. */
+static void test_atomics_lossy(void **state)
+{
+	run_atomics(*state, 200);
+}
+
+/* Make [lo, lo + len) of node @n's memory a hole. */
+static void hole(int n, uint64_t lo, uint64_t len)
+{
+	procs[n].hole_lo = lo;
+	procs[n].hole_hi = lo + len;
+}
+
+static void no_holes(void)
+{
+	hole(0, 0, 0);
+	hole(1, 0, 0);
+}
+
+static void expect_fault_stats(struct fix *f, int n)
+{
+	struct ovr_eng_stats st;
+
+	ovr_eng_get_stats(f->p->n[n].eng, &st);
+	assert_true(st.dev_copy_fault > 0);
+	assert_int_equal(st.dev_copy_err, 0);
+	assert_true(procs[n].faults > 0);
+}
+
+/* A WRITE into the peer's hole: REM_ACCESS_ERR; the responder's QP
+ * reports the access error. */
+static void test_write_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x40000, 4096);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 7, 0x10000, 20000, 0x3f000, 0, 0);
+	expect(f, 0, cq, 7, OVR_WC_REM_ACCESS_ERR);
+	expect_fault_stats(f, 1);
+	assert_true(f->p->n[1].events[OVR_EV_QP_ACCESS_ERR] > 0);
+	no_holes();
+	check_healthy(f, 2);
+}
+
+/* A READ of the peer's hole: REM_ACCESS_ERR. */
+static void test_read_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x50000, 4096);
+	post(f, 0, qpn[0], OVR_WR_RDMA_READ, 8, 0x10000, 50000, 0x48000, 0, 0);
+	expect(f, 0, cq, 8, OVR_WC_REM_ACCESS_ERR);
+	expect_fault_stats(f, 1);
+	no_holes();
+	check_healthy(f, 3);
+}
+
+/* An atomic on the peer's hole: REM_ACCESS_ERR, nothing written. */
+static void test_atomic_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x100, 8);
+	post(f, 0, qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD, 9, 0x200, 8, 0x100, 5,
+	     0);
+	expect(f, 0, cq, 9, OVR_WC_REM_ACCESS_ERR);
+	expect_fault_stats(f, 1);
+	assert_int_equal(get64(0, 0x200), 0);
+	no_holes();
+	check_healthy(f, 4);
+}
+
+/* A SEND into a receive buffer in a hole: the receive completes
+ * LOC_PROT_ERR, the sender REM_OP_ERR (what a receive whose key failed
+ * gives). */
+static void test_send_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x30000, 4096);
+	post_recv(f, 1, qpn[1], 10, 0x2f000, 30000);
+	post(f, 0, qpn[0], OVR_WR_SEND, 11, 0x10000, 30000, 0, 0, 0);
+	expect(f, 0, cq, 11, OVR_WC_REM_OP_ERR);
+	expect(f, 1, cq + 1, 10, OVR_WC_LOC_PROT_ERR);
+	expect_fault_stats(f, 1);
+	no_holes();
+	check_healthy(f, 5);
+}
+
+/* The requester's own source in a hole: LOC_PROT_ERR. */
+static void test_source_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(0, 0x10000, 4096);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 12, 0xf000, 20000, 0x40000, 0, 0);
+	expect(f, 0, cq, 12, OVR_WC_LOC_PROT_ERR);
+	expect_fault_stats(f, 0);
+	no_holes();
+	check_healthy(f, 6);
+}
+
+/* A READ response placed into a hole of the requester: LOC_PROT_ERR. */
+static void test_read_dest_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	hole(0, 0x90000, 4096);
+	post(f, 0, qpn[0], OVR_WR_RDMA_READ, 13, 0x88000, 50000, 0x40000, 0, 0);
+	expect(f, 0, cq, 13, OVR_WC_LOC_PROT_ERR);
+	expect_fault_stats(f, 0);
+	no_holes();
+	check_healthy(f, 7);
+}
+
+/* An atomic's result placed into a hole of the requester: LOC_PROT_ERR
+ * (the responder executed it). */
+static void test_atomic_dest_hole(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	put64(1, 0x100, 40);
+	hole(0, 0x200, 8);
+	post(f, 0, qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD, 14, 0x200, 8, 0x100, 2,
+	     0);
+	expect(f, 0, cq, 14, OVR_WC_LOC_PROT_ERR);
+	expect_fault_stats(f, 0);
+	assert_int_equal(get64(1, 0x100), 42);
+	no_holes();
+	check_healthy(f, 8);
+}
+
+/* Host-ops regions need the op; unknown flags are refused. */
+static void test_reg_checks(void **state)
+{
+	struct fix *f = *state;
+	uint32_t key;
+
+	assert_int_equal(ovr_eng_reg_mr_ext(f->p->n[0].eng, f->p->n[0].pd,
+					    pva(0, 0), 4096, OVR_ACCESS_ALL,
+					    &procs[0], 0, 2, &key),
+			 -EINVAL);
+	assert_int_equal(ovr_eng_reg_mr_ext(f->p->n[0].eng, f->p->n[0].pd,
+					    pva(0, 0), 4096, OVR_ACCESS_ALL,
+					    NULL, 0, OVR_ENG_MR_HOST, &key),
+			 -EINVAL);
+	assert_int_equal(ovr_eng_dereg_mr(f->p->n[0].eng, f->key[0]), 0);
+	assert_int_equal(ovr_eng_reg_mr_ext(f->p->n[0].eng, f->p->n[0].pd,
+					    pva(0, 0), PROC_LEN, OVR_ACCESS_ALL,
+					    &procs[0], 0, OVR_ENG_MR_HOST,
+					    &f->key[0]),
+			 0);
+	check_healthy(f, 9);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_data_exact, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomics_lossy, setup_lossy,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_write_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_send_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_source_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dest_hole,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_dest_hole,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_reg_checks, setup_clean,
+						teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
