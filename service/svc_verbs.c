@@ -2,8 +2,8 @@
 /*
  * The verbs objects other than QPs and SRQs (svc_qp.c): protection
  * domains, memory regions (host memory as the application's shared
- * objects or the client's sealed memfds, GPU memory
- * through gdr/ and the CUDA driver it loads on first use), completion
+ * objects the service maps, or through process_vm_readv / writev; GPU
+ * memory through gdr/ and the CUDA driver it loads on first use), completion
  * channels, CQs and address handles - their control requests and their
  * destruction, which context teardown (svc_conn.c) uses too.
  */
@@ -120,8 +120,8 @@ struct seg_map {
 /*
  * Checks @q's segments against their fds (-EINVAL, or -EACCES for a
  * read-only fd the device would write through) and says how to map
- * each. A segment is whole pages of a regular file - a sealed memfd
- * (one the application made) or any object the application maps shared -
+ * each. A segment is whole pages of a regular file the application maps
+ * shared (a sealed memfd cannot shrink; anything else may, svc_mem.c)
  * inside its size. On hugetlbfs, mappings are of whole huge pages: only
  * the first segment may start inside one, only the last end inside one.
  */

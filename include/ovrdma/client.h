@@ -14,12 +14,12 @@
  * side and a CQ's poll may each be used by one thread at a time (a
  * spinlock inside keeps concurrent users correct).
  *
- * Memory registration backs the registered pages with a sealed memfd
- * (copying their contents and mapping it over them at the same
- * addresses) and hands it to the service, which maps it too: from then
- * on the service reads and writes the application's buffer directly, one
- * copy between the wire and the buffer, no syscall (docs/SERVICE.md 4
- * gives the reasons and the caveats).
+ * Memory registration never changes the application's mappings or
+ * contents: shared memory backed by a regular file (memfd, shm,
+ * hugetlbfs, files, shared anonymous memory) is passed as that object,
+ * which the service maps; anything else is reached by the service with
+ * process_vm_readv / process_vm_writev (docs/SERVICE.md, "How the
+ * service reaches application memory").
  */
 #ifndef OVRDMA_CLIENT_H
 #define OVRDMA_CLIENT_H
