@@ -18,12 +18,20 @@
  *       after a 0.5 s warm-up; the time runs from the first post to the
  *       last completion. Gbit/s of payload and Mops, for each window of
  *       --windows (default 1,8,64).
- *  reg  registration cost on node A: ovr_cl_reg_mr of fresh memory (every
- *       page touched; the client copies it onto a sealed memfd and maps
- *       that over it, docs/SERVICE.md 4), the same range again after a
- *       deregistration (its pages are memfd-backed already), and
- *       ovr_cl_dereg_mr; 4 KB to --reg-max-mb (default 1024). Median per
- *       call, and per GB.
+ *  reg  registration cost on node A, per route (docs/SERVICE.md 4): for
+ *       every call fresh memory (a new private anonymous mapping for the
+ *       process route, a new memfd mapped MAP_SHARED for the object
+ *       route), every page touched before the clock starts, so that page
+ *       faults are not counted; then ovr_cl_reg_mr and ovr_cl_dereg_mr,
+ *       each timed, 4 KB to --reg-max-mb (default 1024). Median per call,
+ *       and per GB. Both routes unless --mem names one.
+ *
+ * Memory (--mem): where the data buffers of lat and bw come from.
+ * "private": posix_memalign (the process route: the service reaches it
+ * with process_vm_readv/writev); "shared": a memfd mapped MAP_SHARED (the
+ * object route: the service maps the same pages). Without --mem, an
+ * anonymous private mapping (the process route) and the output as before
+ * (no route label on the rows).
  *
  * Dataplane CPU: with --cpu-pids PID_A,PID_B (the two ovrdmad processes)
  * each timed phase reads their utime + stime from /proc/PID/stat (every
@@ -47,6 +55,8 @@
  *   --tag NAME        bw: label of the rows (default none)
  *   --reg-max-mb M    reg: largest region (default 1024)
  *   --cpu-pids A,B    ovrdmad pids, for CPU cycles per operation
+ *   --mem private|shared  lat, bw: data buffers' memory (see above);
+ *                     reg: that route only
  */
 #include <errno.h>
 #include <getopt.h>
@@ -57,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +89,8 @@ struct node {
 	struct ovr_cl_cq *cq;
 	struct ovr_cl_qp *qp;
 	uint8_t *buf;
+	size_t buf_len;
+	int buf_fd; /* the memfd of --mem shared, else -1 */
 	struct ovr_cl_mr *mr;
 	uint32_t outstanding; /* signaled send WRs not yet completed */
 };
@@ -90,6 +103,15 @@ static uint32_t wr_size = 65536;
 static const char *tag = "";
 static unsigned int reg_max_mb = 1024;
 static int cpu_pid[2];
+
+enum mem {
+	MEM_DEFAULT, /* anonymous private mapping, no route label */
+	MEM_PRIVATE, /* posix_memalign: the process route */
+	MEM_SHARED, /* memfd, MAP_SHARED: the object route */
+};
+static enum mem mem = MEM_DEFAULT;
+static const char *const mem_name[] = { "-", "private", "shared" };
+static const char *const mem_route[] = { "-", "process", "object" };
 static double tsc_hz; /* 0: unknown */
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -214,6 +236,76 @@ static double cpuinfo_mhz(void)
 	return mhz;
 }
 
+/* ---- memory ----------------------------------------------------------------- */
+
+/*
+ * @len bytes of memory of kind @m, every page touched (zeros, or @fill):
+ * *@fd is the memfd of MEM_SHARED (the caller closes it), else -1.
+ */
+static uint8_t *mem_alloc(enum mem m, size_t len, int fill, int *fd)
+{
+	void *p = MAP_FAILED;
+
+	*fd = -1;
+	switch (m) {
+	case MEM_DEFAULT:
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			die("mmap", errno);
+		break;
+	case MEM_PRIVATE: {
+		int rc = posix_memalign(&p, 4096, len);
+
+		if (rc)
+			die("posix_memalign", rc);
+		break;
+	}
+	case MEM_SHARED:
+		*fd = memfd_create("bench-svc", MFD_CLOEXEC);
+		if (*fd < 0)
+			die("memfd_create", errno);
+		if (ftruncate(*fd, (off_t)len))
+			die("ftruncate", errno);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+		if (p == MAP_FAILED)
+			die("mmap memfd", errno);
+		break;
+	}
+	memset(p, fill, len); /* every page present */
+	return p;
+}
+
+static void mem_free(enum mem m, uint8_t *p, size_t len, int fd)
+{
+	if (m == MEM_PRIVATE)
+		free(p);
+	else
+		munmap(p, len);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* ", private memory (process route)" after a row's label; "" by default */
+static const char *mem_label(void)
+{
+	static char s[64];
+
+	if (mem == MEM_DEFAULT)
+		return "";
+	snprintf(s, sizeof(s), ", %s memory (%s route)", mem_name[mem],
+		 mem_route[mem]);
+	return s;
+}
+
+/* the result lines' "mem NAME " pair; "" by default */
+static const char *mem_key(void)
+{
+	return mem == MEM_DEFAULT ? "" :
+	       mem == MEM_PRIVATE ? "mem private " :
+				    "mem shared ";
+}
+
 /* ---- setup (as tests/integration/svc_xfer.c) ------------------------------ */
 
 static void setup(struct node *n, const char *sock, size_t buf_len)
@@ -240,11 +332,8 @@ static void setup(struct node *n, const char *sock, size_t buf_len)
 	n->qp = ovr_cl_create_qp(n->cl, n->pd, n->cq, n->cq, &cap, false, 0);
 	if (!n->qp)
 		die("create_qp", errno);
-	n->buf = mmap(NULL, buf_len, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (n->buf == MAP_FAILED)
-		die("mmap", errno);
-	memset(n->buf, 0, buf_len);
+	n->buf = mem_alloc(mem, buf_len, 0, &n->buf_fd);
+	n->buf_len = buf_len;
 	n->mr = ovr_cl_reg_mr(n->cl, n->pd, n->buf, buf_len,
 			      OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
 				      OVR_ACCESS_REMOTE_READ);
@@ -359,16 +448,16 @@ static void run_lat(struct node *a, struct node *b)
 	printf("\n| 8 B RDMA WRITE ping-pong | round trips | p50 µs | p99 µs | "
 	       "p99.9 µs | max µs | one-way p50 µs |\n"
 	       "|---|---:|---:|---:|---:|---:|---:|\n"
-	       "| A -> B -> A, inline, polling memory | %u | %.1f | %.1f | "
+	       "| A -> B -> A, inline, polling memory%s | %u | %.1f | %.1f | "
 	       "%.1f | %.1f | %.1f |\n",
-	       iters, pct(rtt, iters, 0.5) / 1e3, pct(rtt, iters, 0.99) / 1e3,
-	       pct(rtt, iters, 0.999) / 1e3, rtt[iters - 1] / 1e3,
-	       pct(rtt, iters, 0.5) / 2e3);
-	printf("result lat iters %u p50_us %.2f p99_us %.2f p999_us %.2f "
+	       mem_label(), iters, pct(rtt, iters, 0.5) / 1e3,
+	       pct(rtt, iters, 0.99) / 1e3, pct(rtt, iters, 0.999) / 1e3,
+	       rtt[iters - 1] / 1e3, pct(rtt, iters, 0.5) / 2e3);
+	printf("result lat %siters %u p50_us %.2f p99_us %.2f p999_us %.2f "
 	       "max_us %.2f oneway_us %.2f seconds %.3f",
-	       iters, pct(rtt, iters, 0.5) / 1e3, pct(rtt, iters, 0.99) / 1e3,
-	       pct(rtt, iters, 0.999) / 1e3, rtt[iters - 1] / 1e3,
-	       pct(rtt, iters, 0.5) / 2e3, wall);
+	       mem_key(), iters, pct(rtt, iters, 0.5) / 1e3,
+	       pct(rtt, iters, 0.99) / 1e3, pct(rtt, iters, 0.999) / 1e3,
+	       rtt[iters - 1] / 1e3, pct(rtt, iters, 0.5) / 2e3, wall);
 	/* an operation is one WRITE: two per round trip */
 	cpu_report(&m0, &m1, wall, 2.0 * iters, &cyc);
 	printf("\n");
@@ -436,10 +525,10 @@ static uint64_t stream(struct node *a, const struct node *b,
 
 static void run_bw(struct node *a, struct node *b)
 {
-	printf("\n| RDMA WRITE %u B, A -> B%s%s | window | seconds | Gbit/s of "
-	       "payload | Mops | ovrdmad cycles/op (A + B) |\n"
+	printf("\n| RDMA WRITE %u B, A -> B%s%s%s | window | seconds | Gbit/s "
+	       "of payload | Mops | ovrdmad cycles/op (A + B) |\n"
 	       "|---|---:|---:|---:|---:|---:|\n",
-	       wr_size, *tag ? ", " : "", tag);
+	       wr_size, *tag ? ", " : "", tag, mem_label());
 	for (unsigned int w = 0; w < nwindows; w++) {
 		struct cpu_mark m0, m1;
 		double wall, cyc, gbps, mops;
@@ -451,9 +540,9 @@ static void run_bw(struct node *a, struct node *b)
 		cpu_mark(&m1);
 		gbps = (double)ops * wr_size * 8 / wall / 1e9;
 		mops = (double)ops / wall / 1e6;
-		printf("result bw tag %s size %u window %u ops %llu seconds "
+		printf("result bw %stag %s size %u window %u ops %llu seconds "
 		       "%.3f gbps %.3f mops %.4f",
-		       *tag ? tag : "-", wr_size, windows[w],
+		       mem_key(), *tag ? tag : "-", wr_size, windows[w],
 		       (unsigned long long)ops, wall, gbps, mops);
 		cpu_report(&m0, &m1, wall, (double)ops, &cyc);
 		printf("\n| | %u | %.2f | %.2f | %.4f | ", windows[w], wall,
@@ -468,77 +557,106 @@ static void run_bw(struct node *a, struct node *b)
 
 /* ---- reg ------------------------------------------------------------------- */
 
+static const char *size_name(size_t kb, char *s, size_t n)
+{
+	if (kb >= 1048576)
+		snprintf(s, n, "%zu GB", kb >> 20);
+	else if (kb >= 1024)
+		snprintf(s, n, "%zu MB", kb >> 10);
+	else
+		snprintf(s, n, "%zu KB", kb);
+	return s;
+}
+
+/*
+ * One registration of @len fresh bytes of kind @m: the memory is mapped
+ * anew and every page touched before the clock starts. Adds the times of
+ * ovr_cl_reg_mr and ovr_cl_dereg_mr to @t_reg and @t_dereg.
+ */
+static void reg_once(struct node *a, enum mem m, size_t len, unsigned int r,
+		     uint64_t *t_reg, uint64_t *t_dereg)
+{
+	unsigned int access = OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
+			      OVR_ACCESS_REMOTE_READ;
+	/* private: a fresh mapping, not what the heap held already */
+	enum mem k = m == MEM_PRIVATE ? MEM_DEFAULT : m;
+	int fd, rc;
+	uint8_t *p = mem_alloc(k, len, (int)(r % 255) + 1, &fd);
+	struct ovr_cl_mr *mr;
+	uint64_t t;
+
+	t = ovr_mono_ns();
+	mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
+	*t_reg = ovr_mono_ns() - t;
+	if (!mr)
+		die("reg_mr", errno);
+	if (p[0] != (uint8_t)(r % 255 + 1) || p[len - 1] != p[0])
+		die("reg_mr changed the contents", EIO);
+	t = ovr_mono_ns();
+	rc = ovr_cl_dereg_mr(a->cl, mr);
+	*t_dereg = ovr_mono_ns() - t;
+	if (rc)
+		die("dereg_mr", rc);
+	mem_free(k, p, len, fd);
+}
+
 static void run_reg(struct node *a)
 {
 	static const size_t kb[] = { 4, 64, 1024, 16384, 262144, 1048576 };
-	unsigned int access = OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_WRITE |
-			      OVR_ACCESS_REMOTE_READ;
+	/* the process route first: the table's columns in that order */
+	enum mem routes[2] = { MEM_PRIVATE, MEM_SHARED };
+	unsigned int nroutes = 2;
 
-	printf("\n| region | calls | reg_mr, fresh pages µs | per GB ms | "
-	       "reg_mr again (memfd-backed already) µs | dereg_mr µs |\n"
-	       "|---:|---:|---:|---:|---:|---:|\n");
+	if (mem == MEM_SHARED)
+		routes[0] = MEM_SHARED;
+	if (mem != MEM_DEFAULT)
+		nroutes = 1;
+	printf("\n| region | calls |");
+	for (unsigned int i = 0; i < nroutes; i++)
+		printf(" %s route (%s): reg_mr µs | per GB ms | dereg_mr µs |",
+		       mem_route[routes[i]], mem_name[routes[i]]);
+	if (nroutes == 2)
+		printf(" reg process / object |");
+	printf("\n|---:|---:|");
+	for (unsigned int i = 0; i < 3 * nroutes + (nroutes == 2); i++)
+		printf("---:|");
+	printf("\n");
 	for (size_t s = 0; s < sizeof(kb) / sizeof(kb[0]); s++) {
 		size_t len = kb[s] << 10;
 		unsigned int reps = len <= (1u << 20)  ? 100 :
 				    len <= (16u << 20) ? 10 :
 							 3;
-		uint64_t t_reg[100], t_again[100], t_dereg[200];
-		uint64_t reg, again, dereg;
+		uint64_t t_reg[2][100], t_dereg[2][100], reg[2], dereg[2];
+		char name[32];
 
 		if (kb[s] > (size_t)reg_max_mb << 10)
 			break;
-		for (unsigned int r = 0; r < reps; r++) {
-			struct ovr_cl_mr *mr;
-			uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-					  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			uint64_t t;
-			int rc;
-
-			if (p == MAP_FAILED)
-				die("mmap", errno);
-			memset(p, (int)r + 1, len); /* every page present */
-			t = ovr_mono_ns();
-			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
-			t_reg[r] = ovr_mono_ns() - t;
-			if (!mr)
-				die("reg_mr", errno);
-			if (p[len - 1] != (uint8_t)(r + 1))
-				die("reg_mr lost the contents", EIO);
-			t = ovr_mono_ns();
-			rc = ovr_cl_dereg_mr(a->cl, mr);
-			t_dereg[2 * r] = ovr_mono_ns() - t;
-			if (rc)
-				die("dereg_mr", rc);
-			t = ovr_mono_ns();
-			mr = ovr_cl_reg_mr(a->cl, a->pd, p, len, access);
-			t_again[r] = ovr_mono_ns() - t;
-			if (!mr)
-				die("reg_mr again", errno);
-			t = ovr_mono_ns();
-			rc = ovr_cl_dereg_mr(a->cl, mr);
-			t_dereg[2 * r + 1] = ovr_mono_ns() - t;
-			if (rc)
-				die("dereg_mr", rc);
-			munmap(p, len);
+		/* the routes alternate, so that both see the same machine */
+		for (unsigned int r = 0; r < reps; r++)
+			for (unsigned int i = 0; i < nroutes; i++)
+				reg_once(a, routes[i], len, r, &t_reg[i][r],
+					 &t_dereg[i][r]);
+		printf("| %s | %u |", size_name(kb[s], name, sizeof(name)),
+		       reps);
+		for (unsigned int i = 0; i < nroutes; i++) {
+			reg[i] = median_u64(t_reg[i], reps);
+			dereg[i] = median_u64(t_dereg[i], reps);
+			printf(" %.1f | %.2f | %.1f |", reg[i] / 1e3,
+			       (double)reg[i] / 1e6 * (double)(1ull << 30) /
+				       (double)len,
+			       dereg[i] / 1e3);
 		}
-		reg = median_u64(t_reg, reps);
-		again = median_u64(t_again, reps);
-		dereg = median_u64(t_dereg, 2 * reps);
-		printf("| %zu %s | %u | %.1f | %.1f | %.1f | %.1f |\n",
-		       kb[s] >= 1048576 ? kb[s] >> 20 :
-		       kb[s] >= 1024	? kb[s] >> 10 :
-					  kb[s],
-		       kb[s] >= 1048576 ? "GB" :
-		       kb[s] >= 1024	? "MB" :
-					  "KB",
-		       reps, reg / 1e3,
-		       (double)reg / 1e6 * (double)(1ull << 30) / (double)len,
-		       again / 1e3, dereg / 1e3);
-		printf("result reg kb %zu reps %u reg_us %.1f ms_per_gb %.2f "
-		       "again_us %.1f dereg_us %.1f\n",
-		       kb[s], reps, reg / 1e3,
-		       (double)reg / 1e6 * (double)(1ull << 30) / (double)len,
-		       again / 1e3, dereg / 1e3);
+		if (nroutes == 2)
+			printf(" %.2f |", (double)reg[0] / (double)reg[1]);
+		printf("\n");
+		for (unsigned int i = 0; i < nroutes; i++)
+			printf("result reg mem %s route %s kb %zu reps %u "
+			       "reg_us %.1f ms_per_gb %.3f dereg_us %.1f\n",
+			       mem_name[routes[i]], mem_route[routes[i]], kb[s],
+			       reps, reg[i] / 1e3,
+			       (double)reg[i] / 1e6 * (double)(1ull << 30) /
+				       (double)len,
+			       dereg[i] / 1e3);
 		fflush(stdout);
 	}
 }
@@ -575,6 +693,7 @@ int main(int argc, char **argv)
 		{ "tag", required_argument, NULL, 'T' },
 		{ "reg-max-mb", required_argument, NULL, 'r' },
 		{ "cpu-pids", required_argument, NULL, 'p' },
+		{ "mem", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct node a = { 0 }, b = { 0 };
@@ -614,6 +733,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'm':
+			if (!strcmp(optarg, "private"))
+				mem = MEM_PRIVATE;
+			else if (!strcmp(optarg, "shared"))
+				mem = MEM_SHARED;
+			else {
+				fprintf(stderr,
+					"bench-svc: --mem private|shared\n");
+				return 2;
+			}
+			break;
 		default:
 			return 2;
 		}
@@ -629,7 +759,7 @@ int main(int argc, char **argv)
 				"[--iters N] [--warmup N] [--seconds T] "
 				"[--windows 1,8,64] [--size B] [--tag T] "
 				"[--reg-max-mb M] [--cpu-pids A,B] "
-				"lat|bw|reg...\n");
+				"[--mem private|shared] lat|bw|reg...\n");
 		return 2;
 	}
 	if (cpu_pid[0]) {

@@ -5,25 +5,31 @@
 # service through the fabric"). As root, from the source tree:
 #
 #   bench/svc-bench.sh [--runs N] [--iters N] [--seconds T] [--no-reg]
-#                      [--cc NAME]
+#                      [--cc NAME] [--mem private|shared|both]
 #
 # --cc NAME: every ovrdmad runs congestion controller NAME (ovr, dcqcn,
 # timely, swift, fixed; the testbed's --cc), instead of the default.
+# --mem: the data buffers of steps 2 and 3 are private memory (the
+# process route) or a shared memfd (the object route) (bench-svc --mem,
+# docs/SERVICE.md 4); both: steps 2 and 3 once per route in each run,
+# and the table has a column per route and their ratio. Without it, as
+# before: anonymous private memory, no route column.
 #
 # Each run:
 #  1. tools/ovrdma-testbed up 2 (memif fabric, no impairment) under a
 #     state directory and prefix of its own (OVRDMA_TESTBED_DIR, default
 #     /run/ovrdma-svcbench; OVRDMA_TESTBED_PREFIX, default ovrsb), so it
 #     does not collide with another testbed;
-#  2. bench-svc lat (8 B WRITE ping-pong) and bw (64 KB WRITEs, windows 1,
+#  2. (per route with --mem) bench-svc lat (8 B WRITE ping-pong) and bw (64 KB WRITEs, windows 1,
 #     8 and 64), with the two ovrdmad pids (nI/ovrdmad.pid): bench-svc
 #     reads their utime + stime from /proc/PID/stat right before and after
 #     each timed phase and gives the dataplane's CPU cycles per operation
 #     at the TSC rate it measures (bench/bench_svc.c);
-#  3. 1 % loss on every link (ovrdma-testbed fabric set all loss=0.01):
+#  3. (per route with --mem) 1 % loss on every link (ovrdma-testbed fabric set all loss=0.01):
 #     bw again, window 64;
 #  4. (first run only, unless --no-reg) bench-svc reg: ovr_cl_reg_mr and
-#     dereg from 4 KB to 1 GB;
+#     dereg of fresh memory from 4 KB to 1 GB, on both routes (on the one
+#     --mem names, unless both);
 #  5. ovrdma-testbed down; then the fabric's raw forwarding capacity: a
 #     second ovrdma-fabric, started as the testbed starts its own, with
 #     fabric-gen (tests/integration/fabric-gen.c) as both hosts, blasting
@@ -52,7 +58,7 @@ prefix=$OVRDMA_TESTBED_PREFIX
 # header, 4 B of CRC (docs/WIRE.md), 78 B of Ethernet/IPv4/UDP/VXLAN-GPE
 # (docs/VPC.md). The bw phase checks it against the fabric's counters.
 DATA_FRAME=4238
-runs=3 iters=20000 seconds=3 reg=1 cc=
+runs=3 iters=20000 seconds=3 reg=1 cc="" mem=""
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -61,8 +67,16 @@ while [ $# -gt 0 ]; do
 	--seconds) seconds=$2 && shift ;;
 	--no-reg) reg=0 ;;
 	--cc) cc=$2 && shift ;;
+	--mem)
+		case "$2" in
+		private | shared) mem=$2 ;;
+		both) mem="private shared" ;;
+		*) echo "svc-bench: --mem private|shared|both" >&2 && exit 2 ;;
+		esac
+		shift
+		;;
 	*)
-		sed -n '5,11s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
+		sed -n '5,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
 		exit 2
 		;;
 	esac
@@ -119,10 +133,62 @@ counter() { # fabric counter KEY (sum or pN.KEY)
 	"$tb" fabric stats | awk -v k="$1" '$1 == k { print $2 }'
 }
 
+routes() { # NODE -> "mr_route_obj mr_route_proc" of its ovrdmad
+	"$tb" ctl "$1" show counters | awk '
+		$1 == "mr_route_obj" { o = $2 } $1 == "mr_route_proc" { p = $2 }
+		END { print o + 0, p + 0 }'
+}
+
 # ---- one run through the service --------------------------------------------
 
+# svc_phases RUN MEM PID_A PID_B SOCK_A SOCK_B: steps 2 and 3, with
+# bench-svc --mem MEM unless MEM is empty; files lat.R, bw.R, loss.R, or
+# lat.MEM.R, ...
+svc_phases() {
+	local r=$1 m=$2 pa=$3 pb=$4 s1=$5 s2=$6 f0 b0 sfx=$1 o1 p1 n
+	local memo=() o0=() p0=()
+
+	if [ -n "$m" ]; then
+		sfx=$m.$r
+		memo=(--mem "$m")
+	fi
+	for n in 1 2; do
+		read -r "o0[$n]" "p0[$n]" <<<"$(routes "$n")"
+	done
+	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
+		--iters "$iters" lat >"$out/lat.$sfx" 2>&1 ||
+		fail "bench-svc lat (see $out/lat.$sfx)"
+	# lat registered one buffer on each node: on the route asked for
+	for n in 1 2; do
+		read -r o1 p1 <<<"$(routes "$n")"
+		o1=$((o1 - o0[n])) p1=$((p1 - p0[n]))
+		echo "node $n registrations: object route $o1, process route $p1" \
+			>>"$out/routes.$sfx"
+		case "$m" in
+		shared) [ "$o1" -ge 1 ] && [ "$p1" = 0 ] ;;
+		*) [ "$p1" -ge 1 ] && [ "$o1" = 0 ] ;;
+		esac || fail "node $n: lat's buffers took the wrong route" \
+			"(${m:-default} memory; $out/routes.$sfx)"
+	done
+	f0=$(counter p0.rx)
+	b0=$(counter p0.rx_bytes)
+	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
+		--seconds "$seconds" --windows 1,8,64 bw >"$out/bw.$sfx" 2>&1 ||
+		fail "bench-svc bw (see $out/bw.$sfx)"
+	# A's frames into the fabric during bw: data PDUs, nearly all
+	echo "frame $((($(counter p0.rx_bytes) - b0) / ($(counter p0.rx) - f0)))" \
+		>>"$out/bw.$sfx"
+
+	"$tb" fabric set all loss=0.01 >/dev/null || fail "fabric set loss"
+	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
+		--seconds "$seconds" --windows 64 --tag loss1 bw \
+		>"$out/loss.$sfx" 2>&1 || fail "bench-svc bw at 1 % loss"
+	echo "lost $(counter loss)" >>"$out/loss.$sfx"
+	"$tb" fabric set all reset >/dev/null || fail "fabric reset"
+}
+
 svc_run() { # RUN
-	local r=$1 d=$OVRDMA_TESTBED_DIR pa pb s1 s2 f0 b0
+	local r=$1 d=$OVRDMA_TESTBED_DIR pa pb s1 s2 m regm=()
 	run "$tb" up 2 ${cc:+--cc "$cc"} >"$out/up.$r" 2>&1 ||
 		fail "testbed up (see $out/up.$r)"
 	pa=$(cat "$d/n1/ovrdmad.pid")
@@ -134,27 +200,19 @@ svc_run() { # RUN
 		fail "ovrdmad pids"
 	fi
 
-	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" \
-		--iters "$iters" lat >"$out/lat.$r" 2>&1 ||
-		fail "bench-svc lat (see $out/lat.$r)"
-	f0=$(counter p0.rx)
-	b0=$(counter p0.rx_bytes)
-	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" \
-		--seconds "$seconds" --windows 1,8,64 bw >"$out/bw.$r" 2>&1 ||
-		fail "bench-svc bw (see $out/bw.$r)"
-	# A's frames into the fabric during bw: data PDUs, nearly all
-	echo "frame $((($(counter p0.rx_bytes) - b0) / ($(counter p0.rx) - f0)))" \
-		>>"$out/bw.$r"
-
-	"$tb" fabric set all loss=0.01 >/dev/null || fail "fabric set loss"
-	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" \
-		--seconds "$seconds" --windows 64 --tag loss1 bw \
-		>"$out/loss.$r" 2>&1 || fail "bench-svc bw at 1 % loss"
-	echo "lost $(counter loss)" >>"$out/loss.$r"
-	"$tb" fabric set all reset >/dev/null || fail "fabric reset"
+	if [ -z "$mem" ]; then
+		svc_phases "$r" "" "$pa" "$pb" "$s1" "$s2"
+	else
+		for m in $mem; do
+			svc_phases "$r" "$m" "$pa" "$pb" "$s1" "$s2"
+		done
+	fi
 
 	if [ "$reg" = 1 ] && [ "$r" = 1 ]; then
-		run timeout 900 "$bench" "$s1" "$s2" reg >"$out/reg" 2>&1 ||
+		# one route, or both (bench-svc's default)
+		case "$mem" in private | shared) regm=(--mem "$mem") ;; esac
+		run timeout 900 "$bench" "$s1" "$s2" "${regm[@]}" reg \
+			>"$out/reg" 2>&1 ||
 			fail "bench-svc reg (see $out/reg)"
 	fi
 	"$tb" ctl 1 show counters >"$out/counters1.$r" 2>&1
@@ -232,19 +290,106 @@ minmax() { # values on stdin -> "min-max"
 	echo "svc-bench: $(date -u +%FT%TZ), $(nproc) CPUs," \
 		"$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)," \
 		"commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)," \
-		"congestion control ${cc:-default}"
+		"congestion control ${cc:-default}," \
+		"memory ${mem:-default}"
 } | tee "$out/about"
 for r in $(seq "$runs"); do
 	echo "run $r/$runs: load average $(cut -d' ' -f1-3 /proc/loadavg)" |
 		tee -a "$out/about"
 	svc_run "$r"
 	raw_run "$r"
-	echo "  lat p50 $(field "$out/lat.$r" lat - - p50_us) us," \
-		"bw w64 $(field "$out/bw.$r" bw window 64 gbps) Gbit/s," \
-		"at 1 % loss $(field "$out/loss.$r" bw window 64 gbps) Gbit/s," \
-		"fabric $(plain "$out/raw$DATA_FRAME.$r" pps) frames/s of $DATA_FRAME B," \
+	for m in ${mem:--}; do
+		x=$m.$r
+		[ "$m" = - ] && x=$r && m=
+		echo "  ${m:+$m: }lat p50 $(field "$out/lat.$x" lat - - p50_us) us," \
+			"bw w64 $(field "$out/bw.$x" bw window 64 gbps) Gbit/s," \
+			"at 1 % loss $(field "$out/loss.$x" bw window 64 gbps) Gbit/s"
+	done
+	echo "  fabric $(plain "$out/raw$DATA_FRAME.$r" pps) frames/s of $DATA_FRAME B," \
 		"$(plain "$out/raw64.$r" pps) of 64 B"
 done
+
+# ---- the table per route (--mem) ------------------------------------------------
+
+# mrow LABEL FORMAT PHASE MODE SELKEY SELVAL KEY [DIVISOR]: a row of the
+# medians of KEY (over DIVISOR) per route, and process / object when both
+mrow() {
+	local line="| $1 |" m v vals=()
+
+	for m in $mem; do
+		v=$(field "$out/$3.$m.*" "$4" "$5" "$6" "$7" | median)
+		v=$(awk -v v="$v" -v d="${8:-1}" 'BEGIN { print v / d }')
+		vals+=("$v")
+		# shellcheck disable=SC2059 # the format is the caller's
+		line+=" $(printf "$2" "$v") |"
+	done
+	[ ${#vals[@]} = 2 ] && line+=" $(awk -v a="${vals[0]}" -v b="${vals[1]}" \
+		'BEGIN { if (b) printf "%.3f", a / b; else print "-" }') |"
+	echo "$line"
+}
+
+# perrun PHASE MODE SELKEY SELVAL KEY: process / object of each run
+perrun() {
+	local r a b
+	for r in $(seq "$runs"); do
+		a=$(field "$out/$1.private.$r" "$2" "$3" "$4" "$5")
+		b=$(field "$out/$1.shared.$r" "$2" "$3" "$4" "$5")
+		awk -v a="$a" -v b="$b" 'BEGIN { if (b) printf "%.3f\n", a / b }'
+	done | paste -sd, | sed 's/,/, /g'
+}
+
+route_table() {
+	local m w pk=16 # 4 KB data PDUs per 64 KB WRITE
+	local hdr="| what |" sep="|---|"
+
+	for m in $mem; do
+		case $m in
+		private) hdr+=" process route (private memory) |" ;;
+		shared) hdr+=" object route (shared memfd) |" ;;
+		esac
+		sep+="---:|"
+	done
+	[ "$mem" = "private shared" ] && hdr+=" process / object |" sep+="---:|"
+	echo
+	echo "Per route, medians of $runs runs (an operation is one WRITE;" \
+		"a 64 KB WRITE is $pk data packets of 4 KB):"
+	echo
+	echo "$hdr"
+	echo "$sep"
+	for w in 1 8 64; do
+		mrow "64 KB RDMA WRITE, window $w: Gbit/s" "%.2f" bw bw window "$w" gbps
+	done
+	for w in 1 8 64; do
+		mrow "ovrdmad cycles per 64 KB WRITE (A + B), window $w" "%.0f" \
+			bw bw window "$w" cyc_op
+	done
+	for w in 1 8 64; do
+		mrow "ovrdmad cycles per 4 KB packet (A + B), window $w" "%.0f" \
+			bw bw window "$w" cyc_op "$pk"
+	done
+	mrow "64 KB RDMA WRITE, window 64, 1 % loss: Gbit/s" "%.2f" \
+		loss bw window 64 gbps
+	mrow "ovrdmad cycles per 4 KB packet, window 64, 1 % loss" "%.0f" \
+		loss bw window 64 cyc_op "$pk"
+	mrow "8 B RDMA WRITE round trip p50, µs" "%.1f" lat lat - - p50_us
+	mrow "8 B RDMA WRITE round trip p99, µs" "%.1f" lat lat - - p99_us
+	mrow "ovrdmad cycles per 8 B WRITE (A + B)" "%.0f" lat lat - - cyc_op
+	echo
+	for m in $mem; do
+		echo "Ranges over the runs, $m: window-64 goodput" \
+			"$(field "$out/bw.$m.*" bw window 64 gbps | minmax) Gbit/s," \
+			"cycles per 4 KB packet at window 64" \
+			"$(field "$out/bw.$m.*" bw window 64 cyc_op |
+				awk -v k="$pk" '{ printf "%.0f\n", $1 / k }' | minmax)," \
+			"lat p50 $(field "$out/lat.$m.*" lat - - p50_us | minmax) µs"
+	done
+	if [ "$mem" = "private shared" ]; then
+		echo "Process / object in each run: window-64 goodput" \
+			"$(perrun bw bw window 64 gbps); cycles per packet at" \
+			"window 64 $(perrun bw bw window 64 cyc_op); lat p50" \
+			"$(perrun lat lat - - p50_us)"
+	fi
+}
 
 L="$out/lat.*" B="$out/bw.*" X="$out/loss.*"
 raw_pps=$(plain "$out/raw$DATA_FRAME.*" pps | median)
@@ -265,36 +410,41 @@ printf "| fabric alone, %s B frames (fabric-gen) | %.2f Mpps, %.2f Gbit/s (%s Gb
 	"$raw_gbps" "$raw_pay"
 printf "| fabric alone, 64 B frames | %.2f Mpps | - | - | - |\n" \
 	"$(awk -v p="$raw64" 'BEGIN { print p / 1e6 }')"
-for w in 1 8 64; do
-	g=$(field "$B" bw window "$w" gbps | median)
-	printf "| ovrdma 64 KB RDMA WRITE, window %s | %.2f Gbit/s, %.4f Mops | %.2f, %.2f | %.0f | %.3f |\n" \
-		"$w" "$g" "$(field "$B" bw window "$w" mops | median)" \
-		"$(field "$B" bw window "$w" cpu_a | median)" \
-		"$(field "$B" bw window "$w" cpu_b | median)" \
-		"$(field "$B" bw window "$w" cyc_op | median)" \
+if [ -z "$mem" ]; then
+	for w in 1 8 64; do
+		g=$(field "$B" bw window "$w" gbps | median)
+		printf "| ovrdma 64 KB RDMA WRITE, window %s | %.2f Gbit/s, %.4f Mops | %.2f, %.2f | %.0f | %.3f |\n" \
+			"$w" "$g" "$(field "$B" bw window "$w" mops | median)" \
+			"$(field "$B" bw window "$w" cpu_a | median)" \
+			"$(field "$B" bw window "$w" cpu_b | median)" \
+			"$(field "$B" bw window "$w" cyc_op | median)" \
+			"$(awk -v g="$g" -v c="$raw_pay" 'BEGIN { print g / c }')"
+	done
+	g=$(field "$X" bw window 64 gbps | median)
+	g0=$(field "$B" bw window 64 gbps | median)
+	printf "| ovrdma 64 KB RDMA WRITE, window 64, 1 %% loss | %.2f Gbit/s (%.2f of loss-free) | %.2f, %.2f | %.0f | %.3f |\n" \
+		"$g" "$(awk -v g="$g" -v c="$g0" 'BEGIN { print g / c }')" \
+		"$(field "$X" bw window 64 cpu_a | median)" \
+		"$(field "$X" bw window 64 cpu_b | median)" \
+		"$(field "$X" bw window 64 cyc_op | median)" \
 		"$(awk -v g="$g" -v c="$raw_pay" 'BEGIN { print g / c }')"
-done
-g=$(field "$X" bw window 64 gbps | median)
-g0=$(field "$B" bw window 64 gbps | median)
-printf "| ovrdma 64 KB RDMA WRITE, window 64, 1 %% loss | %.2f Gbit/s (%.2f of loss-free) | %.2f, %.2f | %.0f | %.3f |\n" \
-	"$g" "$(awk -v g="$g" -v c="$g0" 'BEGIN { print g / c }')" \
-	"$(field "$X" bw window 64 cpu_a | median)" \
-	"$(field "$X" bw window 64 cpu_b | median)" \
-	"$(field "$X" bw window 64 cyc_op | median)" \
-	"$(awk -v g="$g" -v c="$raw_pay" 'BEGIN { print g / c }')"
-printf "| ovrdma 8 B RDMA WRITE round trip | p50 %.1f µs, p99 %.1f, p99.9 %.1f, max %.1f (one way %.1f) | %.2f, %.2f | %.0f per WRITE | - |\n" \
-	"$(field "$L" lat - - p50_us | median)" \
-	"$(field "$L" lat - - p99_us | median)" \
-	"$(field "$L" lat - - p999_us | median)" \
-	"$(field "$L" lat - - max_us | median)" \
-	"$(field "$L" lat - - oneway_us | median)" \
-	"$(field "$L" lat - - cpu_a | median)" \
-	"$(field "$L" lat - - cpu_b | median)" \
-	"$(field "$L" lat - - cyc_op | median)"
-echo
-echo "Ranges over the runs: window-64 goodput $(field "$B" bw window 64 gbps | minmax) Gbit/s," \
-	"fabric $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s," \
-	"lat p50 $(field "$L" lat - - p50_us | minmax) µs"
+	printf "| ovrdma 8 B RDMA WRITE round trip | p50 %.1f µs, p99 %.1f, p99.9 %.1f, max %.1f (one way %.1f) | %.2f, %.2f | %.0f per WRITE | - |\n" \
+		"$(field "$L" lat - - p50_us | median)" \
+		"$(field "$L" lat - - p99_us | median)" \
+		"$(field "$L" lat - - p999_us | median)" \
+		"$(field "$L" lat - - max_us | median)" \
+		"$(field "$L" lat - - oneway_us | median)" \
+		"$(field "$L" lat - - cpu_a | median)" \
+		"$(field "$L" lat - - cpu_b | median)" \
+		"$(field "$L" lat - - cyc_op | median)"
+	echo
+	echo "Ranges over the runs: window-64 goodput $(field "$B" bw window 64 gbps | minmax) Gbit/s," \
+		"fabric $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s," \
+		"lat p50 $(field "$L" lat - - p50_us | minmax) µs"
+else
+	route_table
+	echo "Fabric alone over the runs: $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s"
+fi
 if [ -f "$out/reg" ]; then
 	echo
 	echo "Registration (node 1, medians per call):"
