@@ -22,8 +22,9 @@
 #      ibv_reg_dmabuf_mr's errors and a window of a dma-buf (the client
 #      registers its READ target through a dma-buf too); a GPU UUID
 #      ovrdmad does not know: ENODEV and a log line;
-#   3. an application holding two GPU registrations killed with -9: the
-#      node's gdr_imports goes back to 0;
+#   3. an application holding two GPU registrations and two host ones
+#      (ovrdmactl show mrs lists them: gpu, gpu, process, object) killed
+#      with -9: the node's gdr_imports goes back to 0;
 #   4. GPU registrations count against pinned_mb_per_context (10 on
 #      both nodes) with host ones: ENOMEM beyond, room again after a
 #      deregistration.
@@ -176,6 +177,13 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 held=$(counter 2 gdr_imports)
+# ovrdmactl show mrs: the held regions, each with its route
+"$tb" ctl 2 show mrs >"$work/mrs.log"
+sed 's/^/gdr: show mrs: /' "$work/mrs.log"
+hp=$(pgrep -f "$prog hold" | head -1)
+routes=$(awk -v p="${hp:-x}" '$2 == p {print $8 "/" $6 "/" $7}' "$work/mrs.log" | sort | tr '\n' ' ')
+[ "$routes" = "gpu/2097152/LWRA gpu/2097152/LWRA object/65536/L process/65536/LWRA " ] ||
+	fail "show mrs: the held regions are '$routes'"
 app=$(pgrep -f "$prog hold" | head -1)
 if [ -n "$app" ]; then
 	kill -9 $(pgrep -f "$prog hold")

@@ -21,8 +21,9 @@
  *      copies take the streams);
  *   every byte checked through cuMemcpyDtoH on the side that received;
  *   5. a FETCH_ADD on S2: refused (IBV_WC_REM_OP_ERR).
- * Modes: server, client HOST; hold (registers GPU memory and waits to
- * be killed: the service must release the import); badhandle (a forged
+ * Modes: server, client HOST; hold (registers GPU memory and host
+ * memory of both routes, and waits to be killed: the service must
+ * release the imports); badhandle (a forged
  * IPC handle and a forged fd sent straight through the control
  * protocol: errors, no crash); dmabuf (ibv_reg_dmabuf_mr's errors and
  * a window of a dma-buf; the client registers C2 through a dma-buf
@@ -39,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -523,14 +525,24 @@ static int client(const char *host)
 	return bad ? 1 : 0;
 }
 
-/* Registers GPU memory both ways and waits to be killed. */
+/* Registers GPU memory both ways, and host memory of both routes for
+ * ovrdmactl show mrs (private: process; shared: object), and waits to
+ * be killed. */
 static int hold(void)
 {
 	struct side s;
+	void *priv = aligned_alloc(4096, 65536);
+	void *shm = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
+	if (!priv || shm == MAP_FAILED)
+		vc_die("host memory");
 	side_up(&s);
 	reg(s.pd, gpu_alloc(2 * MB), 2 * MB);
 	reg(s.pd, gpu_vmm(2 * MB, 1), 2 * MB);
+	if (!ibv_reg_mr(s.pd, priv, 65536, ACC_ALL) ||
+	    !ibv_reg_mr(s.pd, shm, 65536, IBV_ACCESS_LOCAL_WRITE))
+		vc_die("ibv_reg_mr of host memory: %s", strerror(errno));
 	printf("verbs_gdr: hold: registered\n");
 	fflush(stdout);
 	pause();
