@@ -27,7 +27,12 @@
 #      with -9: the node's gdr_imports goes back to 0;
 #   4. GPU registrations count against pinned_mb_per_context (10 on
 #      both nodes) with host ones: ENOMEM beyond, room again after a
-#      deregistration.
+#      deregistration;
+#   5. pinned host memory (cuMemHostAlloc) registered with ibv_reg_mr on
+#      node 1: a fake-GPU copy into it is what node 2 READs, node 2's
+#      WRITE is what a fake-GPU copy out of it gives (the fake GPU has
+#      its own mapping of the pages: a registration that swapped them
+#      fails); ovrdmactl show mrs lists it on the object route.
 # usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
 #
 # gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
@@ -209,6 +214,35 @@ grep 'verbs_gdr:' "$work/pinned.log"
 grep -q 'limit pinned_mb_per_context = 10 reached' \
 	"$OVRDMA_TESTBED_DIR/n2/ovrdmad.log" ||
 	fail "ovrdmad did not log the pinned limit"
+
+# ---- 5. pinned host memory (cuMemHostAlloc) ----------------------------------
+# The fake GPU reaches it through its own mapping of the pages: a GPU copy
+# into it is what the peer READs, the peer's WRITE is what a GPU copy out
+# of it reads (a registration that swapped the pages fails here).
+timeout -k 5 60 "$tb" run 1 "$prog" hostsrv >"$work/hsrv.log" 2>&1 &
+spid=$!
+for _ in $(seq 150); do
+	"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':18531 ' && break
+	sleep 0.1
+done
+# the route it takes: the fake's memfd is an object root opens; a real
+# driver's mapping of /dev/nvidiactl is not (docs/GPU.md)
+want=object
+[ "$mode" = gpu ] && want=process
+"$tb" ctl 1 show mrs >"$work/hmrs.log"
+grep -E '^ctx| 1048576 ' "$work/hmrs.log" | sed 's/^/gdr: show mrs: /'
+awk '$6 == 1048576 {print $8}' "$work/hmrs.log" | grep -qx "$want" ||
+	fail "show mrs: pinned host memory not on the $want route"
+timeout -k 5 60 "$tb" run 2 "$prog" hostcli "$("$tb" addr 1)" \
+	>"$work/hcli.log" 2>&1
+crc=$?
+wait $spid
+src=$?
+cat "$work/hsrv.log" "$work/hcli.log" | grep 'verbs_gdr: hostmem'
+if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
+	fail "pinned host memory between the GPU and the network (server exit $src, client exit $crc)"
+	cat "$work/hsrv.log" "$work/hcli.log"
+fi
 
 [ $nfail -eq 0 ] && echo "gdr: ok" && exit 0
 for n in 1 2; do
