@@ -198,9 +198,19 @@ struct svc_devref {
 	void *p;
 };
 
+/* How the service reaches a region (ovrdmactl show mrs) */
+enum svc_mr_route {
+	SVC_MR_OBJ = 1, /* the application's shared objects, mapped */
+	SVC_MR_PROC, /* process_vm_readv / writev into the application */
+	SVC_MR_GPU, /* GPU memory through gdr/ */
+};
+
 struct svc_mr {
 	uint32_t pd_handle;
 	uint32_t key;
+	enum svc_mr_route route;
+	uint32_t access; /* OVR_ACCESS_* the region allows */
+	uint64_t va, len; /* the application's addresses */
 	struct svc_devref dev; /* the engine's cookie, when behind dev_copy */
 	void *map; /* the service's view of the span, with the huge pages
 		      around it on hugetlbfs; NULL for GPU memory */

@@ -334,6 +334,62 @@ static void show_qps(struct svc *s, struct show_buf *b)
 				show_qp(s, b, c, c->obj[i].p);
 }
 
+static const char *mr_route_name(enum svc_mr_route r)
+{
+	switch (r) {
+	case SVC_MR_OBJ:
+		return "object";
+	case SVC_MR_PROC:
+		return "process";
+	case SVC_MR_GPU:
+		return "gpu";
+	}
+	return "?";
+}
+
+static void show_mr(struct show_buf *b, const struct svc_ctx *c, uint32_t h,
+		    const struct svc_mr *mr)
+{
+	char acc[5], segs[12] = "-", trunc[24] = "-";
+	int n = 0;
+
+	/* L local write, W remote write, R remote read, A remote atomic */
+	if (mr->access & OVR_ACCESS_LOCAL_WRITE)
+		acc[n++] = 'L';
+	if (mr->access & OVR_ACCESS_REMOTE_WRITE)
+		acc[n++] = 'W';
+	if (mr->access & OVR_ACCESS_REMOTE_READ)
+		acc[n++] = 'R';
+	if (mr->access & OVR_ACCESS_REMOTE_ATOMIC)
+		acc[n++] = 'A';
+	if (!n)
+		acc[n++] = '-';
+	acc[n] = 0;
+	/* segments and truncated pages exist on the object route only */
+	if (mr->route == SVC_MR_OBJ) {
+		snprintf(segs, sizeof(segs), "%u", mr->nseg_obj);
+		snprintf(trunc, sizeof(trunc), "%llu",
+			 (unsigned long long)mr->truncated);
+	}
+	out(b, "%-5u %-8d %-6u %-10u %-18llx %-12llu %-6s %-8s %-4s %s\n",
+	    c->id, (int)c->pid, h, mr->key, (unsigned long long)mr->va,
+	    (unsigned long long)mr->len, acc, mr_route_name(mr->route), segs,
+	    trunc);
+}
+
+/* every registered memory region, and how the service reaches it
+ * (docs/SERVICE.md section 4); lkey and rkey are the same key */
+static void show_mrs(struct svc *s, struct show_buf *b)
+{
+	out(b, "%-5s %-8s %-6s %-10s %-18s %-12s %-6s %-8s %-4s %s\n", "ctx",
+	    "pid", "handle", "key", "va", "length", "access", "route", "segs",
+	    "truncated");
+	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
+		for (uint32_t i = 0; i < c->nobj; i++)
+			if (c->obj[i].type == SVC_OBJ_MR)
+				show_mr(b, c, i + 1, c->obj[i].p);
+}
+
 static void show_qp_transport(struct svc *s, struct show_buf *b,
 			      struct svc_qp *qp)
 {
@@ -519,8 +575,11 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		const char *what;
 		void (*fn)(struct svc *s, struct show_buf *b);
 	} views[] = {
-		{ "devices", show_devices },   { "contexts", show_contexts },
-		{ "qps", show_qps },	       { "transport", show_transport },
+		{ "devices", show_devices },
+		{ "contexts", show_contexts },
+		{ "qps", show_qps },
+		{ "mrs", show_mrs },
+		{ "transport", show_transport },
 		{ "counters", show_counters },
 	};
 	struct show_buf b = { .buf = buf, .cap = cap };

@@ -76,6 +76,16 @@ int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
+/* What ovrdmactl show mrs lists of @mr (nothing else reads it). */
+static void mr_describe(struct svc_mr *mr, enum svc_mr_route route, uint64_t va,
+			uint64_t len, uint32_t access)
+{
+	mr->route = route;
+	mr->va = va;
+	mr->len = len;
+	mr->access = access & ACCESS_KNOWN;
+}
+
 /* Unmaps @mr's view of host memory and forgets its tracked mappings. */
 static void mr_unmap(struct svc_mr *mr)
 {
@@ -265,6 +275,7 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr_describe(mr, SVC_MR_PROC, q->va, q->len, q->access);
 	mr->pinned = pages; /* counted, not pinned */
 	s->cnt.mr_route_proc++;
 	pd->users++;
@@ -334,6 +345,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr_describe(mr, SVC_MR_OBJ, q->va, q->len, q->access);
 	mr->pinned = total;
 	s->cnt.mr_route_obj++;
 	pd->users++;
@@ -513,6 +525,7 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	}
 	mr->pd_handle = q->pd;
+	mr_describe(mr, SVC_MR_GPU, q->va, q->len, q->access);
 	mr->pinned = pinned; /* counted, not mapped */
 	pd->users++;
 	c->nmr++;

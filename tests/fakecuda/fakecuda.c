@@ -49,6 +49,21 @@
  *  - fakecuda_stats() counts synchronisations, queued copies and pinned
  *    bytes for tests that check batching and pinning.
  *
+ * Pinned host memory (cuMemHostAlloc) is reached by the fake GPU as a
+ * real GPU reaches it: through its own mapping of the pages, fixed when
+ * they were allocated, never through the application's addresses. Each
+ * allocation is a memfd (fakecuda-hostalloc) mapped twice, MAP_SHARED:
+ * the application gets one mapping, the fake's copies (cuMemcpy* and
+ * their async forms, whose host side lies in it) use the other. Had
+ * anything moved the application's addresses onto other pages after
+ * the allocation (a registration that swaps pages, as ovrdma's client
+ * once did), the GPU would go on reading and writing the old pages, as
+ * a real GPU's DMA would, and a test comparing the two views sees it.
+ * cuPointerGetAttribute says MEMORYTYPE_HOST for it, as the driver
+ * does. cuMemHostRegister (existing memory) only records the range:
+ * the fake's copies reach it through the application's addresses, which
+ * is all a process can do with private pages.
+ *
  * Allocation granularity is 2 MiB for cuMemCreate / cuMemMap, as on real
  * GPUs, and device addresses are 2 MiB aligned (GDRCopy pins 64 KiB GPU
  * pages). Device addresses are never reused. One mutex guards the
@@ -164,6 +179,14 @@ struct hostreg {
 };
 
 static struct hostreg hostregs[MAX_OBJ];
+
+/* cuMemHostAlloc: the application's mapping and the GPU's own */
+struct hostalloc {
+	uint8_t *app, *gpu;
+	size_t len;
+};
+
+static struct hostalloc hostallocs[MAX_OBJ];
 static struct fakecuda_stats fst;
 static uint64_t fail_at; /* async copy number that fails; 0: none */
 static uint32_t event_polls; /* NOT_READY answers per event (lazy) */
@@ -429,6 +452,32 @@ static bool fake_memfd(const char *path, uint64_t *nonce, bool *rdma)
 	return sscanf(link, "/memfd:fakecuda-%16" SCNx64, nonce) == 1;
 }
 
+/* The cuMemHostAlloc allocation holding [p, p + len), or NULL (must hold
+ * mu). */
+static struct hostalloc *hostalloc_find(const uint8_t *p, size_t len)
+{
+	for (int i = 0; i < MAX_OBJ; i++) {
+		struct hostalloc *a = &hostallocs[i];
+
+		if (a->len && p >= a->app && (size_t)(p - a->app) < a->len &&
+		    len <= a->len - (size_t)(p - a->app))
+			return a;
+	}
+	return NULL;
+}
+
+/*
+ * Where the fake GPU's DMA reaches host bytes [h, h + len) (must hold
+ * mu): pinned host memory through the GPU's own mapping of its pages;
+ * anything else at the application's address.
+ */
+static uint8_t *dma_at(uint8_t *h, size_t len)
+{
+	struct hostalloc *a = hostalloc_find(h, len);
+
+	return a ? a->gpu + (h - a->app) : h;
+}
+
 /* ---- pointers, cuMemAlloc ------------------------------------------------ */
 
 FAKE(cuPointerGetAttribute, (void *data, int attribute, gdr_CUdeviceptr ptr))
@@ -442,7 +491,13 @@ FAKE(cuPointerGetAttribute, (void *data, int attribute, gdr_CUdeviceptr ptr))
 		return GDR_CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mu);
 	m = map_find(ptr, 1);
-	if (!m) {
+	if (!m && hostalloc_find((uint8_t *)(uintptr_t)ptr, 1)) {
+		/* pinned host memory: the driver knows it as host memory */
+		if (attribute == GDR_CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+			*(unsigned int *)data = GDR_CU_MEMORYTYPE_HOST;
+		else
+			rc = GDR_CUDA_ERROR_INVALID_VALUE;
+	} else if (!m) {
 		rc = GDR_CUDA_ERROR_INVALID_VALUE; /* memory CUDA does not know */
 	} else {
 		switch (attribute) {
@@ -1017,9 +1072,9 @@ static gdr_CUresult copy(gdr_CUdeviceptr d, void *h, size_t len, bool to_dev)
 		uint8_t *at = m->p->host + (d - m->va);
 
 		if (to_dev)
-			memcpy(at, h, len);
+			memcpy(at, dma_at(h, len), len);
 		else
-			memcpy(h, at, len);
+			memcpy(dma_at(h, len), at, len);
 		rc = GDR_CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&mu);
@@ -1050,7 +1105,71 @@ static bool host_pinned(const uint8_t *p, size_t len)
 		    len <= r->len - (size_t)(p - r->p))
 			return true;
 	}
-	return false;
+	return hostalloc_find(p, len) != NULL;
+}
+
+/* CU_MEMHOSTALLOC_PORTABLE, DEVICEMAP, WRITECOMBINED: all one here */
+#define HOSTALLOC_FLAGS 0x7u
+
+FAKE(cuMemHostAlloc, (void **pp, size_t len, unsigned int flags))
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t n = (len + pg - 1) & ~(pg - 1);
+	struct hostalloc *slot = NULL;
+	void *app = MAP_FAILED, *gpu = MAP_FAILED;
+	int fd;
+
+	if (need_init())
+		return need_init();
+	if (!pp || !len || (flags & ~HOSTALLOC_FLAGS))
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	/* the GPU's mapping first: the pages are its from the start */
+	fd = memfd_create("fakecuda-hostalloc", MFD_CLOEXEC);
+	if (fd >= 0 && !ftruncate(fd, (off_t)n)) {
+		gpu = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		app = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	}
+	if (fd >= 0)
+		close(fd); /* the mappings keep the pages */
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ && !slot; i++)
+		if (!hostallocs[i].len)
+			slot = &hostallocs[i];
+	if (slot && gpu != MAP_FAILED && app != MAP_FAILED)
+		*slot = (struct hostalloc){ .app = app, .gpu = gpu, .len = n };
+	pthread_mutex_unlock(&mu);
+	if (!slot || gpu == MAP_FAILED || app == MAP_FAILED) {
+		if (gpu != MAP_FAILED)
+			munmap(gpu, n);
+		if (app != MAP_FAILED)
+			munmap(app, n);
+		return GDR_CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pp = app;
+	return GDR_CUDA_SUCCESS;
+}
+
+FAKE(cuMemFreeHost, (void *p))
+{
+	struct hostalloc a = { 0 };
+
+	if (need_init())
+		return need_init();
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < MAX_OBJ; i++)
+		if (hostallocs[i].len && hostallocs[i].app == p) {
+			a = hostallocs[i];
+			hostallocs[i] = (struct hostalloc){ 0 };
+			break;
+		}
+	pthread_mutex_unlock(&mu);
+	if (!a.len)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	munmap(a.app, a.len);
+	munmap(a.gpu, a.len);
+	return GDR_CUDA_SUCCESS;
 }
 
 FAKE(cuMemHostRegister_v2, (void *p, size_t len, unsigned int flags))
@@ -1122,9 +1241,11 @@ static gdr_CUresult op_copy(const struct op *o)
 	if (!m || !m->access)
 		return GDR_CUDA_ERROR_ILLEGAL_ADDRESS; /* unmapped meanwhile */
 	if (o->to_dev)
-		memcpy(m->p->host + (o->d - m->va), o->h, o->len);
+		memcpy(m->p->host + (o->d - m->va), dma_at(o->h, o->len),
+		       o->len);
 	else
-		memcpy(o->h, m->p->host + (o->d - m->va), o->len);
+		memcpy(dma_at(o->h, o->len), m->p->host + (o->d - m->va),
+		       o->len);
 	return GDR_CUDA_SUCCESS;
 }
 

@@ -22,11 +22,17 @@
 #      ibv_reg_dmabuf_mr's errors and a window of a dma-buf (the client
 #      registers its READ target through a dma-buf too); a GPU UUID
 #      ovrdmad does not know: ENODEV and a log line;
-#   3. an application holding two GPU registrations killed with -9: the
-#      node's gdr_imports goes back to 0;
+#   3. an application holding two GPU registrations and two host ones
+#      (ovrdmactl show mrs lists them: gpu, gpu, process, object) killed
+#      with -9: the node's gdr_imports goes back to 0;
 #   4. GPU registrations count against pinned_mb_per_context (10 on
 #      both nodes) with host ones: ENOMEM beyond, room again after a
-#      deregistration.
+#      deregistration;
+#   5. pinned host memory (cuMemHostAlloc) registered with ibv_reg_mr on
+#      node 1: a fake-GPU copy into it is what node 2 READs, node 2's
+#      WRITE is what a fake-GPU copy out of it gives (the fake GPU has
+#      its own mapping of the pages: a registration that swapped them
+#      fails); ovrdmactl show mrs lists it on the object route.
 # usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
 #
 # gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
@@ -176,6 +182,13 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 held=$(counter 2 gdr_imports)
+# ovrdmactl show mrs: the held regions, each with its route
+"$tb" ctl 2 show mrs >"$work/mrs.log"
+sed 's/^/gdr: show mrs: /' "$work/mrs.log"
+hp=$(pgrep -f "$prog hold" | head -1)
+routes=$(awk -v p="${hp:-x}" '$2 == p {print $8 "/" $6 "/" $7}' "$work/mrs.log" | sort | tr '\n' ' ')
+[ "$routes" = "gpu/2097152/LWRA gpu/2097152/LWRA object/65536/L process/65536/LWRA " ] ||
+	fail "show mrs: the held regions are '$routes'"
 app=$(pgrep -f "$prog hold" | head -1)
 if [ -n "$app" ]; then
 	kill -9 $(pgrep -f "$prog hold")
@@ -201,6 +214,35 @@ grep 'verbs_gdr:' "$work/pinned.log"
 grep -q 'limit pinned_mb_per_context = 10 reached' \
 	"$OVRDMA_TESTBED_DIR/n2/ovrdmad.log" ||
 	fail "ovrdmad did not log the pinned limit"
+
+# ---- 5. pinned host memory (cuMemHostAlloc) ----------------------------------
+# The fake GPU reaches it through its own mapping of the pages: a GPU copy
+# into it is what the peer READs, the peer's WRITE is what a GPU copy out
+# of it reads (a registration that swapped the pages fails here).
+timeout -k 5 60 "$tb" run 1 "$prog" hostsrv >"$work/hsrv.log" 2>&1 &
+spid=$!
+for _ in $(seq 150); do
+	"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':18531 ' && break
+	sleep 0.1
+done
+# the route it takes: the fake's memfd is an object root opens; a real
+# driver's mapping of /dev/nvidiactl is not (docs/GPU.md)
+want=object
+[ "$mode" = gpu ] && want=process
+"$tb" ctl 1 show mrs >"$work/hmrs.log"
+grep -E '^ctx| 1048576 ' "$work/hmrs.log" | sed 's/^/gdr: show mrs: /'
+awk '$6 == 1048576 {print $8}' "$work/hmrs.log" | grep -qx "$want" ||
+	fail "show mrs: pinned host memory not on the $want route"
+timeout -k 5 60 "$tb" run 2 "$prog" hostcli "$("$tb" addr 1)" \
+	>"$work/hcli.log" 2>&1
+crc=$?
+wait $spid
+src=$?
+cat "$work/hsrv.log" "$work/hcli.log" | grep 'verbs_gdr: hostmem'
+if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
+	fail "pinned host memory between the GPU and the network (server exit $src, client exit $crc)"
+	cat "$work/hsrv.log" "$work/hcli.log"
+fi
 
 [ $nfail -eq 0 ] && echo "gdr: ok" && exit 0
 for n in 1 2; do

@@ -21,8 +21,9 @@
  *      copies take the streams);
  *   every byte checked through cuMemcpyDtoH on the side that received;
  *   5. a FETCH_ADD on S2: refused (IBV_WC_REM_OP_ERR).
- * Modes: server, client HOST; hold (registers GPU memory and waits to
- * be killed: the service must release the import); badhandle (a forged
+ * Modes: server, client HOST; hold (registers GPU memory and host
+ * memory of both routes, and waits to be killed: the service must
+ * release the imports); badhandle (a forged
  * IPC handle and a forged fd sent straight through the control
  * protocol: errors, no crash); dmabuf (ibv_reg_dmabuf_mr's errors and
  * a window of a dma-buf; the client registers C2 through a dma-buf
@@ -31,6 +32,9 @@
  * handle type: ibv_reg_mr fails with EOPNOTSUPP); pinned MB (ovrdmad's
  * pinned_mb_per_context is MB, at least 9: GPU registrations count
  * against it with host ones, in 64 KiB GPU pages: ENOMEM beyond).
+ * hostsrv, hostcli HOST: pinned host memory (cuMemHostAlloc) registered
+ * with ibv_reg_mr on the server, between the GPU's copies and the
+ * client's READ and WRITE (pinned_server).
  * probe: exit 0 when the driver sees a device, 77 when not.
  * Exit 0 ok, 1 failure, 77 no driver.
  */
@@ -39,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -86,6 +91,8 @@ static struct {
 		     unsigned long long);
 	cures (*access)(dptr, size_t, const void *, size_t);
 	cures (*dmabuf)(void *, dptr, size_t, int, unsigned long long);
+	cures (*hostalloc)(void **, size_t, unsigned int);
+	cures (*freehost)(void *);
 } cu;
 
 /* CUmemAllocationProp and CUmemAccessDesc, as the driver lays them out */
@@ -120,6 +127,8 @@ static void cuda_up(void)
 	*(void **)&cu.map = dlsym(lib, "cuMemMap");
 	*(void **)&cu.access = dlsym(lib, "cuMemSetAccess");
 	*(void **)&cu.dmabuf = dlsym(lib, "cuMemGetHandleForAddressRange");
+	*(void **)&cu.hostalloc = dlsym(lib, "cuMemHostAlloc");
+	*(void **)&cu.freehost = dlsym(lib, "cuMemFreeHost");
 	if (!cu.access || !cu.dmabuf || cu.init(0) || cu.retain(&ctx, 0) ||
 	    cu.set(ctx))
 		vc_die("fake CUDA driver unusable");
@@ -523,14 +532,140 @@ static int client(const char *host)
 	return bad ? 1 : 0;
 }
 
-/* Registers GPU memory both ways and waits to be killed. */
+#define PIN_LEN MB
+
+/* Bytes of host [p, p + len) that differ from pattern @seed. */
+static size_t host_diff(const uint8_t *p, size_t len, uint64_t seed)
+{
+	uint8_t *want = malloc(len);
+	size_t bad = 0;
+
+	if (!want)
+		vc_die("malloc");
+	vc_fill(want, len, seed, 0);
+	for (size_t i = 0; i < len; i++)
+		bad += p[i] != want[i];
+	free(want);
+	return bad;
+}
+
+/*
+ * Pinned host memory (cuMemHostAlloc), registered with plain
+ * ibv_reg_mr, between the GPU and the network. The fake GPU reaches it
+ * through its own mapping of the pages (tests/fakecuda), so a
+ * registration that moved the application's addresses onto other pages
+ * fails here. After the registration: the GPU copies pattern 55 into it
+ * (cuMemcpyDtoH), the peer READs it; the peer WRITEs pattern 66 into
+ * it, the GPU copies it out (cuMemcpyHtoD) and the device buffer is
+ * read back through the driver.
+ */
+static int pinned_server(void)
+{
+	struct side s;
+	struct hello h = { 0 }, peer;
+	dptr d = gpu_alloc(PIN_LEN), d2 = gpu_alloc(PIN_LEN);
+	struct ibv_mr *mr;
+	uint8_t *p = NULL;
+	size_t bad, cpu;
+	int fd;
+	char c;
+
+	if (!cu.hostalloc || !cu.freehost ||
+	    cu.hostalloc((void **)&p, PIN_LEN, 0))
+		vc_die("cuMemHostAlloc");
+	side_up(&s);
+	memset(p, 0, PIN_LEN);
+	mr = ibv_reg_mr(s.pd, p, PIN_LEN, ACC_ALL);
+	if (!mr)
+		vc_die("ibv_reg_mr of pinned host memory: %s", strerror(errno));
+	/* the GPU writes the pages after the registration */
+	gpu_fill(d, PIN_LEN, 55);
+	if (cu.dtoh(p, d, PIN_LEN))
+		vc_die("cuMemcpyDtoH into pinned host memory");
+	cpu = host_diff(p, PIN_LEN, 55);
+	printf("verbs_gdr: hostmem: GPU copy into pinned host memory: %zu of %llu bytes differ as the CPU reads them\n",
+	       cpu, PIN_LEN);
+	vc_qpinfo_of(&s.d, s.qp, 300, &h.qp);
+	h.s1 = (uintptr_t)p;
+	h.rk1 = mr->rkey;
+	fd = vc_tcp_server(PORT);
+	vc_recv_must(fd, &peer, sizeof(peer));
+	vc_send_all(fd, &h, sizeof(h));
+	side_connect(&s, 300, &peer.qp);
+	vc_recv_must(fd, &c, 1); /* the peer's READ and WRITE are done */
+	if (cu.htod(d2, p, PIN_LEN))
+		vc_die("cuMemcpyHtoD from pinned host memory");
+	bad = gpu_diff(d2, PIN_LEN, 66, 0);
+	printf("verbs_gdr: hostmem: the peer's WRITE as the GPU copies it out: %zu of %llu bytes differ\n",
+	       bad, PIN_LEN);
+	c = bad || cpu ? 'F' : 'K';
+	vc_send_all(fd, &c, 1);
+	ibv_dereg_mr(mr);
+	cu.freehost(p);
+	return c == 'K' ? 0 : 1;
+}
+
+static int pinned_client(const char *host)
+{
+	struct side s;
+	struct hello h = { 0 }, peer;
+	uint8_t *buf = aligned_alloc(4096, PIN_LEN);
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	size_t bad;
+	int fd;
+	char c;
+
+	if (!buf)
+		vc_die("malloc");
+	memset(buf, 0, PIN_LEN);
+	side_up(&s);
+	mr = ibv_reg_mr(s.pd, buf, PIN_LEN, ACC_ALL);
+	if (!mr)
+		vc_die("ibv_reg_mr: %s", strerror(errno));
+	vc_qpinfo_of(&s.d, s.qp, 400, &h.qp);
+	fd = vc_tcp_client(host, PORT);
+	vc_send_all(fd, &h, sizeof(h));
+	vc_recv_must(fd, &peer, sizeof(peer));
+	side_connect(&s, 400, &peer.qp);
+	sleep(1); /* the server's RTR */
+	post(s.qp, IBV_WR_RDMA_READ, mr, (uintptr_t)buf, PIN_LEN, peer.s1,
+	     peer.rk1);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("READ: %s", vc_st(wc.status));
+	bad = host_diff(buf, PIN_LEN, 55);
+	printf("verbs_gdr: hostmem: READ of what the GPU copied into pinned host memory: %zu of %llu bytes differ\n",
+	       bad, PIN_LEN);
+	vc_fill(buf, PIN_LEN, 66, 0);
+	post(s.qp, IBV_WR_RDMA_WRITE, mr, (uintptr_t)buf, PIN_LEN, peer.s1,
+	     peer.rk1);
+	if ((wc = wait_wc(s.cq)).status)
+		vc_die("WRITE: %s", vc_st(wc.status));
+	c = 'D';
+	vc_send_all(fd, &c, 1);
+	vc_recv_must(fd, &c, 1);
+	printf("verbs_gdr: hostmem: %s\n", bad || c != 'K' ? "FAILED" : "ok");
+	return bad || c != 'K' ? 1 : 0;
+}
+
+/* Registers GPU memory both ways, and host memory of both routes for
+ * ovrdmactl show mrs (private: process; shared: object), and waits to
+ * be killed. */
 static int hold(void)
 {
 	struct side s;
+	void *priv = aligned_alloc(4096, 65536);
+	void *shm = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
+	if (!priv || shm == MAP_FAILED)
+		vc_die("host memory");
 	side_up(&s);
 	reg(s.pd, gpu_alloc(2 * MB), 2 * MB);
 	reg(s.pd, gpu_vmm(2 * MB, 1), 2 * MB);
+	if (!ibv_reg_mr(s.pd, priv, 65536, ACC_ALL) ||
+	    !ibv_reg_mr(s.pd, shm, 65536, IBV_ACCESS_LOCAL_WRITE))
+		vc_die("ibv_reg_mr of host memory: %s", strerror(errno));
 	printf("verbs_gdr: hold: registered\n");
 	fflush(stdout);
 	pause();
@@ -724,7 +859,7 @@ int main(int argc, char **argv)
 	vc_prog = "verbs_gdr";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
-		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|dmabuf|otherdev|nofd|pinned MB|probe");
+		vc_die("usage: verbs_gdr server|client HOST|hold|badhandle|dmabuf|otherdev|nofd|pinned MB|hostsrv|hostcli HOST|probe");
 	if (!strcmp(argv[1], "badhandle"))
 		return badhandle();
 	if (!strcmp(argv[1], "probe"))
@@ -744,6 +879,10 @@ int main(int argc, char **argv)
 		return nofd();
 	if (!strcmp(argv[1], "pinned") && argc > 2)
 		return pinned((unsigned int)strtoul(argv[2], NULL, 10));
+	if (!strcmp(argv[1], "hostsrv"))
+		return pinned_server();
+	if (!strcmp(argv[1], "hostcli") && argc > 2)
+		return pinned_client(argv[2]);
 	vc_die("unknown mode %s", argv[1]);
 	return 1;
 }
