@@ -65,6 +65,9 @@
 #define SVC_EV_TIMER 3ull
 #define SVC_EV_RX 4ull
 #define SVC_EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
+/* a context pointer with this bit set: its pidfd (struct svc_ctx is
+ * aligned, so the bit is free) */
+#define SVC_EV_PIDFD 1ull
 
 static inline uint64_t svc_page_up(uint64_t n)
 {
@@ -310,9 +313,12 @@ struct svc_ctx {
 	uint32_t id;
 	pid_t pid;
 	/* the peer's pidfd (-1: none), opened at accept while it was still
-	 * connected: process-route copies check it first, so that they
-	 * never reach another process that got the pid */
+	 * connected, in the loop's epoll set: readable means the peer
+	 * exited, and the loop sets @dead (svc_ctx_exited); process-route
+	 * copies check @dead, so that they never reach another process
+	 * that got the pid (docs/SERVICE.md section 4.2) */
 	int pidfd;
+	bool dead;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -559,6 +565,7 @@ int svc_ctl_listen(struct svc *s);
 void svc_ctl_accept(struct svc *s);
 /* Handles what arrived on @ctx's socket; destroys it on hang-up. */
 void svc_ctl_input(struct svc *s, struct svc_ctx *ctx);
+void svc_ctx_exited(struct svc *s, struct svc_ctx *ctx);
 void svc_ctl_close_all(struct svc *s);
 
 /* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */

@@ -147,6 +147,13 @@ void svc_ctl_accept(struct svc *s)
 			free(c);
 			continue;
 		}
+		/* the peer's exit wakes the loop: no check per copy */
+		ev.data.u64 = (uint64_t)(uintptr_t)c | SVC_EV_PIDFD;
+		if (c->pidfd >= 0 &&
+		    epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->pidfd, &ev)) {
+			close(c->pidfd);
+			c->pidfd = -1; /* the process route is refused */
+		}
 		c->next = s->ctxs;
 		s->ctxs = c;
 		s->nctx++;
@@ -155,6 +162,21 @@ void svc_ctl_accept(struct svc *s)
 }
 
 /* ---- teardown ------------------------------------------------------------ */
+
+/*
+ * The pidfd of @c is readable: its process has exited (the socket may
+ * outlive it, held by a child). From now on process-route copies fail
+ * -ESRCH without a syscall; the pidfd leaves the epoll set, or its
+ * level-triggered readiness would keep the loop from sleeping. The
+ * context itself goes when its socket hangs up.
+ */
+void svc_ctx_exited(struct svc *s, struct svc_ctx *c)
+{
+	if (c->dead || c->pidfd < 0)
+		return;
+	c->dead = true;
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+}
 
 /* Destroys object @i (a @type) of a context that is going away. */
 static void ctx_obj_destroy(struct svc *s, struct svc_ctx *c, uint32_t i,

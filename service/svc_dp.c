@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -826,20 +825,19 @@ static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 /*
  * A copy between @host and [@addr, @addr + @len) of the application of
  * context @c (the process route, docs/SERVICE.md section 4): one
- * process_vm_readv / writev, done when it returns (0). The pidfd is
- * asked first: readable means the process has exited, and its pid may
- * name another process by now (-ESRCH). A short copy or EFAULT: the
- * memory is not there (unmapped, or never was) - -EFAULT, which the
+ * process_vm_readv / writev, done when it returns (0). A context whose
+ * process has exited (@dead: the loop saw its pidfd readable) may have
+ * its pid name another process by now: -ESRCH. A short copy or EFAULT:
+ * the memory is not there (unmapped, or never was) - -EFAULT, which the
  * engine turns into a protection error for the QP involved.
  */
 int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
 		  uint32_t len, bool to_dev)
 {
 	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
 	ssize_t n;
 
-	if (c->pidfd < 0 || poll(&p, 1, 0) != 0)
+	if (c->pidfd < 0 || c->dead)
 		return -ESRCH;
 	s->cnt.proc_copy_calls++;
 	n = to_dev ? process_vm_writev(c->pid, &l, 1, &r, 1, 0) :

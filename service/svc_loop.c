@@ -206,6 +206,14 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 				perror("ovrdmad: read");
 			break;
 		default:
+			if (tag & SVC_EV_PIDFD) {
+				svc_ctx_exited(
+					s,
+					(struct svc_ctx
+						 *)(uintptr_t)(tag &
+							       ~SVC_EV_PIDFD));
+				break;
+			}
 			svc_ctl_input(s, (struct svc_ctx *)(uintptr_t)tag);
 			/* @ctx may be gone: stop using this batch */
 			return;

@@ -252,7 +252,7 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 	    q->va + q->len > UINT64_MAX - PAGE || q->span % PAGE ||
 	    q->span != (q->va & ~(uint64_t)(PAGE - 1)))
 		return svc_status(c, r->h, -EINVAL);
-	if (c->pidfd < 0)
+	if (c->pidfd < 0 || c->dead)
 		return svc_status(c, r->h, -ESRCH);
 	pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) - q->span;
 	if (s->conf.ctx_max_pinned &&
