@@ -68,6 +68,24 @@ static inline struct eng_batch *bat_open(struct ovr_eng *e)
 
 static void bat_close(struct ovr_eng *e);
 
+/* Counts a copy op's answer @rc for @len bytes: false when it failed
+ * (-EFAULT, no memory there, sets e->dev_fault; other -errno: the copy
+ * itself failed). */
+static inline bool copy_counted(struct ovr_eng *e, int rc, uint32_t len)
+{
+	e->dev_fault = rc == -EFAULT;
+	if (rc < 0) {
+		if (e->dev_fault)
+			e->st.dev_copy_fault++;
+		else
+			e->st.dev_copy_err++;
+		return false;
+	}
+	e->st.dev_copies++;
+	e->st.dev_copy_bytes += len;
+	return true;
+}
+
 /*
  * A copy to or from device memory through ops.dev_copy for @qp; @rpsn:
  * the PSN of the request this side serves as responder, -1 for its own
@@ -88,16 +106,8 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
 		bat_close(e);
 	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len);
-	e->dev_fault = rc == -EFAULT;
-	if (rc < 0) {
-		if (e->dev_fault)
-			e->st.dev_copy_fault++;
-		else
-			e->st.dev_copy_err++;
+	if (!copy_counted(e, rc, len))
 		return false;
-	}
-	e->st.dev_copies++;
-	e->st.dev_copy_bytes += len;
 	if (rc > 0 && e->bat) {
 		b = bat_open(e);
 		e->st.dev_async++;
@@ -130,17 +140,7 @@ int eng_dev_copy_sync(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
 
 	if (rc > 0)
 		rc = e->ops.dev_fence ? e->ops.dev_fence(e->ctx) : 0;
-	e->dev_fault = rc == -EFAULT;
-	if (rc < 0) {
-		if (e->dev_fault)
-			e->st.dev_copy_fault++;
-		else
-			e->st.dev_copy_err++;
-		return rc;
-	}
-	e->st.dev_copies++;
-	e->st.dev_copy_bytes += len;
-	return 0;
+	return copy_counted(e, rc, len) ? 0 : rc;
 }
 
 /* Hand out what batch @b holds, in order; @rc: its copies' result (a
