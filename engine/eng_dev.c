@@ -69,11 +69,12 @@ static inline struct eng_batch *bat_open(struct ovr_eng *e)
 static void bat_close(struct ovr_eng *e);
 
 /* Counts a copy op's answer @rc for @len bytes: false when it failed
- * (-EFAULT, no memory there, sets e->dev_fault; other -errno: the copy
- * itself failed). */
+ * (-EFAULT, no memory there, sets e->dev_fault; -ESRCH, the memory's
+ * owner gone, e->dev_gone; other -errno: the copy itself failed). */
 static inline bool copy_counted(struct ovr_eng *e, int rc, uint32_t len)
 {
 	e->dev_fault = rc == -EFAULT;
+	e->dev_gone = rc == -ESRCH;
 	if (rc < 0) {
 		if (e->dev_fault)
 			e->st.dev_copy_fault++;

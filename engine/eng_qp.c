@@ -147,6 +147,13 @@ void eng_qp_error_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t fail,
 void eng_qp_fatal_nak(struct ovr_eng *e, struct eng_qp *qp, uint8_t code,
 		      uint32_t psn)
 {
+	if (code == ENG_NAK_GONE) {
+		/* the memory's owner is gone: no NAK that would blame the
+		 * peer's request; a TERMINATE, as its QP's destruction
+		 * (which follows) would send */
+		eng_qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR, 0);
+		return;
+	}
 	qp->nak_code = code;
 	qp->nak_timer = 0;
 	qp->nak_psn = psn;

@@ -771,7 +771,8 @@ static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
 		/* device memory could not be written; not there at all
 		 * (-EFAULT): as a receive whose key failed */
 		r->bad = eng_copy_status(e);
-		violation(e, qp, OVR_NAK_REM_OP, p->psn);
+		violation(e, qp, e->dev_gone ? ENG_NAK_GONE : OVR_NAK_REM_OP,
+			  p->psn);
 		return false;
 	}
 	if (p->flags & OVR_F_LAST) {

@@ -405,6 +405,10 @@ struct ovr_eng {
 	 * there (host memory unmapped under a registration), a protection
 	 * error rather than a copy failure (eng_copy_fault) */
 	bool dev_fault;
+	/* ... said -ESRCH: the memory's owner is gone (the application
+	 * exited; its context is being torn down): the QP ends as if the
+	 * application had destroyed it (eng_copy_nak) */
+	bool dev_gone;
 };
 
 #define M24 OVR_WIRE_PSN_MASK
@@ -626,10 +630,19 @@ static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
  * What a failed copy (eng_dev_copy, eng_sge_copy false) means for the
  * QP: -EFAULT from ops.dev_copy (no memory there) is a protection
  * error - the responder NAKs REM_ACCESS, the requester's WR
- * completes LOC_PROT_ERR - any other failure an operational one.
+ * completes LOC_PROT_ERR - -ESRCH (the memory's owner is gone) ends
+ * the QP with a TERMINATE (the requester's side does that already:
+ * eng_qp_error_local), any other failure is an operational one.
  */
+/* Not a wire code: eng_qp_fatal_nak ends the QP with a TERMINATE
+ * instead of a NAK, as when the application destroys it - the peer's
+ * WR completes REM_ABORT_ERR, not an error that blames its request. */
+#define ENG_NAK_GONE 0xffu
+
 static inline uint8_t eng_copy_nak(const struct ovr_eng *e)
 {
+	if (e->dev_gone)
+		return ENG_NAK_GONE;
 	return e->dev_fault ? OVR_NAK_REM_ACCESS : OVR_NAK_REM_OP;
 }
 

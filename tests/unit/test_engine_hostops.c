@@ -34,6 +34,7 @@
 struct proc {
 	uint8_t *mem;
 	uint64_t hole_lo, hole_hi; /* offsets; lo == hi: none */
+	bool gone; /* the "application" exited: every copy -ESRCH */
 	uint64_t calls, faults;
 };
 
@@ -49,6 +50,8 @@ static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
 	assert_true(pr == &procs[0] || pr == &procs[1]);
 	assert_true(off <= PROC_LEN && len <= PROC_LEN - off);
 	pr->calls++;
+	if (pr->gone)
+		return -ESRCH;
 	if (off < pr->hole_hi && off + len > pr->hole_lo) {
 		pr->faults++;
 		return -EFAULT;
@@ -391,6 +394,38 @@ static void test_send_hole(void **state)
 	check_healthy(f, 5);
 }
 
+/*
+ * The responder's application exited (its copies answer -ESRCH) while
+ * the peer's WRITE, READ and SEND were on their way: each of the peer's
+ * WRs completes REM_ABORT_ERR - the responder's QP ended with a
+ * TERMINATE, as its destruction would - never an error that blames the
+ * peer's request (REM_OP / REM_ACCESS).
+ */
+static void test_owner_gone(void **state)
+{
+	static const uint32_t ops[] = { OVR_WR_RDMA_WRITE, OVR_WR_RDMA_READ,
+					OVR_WR_SEND };
+	struct fix *f = *state;
+	struct ovr_eng_wc wc;
+
+	for (unsigned int i = 0; i < 3; i++) {
+		uint32_t qpn[2], cq;
+
+		qp_connect(f, qpn, &cq);
+		if (ops[i] == OVR_WR_SEND)
+			post_recv(f, 1, qpn[1], 20 + i, 0x30000, 30000);
+		procs[1].gone = true;
+		post(f, 0, qpn[0], ops[i], 30 + i, 0x10000, 30000, 0x40000, 0,
+		     0);
+		assert_true(wait_cq(f->p, 0, cq, 1));
+		assert_true(ovr_pair_poll(f->p, 0, cq, &wc));
+		assert_int_equal(wc.wr_id, 30 + i);
+		assert_int_equal(wc.status, OVR_WC_REM_ABORT_ERR);
+		procs[1].gone = false;
+	}
+	check_healthy(f, 6);
+}
+
 /* The requester's own source in a hole: LOC_PROT_ERR. */
 static void test_source_hole(void **state)
 {
@@ -479,6 +514,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_atomic_hole, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_send_hole, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_owner_gone, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_source_hole, setup_clean,
 						teardown),
