@@ -86,6 +86,39 @@ static void mr_describe(struct svc_mr *mr, enum svc_mr_route route, uint64_t va,
 	mr->access = access & ACCESS_KNOWN;
 }
 
+/*
+ * The last step of every registration route: @mr (described, its key
+ * in the engine, @handle its object) joins the context - counted
+ * against the pinned limit with @pinned bytes - and the client hears
+ * its keys.
+ */
+static int mr_publish(struct svc *s, struct svc_ctx *c, struct svc_req *r,
+		      struct svc_pd *pd, uint32_t pd_handle, struct svc_mr *mr,
+		      uint32_t handle, uint64_t pinned)
+{
+	struct ovr_ctl_reg_mr_rep rep = { .handle = handle,
+					  .lkey = mr->key,
+					  .rkey = mr->key };
+
+	mr->pd_handle = pd_handle;
+	mr->pinned = pinned;
+	if (mr->route == SVC_MR_OBJ)
+		s->cnt.mr_route_obj++;
+	else if (mr->route == SVC_MR_PROC)
+		s->cnt.mr_route_proc++;
+	pd->users++;
+	c->nmr++;
+	c->pinned += pinned;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* Would @n more bytes take the context past pinned_mb_per_context? */
+static bool over_pinned(const struct svc *s, const struct svc_ctx *c,
+			uint64_t n)
+{
+	return s->conf.ctx_max_pinned && c->pinned + n > s->conf.ctx_max_pinned;
+}
+
 /* Unmaps @mr's view of host memory and forgets its tracked mappings. */
 static void mr_unmap(struct svc_mr *mr)
 {
@@ -243,7 +276,7 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		       struct svc_pd *pd)
 {
 	const struct ovr_ctl_reg_mr_req *q = r->body;
-	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	uint32_t handle = 0;
 	uint64_t pages;
 	struct svc_mr *mr;
 	int rc;
@@ -255,8 +288,7 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 	if (c->pidfd < 0 || c->dead)
 		return svc_status(c, r->h, -ESRCH);
 	pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) - q->span;
-	if (s->conf.ctx_max_pinned &&
-	    c->pinned + pages > s->conf.ctx_max_pinned)
+	if (over_pinned(s, c, pages))
 		return svc_limit(c, r->h, SVC_LIM_PINNED,
 				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
 	mr = calloc(1, sizeof(*mr));
@@ -267,28 +299,22 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 				q->access & ACCESS_KNOWN, &mr->dev, q->va,
 				OVR_ENG_MR_HOST, &mr->key);
 	if (!rc)
-		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
 			ovr_eng_dereg_mr(s->eng, mr->key);
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
-	mr->pd_handle = q->pd;
 	mr_describe(mr, SVC_MR_PROC, q->va, q->len, q->access);
-	mr->pinned = pages; /* counted, not pinned */
-	s->cnt.mr_route_proc++;
-	pd->users++;
-	c->nmr++;
-	c->pinned += pages;
-	rep.lkey = rep.rkey = mr->key;
-	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+	/* counted, not pinned */
+	return mr_publish(s, c, r, pd, q->pd, mr, handle, pages);
 }
 
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_reg_mr_req *q = r->body;
-	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	uint32_t handle = 0;
 	struct seg_map sm[OVR_CTL_MR_MAX_SEG];
 	struct svc_pd *pd;
 	struct svc_mr *mr;
@@ -323,8 +349,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (q->span % PAGE || q->len == 0 || q->va < q->span ||
 	    q->va - q->span + q->len > total)
 		return svc_status(c, r->h, -EINVAL);
-	if (s->conf.ctx_max_pinned &&
-	    c->pinned + total > s->conf.ctx_max_pinned)
+	if (over_pinned(s, c, total))
 		return svc_limit(c, r->h, SVC_LIM_PINNED,
 				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
 	mr = calloc(1, sizeof(*mr));
@@ -336,7 +361,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 				    q->access & ACCESS_KNOWN,
 				    base + (q->va - q->span), &mr->key);
 	if (!rc)
-		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
 			ovr_eng_dereg_mr(s->eng, mr->key);
@@ -344,15 +369,8 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
-	mr->pd_handle = q->pd;
 	mr_describe(mr, SVC_MR_OBJ, q->va, q->len, q->access);
-	mr->pinned = total;
-	s->cnt.mr_route_obj++;
-	pd->users++;
-	c->nmr++;
-	c->pinned += total;
-	rep.lkey = rep.rkey = mr->key;
-	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+	return mr_publish(s, c, r, pd, q->pd, mr, handle, total);
 }
 
 static int gdr_pin(void *arg, void *addr, size_t len)
@@ -463,7 +481,7 @@ static uint64_t gpu_pinned(const struct ovr_ctl_reg_mr_gpu_req *q)
 int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_reg_mr_gpu_req *q = r->body;
-	struct ovr_ctl_reg_mr_rep rep = { 0 };
+	uint32_t handle = 0;
 	struct ovr_gdr_export ex = { 0 };
 	struct svc_pd *pd;
 	struct svc_mr *mr;
@@ -486,8 +504,7 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
 				 -ENOSPC);
 	pinned = gpu_pinned(q);
-	if (s->conf.ctx_max_pinned &&
-	    c->pinned + pinned > s->conf.ctx_max_pinned)
+	if (over_pinned(s, c, pinned))
 		return svc_limit(c, r->h, SVC_LIM_PINNED,
 				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
 	rc = gdr_ready(s);
@@ -516,7 +533,7 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 				q->access & ACCESS_KNOWN, &mr->dev, q->offset,
 				&mr->key);
 	if (!rc)
-		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &rep.handle);
+		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
 			ovr_eng_dereg_mr(s->eng, mr->key);
@@ -524,14 +541,9 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
-	mr->pd_handle = q->pd;
 	mr_describe(mr, SVC_MR_GPU, q->va, q->len, q->access);
-	mr->pinned = pinned; /* counted, not mapped */
-	pd->users++;
-	c->nmr++;
-	c->pinned += pinned;
-	rep.lkey = rep.rkey = mr->key;
-	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+	/* counted, not mapped */
+	return mr_publish(s, c, r, pd, q->pd, mr, handle, pinned);
 }
 
 int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
