@@ -50,12 +50,12 @@ INC = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]', re.M)
 
 
 def closure(names):
-    out, todo = set(), list(names)
-    while todo:
-        n = todo.pop()
+    out, pending = set(), list(names)
+    while pending:
+        n = pending.pop()
         if n not in out:
             out.add(n)
-            todo.extend(HEADERS.get(n, ()))
+            pending.extend(HEADERS.get(n, ()))
     return out
 
 
