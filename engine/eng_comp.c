@@ -204,6 +204,8 @@ static uint32_t ack_cumulative(struct ovr_eng *e, struct eng_qp *qp,
 
 		if (k->flags & SB_SACKED) {
 			qp->nsacked--;
+			if (k->flags & SB_GONE)
+				qp->ngone--; /* the peer had it after all */
 		} else {
 			delivered += PKT_COST(k->len);
 			if (k->flags & SB_LOST)
@@ -238,8 +240,14 @@ static uint32_t ack_sack(struct ovr_eng *e, struct eng_qp *qp,
 		for (psn = s; psn != t; psn = PSN_ADD(psn, 1)) {
 			struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
 
-			if (k->flags & SB_SACKED)
+			if (k->flags & SB_SACKED) {
+				/* given up, yet it arrived */
+				if (k->flags & SB_GONE) {
+					k->flags &= (uint8_t)~SB_GONE;
+					qp->ngone--;
+				}
 				continue;
+			}
 			k->flags |= SB_SACKED;
 			qp->nsacked++;
 			delivered += PKT_COST(k->len);
@@ -432,11 +440,13 @@ static void on_nak_fatal(struct ovr_eng *e, struct eng_qp *qp,
 		/*
 		 * A request it had accepted (and we saw acknowledged): the
 		 * responder could not answer it after all - its region was
-		 * deregistered before the response (or a spurious resend of
-		 * one we already have) went out (eng_tx_resp_seg). It is in
-		 * ERROR: the READs and atomics we still wait for will get no
-		 * response. Only a recently acknowledged PSN counts (a
-		 * stale or blind NAK does not end the QP).
+		 * deregistered before the response went out
+		 * (eng_tx_resp_seg), or before we asked again for a part we
+		 * lack (resp_again_refused; a resend of a response we may
+		 * have in full is dropped instead). It is in ERROR: the
+		 * READs and atomics we still wait for will get no response.
+		 * Only a recently acknowledged PSN counts (a stale or blind
+		 * NAK does not end the QP).
 		 */
 		if (qp->state == OVR_QPS_ERR || !qp->rd_out || back <= 0 ||
 		    back > (int32_t)e->cfg.window_pkts)
@@ -553,7 +563,9 @@ void eng_on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	uint32_t psn;
 
 	qp->rto_at = 0;
-	if (!qp->sb || qp->snd_una == qp->snd_nxt)
+	/* nothing ours to resend: only READ responses given up are left
+	 * (the peer may have them all and be silent), no retry counts */
+	if (!qp->sb || qp->snd_una == qp->snd_nxt || eng_sb_only_gone(qp))
 		return;
 	qp->st.rto_count++;
 	e->st.rto_count++;
@@ -601,7 +613,8 @@ void eng_on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	uint32_t psn;
 
 	qp->pto_at = 0;
-	if (!qp->sb || qp->snd_una == qp->snd_nxt || qp->tlp_out)
+	if (!qp->sb || qp->snd_una == qp->snd_nxt || qp->tlp_out ||
+	    eng_sb_only_gone(qp))
 		return;
 	/* probe with the last packet that is neither sacked nor lost */
 	for (psn = PSN_ADD(qp->snd_nxt, M24);; psn = PSN_ADD(psn, M24)) {
@@ -631,12 +644,32 @@ void eng_on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
  * failed it, whose first copy may have been lost) every RTO, doubling,
  * and after retry_cnt + 1 local ACK timeouts without a response packet
  * the WR fails with RETRY_EXC_ERR, as an unacknowledged request would.
+ * "Nothing in flight" includes READ responses of ours given up
+ * (eng_sb_only_gone): they wait for the peer, not the peer for them.
  */
 static bool rsp_waiting(const struct eng_qp *qp)
 {
 	return qp->type == OVR_QPT_RC &&
 	       (qp->state == OVR_QPS_RTS || qp->state == OVR_QPS_SQD) &&
-	       qp->rd_out && qp->snd_una == qp->snd_nxt && !qp->fail_pending;
+	       qp->rd_out &&
+	       (qp->snd_una == qp->snd_nxt || eng_sb_only_gone(qp)) &&
+	       !qp->fail_pending;
+}
+
+/*
+ * WR @w is a READ / atomic sent whose response is not all in: its last
+ * packet has not arrived, or (a READ) bytes before it are missing. The
+ * responder may be unable to fill such a hole: it drops the resend of a
+ * READ response whose region was deregistered (eng_resp_resend_gone),
+ * and only a request asked again gets its error. A hole before the
+ * response (another packet of the responder's) is not the WR's to ask
+ * for: the responder resends that packet.
+ */
+static bool rsp_missing(const struct eng_swqe *w)
+{
+	return eng_is_q1(w->opcode) && w->state == W_SENT &&
+	       (!w->resp_done ||
+		(w->opcode == OVR_WR_RDMA_READ && w->resp_got < w->len));
 }
 
 void eng_rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
@@ -659,10 +692,7 @@ void eng_rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	if (now < qp->rsp_at)
 		return;
 	for (i = qp->sq_cons; i != qp->sq_next && !found; i++) {
-		const struct eng_swqe *w = &qp->sq[i & qp->sq_mask];
-
-		if (eng_is_q1(w->opcode) && w->state == W_SENT &&
-		    !w->resp_done) {
+		if (rsp_missing(&qp->sq[i & qp->sq_mask])) {
 			idx = i;
 			found = true;
 		}

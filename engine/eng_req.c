@@ -416,8 +416,9 @@ bool eng_tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 	return true;
 }
 
-/* Resend the oldest packet marked lost. Returns 1 sent, 0 nothing to do,
- * -1 blocked (window or buffers). */
+/* Resend the oldest packet marked lost (READ responses whose region
+ * went are dropped on the way: eng_resp_resend_gone). Returns 1 sent,
+ * 0 nothing to do, -1 blocked (window or buffers). */
 static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 {
 	uint32_t psn;
@@ -429,6 +430,10 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 		if (!(k->flags & SB_LOST))
 			continue;
 		if ((k->flags & SB_RNR) && qp->rnr_wait)
+			continue;
+		/* a READ response whose region went is dropped, not
+		 * resent (and no longer lost) */
+		if ((k->flags & SB_RESP) && eng_resp_resend_gone(e, qp, psn))
 			continue;
 		/* the RTO's resend goes whatever the window: the rest of
 		 * the flight still counts as in flight until rto_verdict */

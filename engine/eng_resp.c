@@ -182,13 +182,16 @@ bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	/*
 	 * READ data is read as it is sent (and again when resent), from the
 	 * pointer resolved at execution: valid only while the region is. A
-	 * region deregistered meanwhile (the service unmaps it at once) ends
-	 * the READ as one deregistered before it arrived would have: NAK
-	 * REM_ACCESS naming the request, ERROR. The requester finds the
-	 * request by its PSN although it was acknowledged (eng_on_nak), and
-	 * asks again if this NAK is lost (rsp_probe).
+	 * region deregistered meanwhile (the service unmaps it at once)
+	 * before a segment's first sending ends the READ as one
+	 * deregistered before it arrived would have - the requester lacks
+	 * these bytes: NAK REM_ACCESS naming the request, ERROR. The
+	 * requester finds the request by its PSN although it was
+	 * acknowledged (eng_on_nak), and asks again if this NAK is lost
+	 * (rsp_probe). A resend (@retx) was checked by the caller: one
+	 * whose region went is dropped, not NAKed (eng_resp_resend_gone).
 	 */
-	if (q->opcode == OVR_OP_READ_REQ && len &&
+	if (!retx && q->opcode == OVR_OP_READ_REQ && len &&
 	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + off, len,
 			     OVR_ACCESS_REMOTE_READ, &loc)) {
 		e->st.mr_revoked++;
@@ -215,6 +218,74 @@ bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 		p.flags |= OVR_F_LAST;
 	}
 	return eng_tx_pdu(e, qp, &p, fill_resp, off, slot);
+}
+
+/* Would resending response packet @k read a region that is gone
+ * (deregistered or invalidated since the READ executed)? Atomic
+ * responses carry their saved value and read no memory. */
+static bool resp_pkt_revoked(struct ovr_eng *e, struct eng_qp *qp,
+			     const struct eng_pkt *k)
+{
+	const struct eng_rdq *q = &qp->rdq[k->idx];
+	struct ovr_mr_loc loc;
+
+	return q->opcode == OVR_OP_READ_REQ && k->len &&
+	       ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + k->off, k->len,
+				OVR_ACCESS_REMOTE_READ, &loc) != 0;
+}
+
+/* Give up response packet @k (at @psn): it will not be resent. It
+ * counts as SACKed until the peer's cumulative ACK passes it. */
+static void resp_abandon(struct ovr_eng *e, struct eng_qp *qp,
+			 struct eng_pkt *k, uint32_t psn)
+{
+	if (k->flags & SB_LOST) {
+		k->flags &= (uint8_t) ~(SB_LOST | SB_RNR);
+		qp->nlost--;
+	} else {
+		qp->pipe -= PKT_COST(k->len);
+	}
+	if (!qp->nsacked || PSN_LT(qp->sack_hi, PSN_ADD(psn, 1)))
+		qp->sack_hi = PSN_ADD(psn, 1);
+	k->flags |= SB_SACKED | SB_GONE;
+	qp->nsacked++;
+	qp->ngone++;
+	qp->st.resp_resend_revoked++;
+	e->st.resp_resend_revoked++;
+}
+
+/*
+ * The READ response packet at @psn, marked lost, is about to be resent:
+ * is its region gone? Then it is dropped, not resent and not NAKed (as
+ * in IB, where a responder never resends a READ response by itself,
+ * only answers a request asked again): the READ it belongs to may well
+ * be complete at the requester, whose ACKs were lost - failing the QP
+ * for it would fail the requester's next operation instead. The
+ * requester that does lack these bytes asks again, and that request is
+ * refused as any on a revoked key (resp_probe). Every other packet in
+ * flight that would read a region gone is given up with it, at once: a
+ * silent requester (it has everything) would otherwise cost an RTO per
+ * packet, and the retry budget could run out on packets no longer
+ * owed. Packets given up count as SACKed (SB_GONE), so nothing waits on
+ * them: with only those left no timer runs (eng_sb_only_gone), and the
+ * peer's next cumulative ACK takes them off the scoreboard. O(window),
+ * once per region gone. True: @psn was given up.
+ */
+bool eng_resp_resend_gone(struct ovr_eng *e, struct eng_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	if (!resp_pkt_revoked(e, qp, eng_sb_pkt(e, qp, psn)))
+		return false;
+	for (i = qp->snd_una; i != qp->snd_nxt; i = PSN_ADD(i, 1)) {
+		struct eng_pkt *k = eng_sb_pkt(e, qp, i);
+
+		if ((k->flags & (SB_USED | SB_RESP | SB_SACKED)) ==
+			    (SB_USED | SB_RESP) &&
+		    resp_pkt_revoked(e, qp, k))
+			resp_abandon(e, qp, k, i);
+	}
+	return true;
 }
 
 void eng_send_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
@@ -651,6 +722,43 @@ static void schedule_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 }
 
 /*
+ * A READ asked again while its response has a packet the requester may
+ * lack - neither acknowledged nor SACKed, or given up (SB_GONE) - is
+ * executed afresh as far as its region goes: checked as a new request
+ * is, and refused if the region is gone (NAK REM_ACCESS naming the
+ * request, ERROR), its bytes being no longer there to send. In IB the
+ * responder executes a repeated READ again; the rd slot stands in for
+ * that. The requester asks only for a READ it has not completed
+ * (eng_rsp_watch; its RTO while it has heard nothing of the request),
+ * and the ACK the request carries was taken in first (rx_rc): a
+ * response it has in full is off the scoreboard. O(window), only when
+ * the region is gone. True: refused, the QP failed.
+ */
+static bool resp_again_refused(struct ovr_eng *e, struct eng_qp *qp,
+			       const struct eng_rdq *q, uint32_t slot)
+{
+	uint32_t psn, end = PSN_ADD(q->last_psn, 1);
+	struct ovr_mr_loc loc;
+
+	if (q->opcode != OVR_OP_READ_REQ || !q->len ||
+	    !ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, q->len,
+			      OVR_ACCESS_REMOTE_READ, &loc))
+		return false;
+	for (psn = qp->snd_una; psn != end; psn = PSN_ADD(psn, 1)) {
+		const struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
+
+		if ((k->flags & (SB_USED | SB_RESP)) != (SB_USED | SB_RESP) ||
+		    k->idx != slot ||
+		    (k->flags & (SB_SACKED | SB_GONE)) == SB_SACKED)
+			continue;
+		e->st.mr_revoked++;
+		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
+		return true;
+	}
+	return false;
+}
+
+/*
  * A READ or atomic request we executed came again: the requester's timer
  * ran out before it heard anything that acknowledges the request, which
  * our response would have. If the response's latest packet is still
@@ -663,7 +771,8 @@ static void schedule_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
  * is the only one), which matters when ours is the slower: no sample
  * yet, or an estimate the requester's pauses have inflated. It stands in
  * for our own probe: none is sent before the next progress. O(1): the
- * rd slot names its latest packet.
+ * rd slot names its latest packet. A READ whose region is gone is
+ * refused instead (resp_again_refused).
  */
 static void resp_probe(struct ovr_eng *e, struct eng_qp *qp,
 		       const struct ovr_wire_pkt *p, uint64_t now)
@@ -680,6 +789,8 @@ static void resp_probe(struct ovr_eng *e, struct eng_qp *qp,
 	if (PSN_LT(q->last_psn, qp->snd_una) ||
 	    !PSN_LT(q->last_psn, qp->snd_nxt))
 		return; /* acknowledged (or never sent: a bug) */
+	if (resp_again_refused(e, qp, q, slot))
+		return;
 	k = eng_sb_pkt(e, qp, q->last_psn);
 	if ((k->flags & (SB_USED | SB_RESP)) != (SB_USED | SB_RESP) ||
 	    k->idx != slot || (k->flags & (SB_SACKED | SB_LOST)) ||
@@ -719,8 +830,11 @@ static void rx_dup(struct ovr_eng *e, struct eng_qp *qp,
 		qp->ts_fresh = true;
 	}
 	if (p->opcode == OVR_OP_READ_REQ || p->opcode == OVR_OP_ATOMIC_CS ||
-	    p->opcode == OVR_OP_ATOMIC_FA)
+	    p->opcode == OVR_OP_ATOMIC_FA) {
 		resp_probe(e, qp, p, now);
+		if (qp->state == OVR_QPS_ERR)
+			return; /* refused: its NAK goes instead */
+	}
 	schedule_ack(e, qp, now, true);
 }
 

@@ -142,6 +142,11 @@ enum {
 	SB_RESP = 8, /* a response (rd-queue slot), not a request */
 	SB_RNR = 16, /* refused with RNR: resent after rnr_until */
 	SB_USED = 32,
+	/* with SB_SACKED: a READ response segment whose region was revoked
+	 * before it could be resent (eng_resp_resend_gone): never resent,
+	 * not in the pipe, acknowledged by the peer's cumulative ACK (it
+	 * had it after all) or failing its READ if the peer asks again */
+	SB_GONE = 64,
 };
 
 struct eng_pkt {
@@ -220,6 +225,7 @@ struct eng_qp {
 	uint32_t pipe; /* bytes in flight, not sacked, not lost */
 	uint32_t nlost; /* packets marked lost, not yet resent */
 	uint32_t nsacked;
+	uint32_t ngone; /* of those sacked, abandoned: SB_GONE */
 	uint32_t sack_hi; /* one past the highest sacked PSN */
 	uint32_t peer_ce; /* last ce_count heard from the peer */
 	struct ovr_cc_flow cc;
@@ -471,6 +477,7 @@ void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 		     uint32_t off, uint32_t len, uint32_t psn, bool retx,
 		     uint64_t now);
+bool eng_resp_resend_gone(struct ovr_eng *e, struct eng_qp *qp, uint32_t psn);
 void eng_send_ack(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 void eng_send_nak(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 int eng_tx_resp(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
@@ -587,6 +594,7 @@ static inline void eng_sb_release(struct ovr_eng *e, struct eng_qp *qp)
 	qp->pipe = 0;
 	qp->nlost = 0;
 	qp->nsacked = 0;
+	qp->ngone = 0;
 	qp->rto_at = qp->pto_at = qp->reo_at = 0;
 	qp->rto_fired_ns = 0;
 	qp->rto_probe = false;
@@ -863,6 +871,17 @@ static inline void eng_mark_lost(struct eng_qp *qp, struct eng_pkt *k)
 	k->flags |= SB_LOST;
 	qp->nlost++;
 	qp->pipe -= PKT_COST(k->len);
+}
+
+/*
+ * Nothing in flight is ours to deliver any more: every packet of
+ * [snd_una, snd_nxt) is SACKed, and at least one was abandoned (SB_GONE:
+ * a READ response whose region went). No timer has anything to resend;
+ * the peer's next cumulative ACK, or its asking again, settles the rest.
+ */
+static inline bool eng_sb_only_gone(const struct eng_qp *qp)
+{
+	return qp->ngone && !qp->pipe && !qp->nlost;
 }
 
 static inline uint32_t eng_credit_of(const struct eng_qp *qp)

@@ -446,6 +446,7 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 	Q("rto_count", q.st.rto_count);
 	Q("tlp_count", q.st.tlp_count);
 	Q("resp_probes", q.st.resp_probes);
+	Q("resp_resend_revoked", q.st.resp_resend_revoked);
 	Q("rack_lost", q.st.rack_lost);
 	Q("rx_dup", q.st.rx_dup);
 	Q("rx_ooo", q.st.rx_ooo);

@@ -500,6 +500,7 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_tx_ud_too_long", es.tx_ud_too_long);
 	counter(b, "engine_mr_revoked", es.mr_revoked);
 	counter(b, "engine_rsp_probes", es.rsp_probes);
+	counter(b, "engine_resp_resend_revoked", es.resp_resend_revoked);
 	counter(b, "engine_dev_copies", es.dev_copies);
 	counter(b, "engine_dev_copy_bytes", es.dev_copy_bytes);
 	counter(b, "engine_dev_copy_err", es.dev_copy_err);

@@ -155,6 +155,9 @@ struct ovr_eng_qp_stats {
 	/* responses resent because their request came again (not counted
 	 * in tlp_count) */
 	uint64_t resp_probes;
+	/* READ response packets not resent: their region was deregistered
+	 * (or invalidated) since they were sent; dropped, the QP unharmed */
+	uint64_t resp_resend_revoked;
 };
 
 /* ---- engine ------------------------------------------------------------ */
@@ -512,9 +515,13 @@ struct ovr_eng_stats {
 	uint64_t rx_ud_qkey; /* datagrams dropped: wrong qkey */
 	uint64_t rx_ud_norecv; /* datagrams dropped: no receive posted */
 	uint64_t tx_ud_too_long; /* UD sends over the MTU: not sent (C10-93.1.1) */
-	uint64_t mr_revoked; /* READ responses and held-back WRITE tails whose
+	uint64_t mr_revoked; /* READ responses still to send (or asked for
+			      * again) and held-back WRITE tails whose
 			      * region was deregistered after the request
 			      * was accepted: NAK REM_ACCESS */
+	uint64_t resp_resend_revoked; /* READ response packets whose resend
+				       * found their region gone: dropped,
+				       * no NAK (ovr_eng_qp_stats) */
 	uint64_t rsp_probes; /* READ / atomic requests asked again: their
 			      * response stalled (lost NAK, silent peer) */
 	uint64_t dev_copies; /* copies to / from device-memory regions */

@@ -1142,6 +1142,11 @@ struct pdu_gate {
 	int drop_first_write; /* first WRITE segments still to drop */
 	bool drop_acks; /* pure ACKs */
 	uint32_t drop_resp_msn; /* READ responses of this MSN; 0: none */
+	/* of those, only one segment: the first seen that is neither the
+	 * first nor the last (its offset kept in seg_mo) */
+	bool drop_one_seg;
+	uint32_t seg_mo;
+	uint64_t naks; /* NAKs seen, dropped or not */
 };
 
 static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
@@ -1155,6 +1160,8 @@ static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
 		return true;
 	if (ovr_wire_parse(pdu, len, &p, NULL))
 		return false;
+	if (p.opcode == OVR_OP_NAK)
+		g->naks++;
 	if (p.opcode == OVR_OP_NAK && g->drop_naks > 0) {
 		g->drop_naks--;
 		return true;
@@ -1168,8 +1175,13 @@ static bool gate(struct ovr_pair_node *n, const uint8_t *pdu, uint32_t len,
 	if (p.opcode == OVR_OP_ACK && g->drop_acks)
 		return true;
 	if (p.opcode == OVR_OP_READ_RESP && g->drop_resp_msn &&
-	    p.u.rresp.msn == g->drop_resp_msn)
-		return true;
+	    p.u.rresp.msn == g->drop_resp_msn) {
+		if (!g->drop_one_seg)
+			return true;
+		if (!g->seg_mo && p.u.rresp.mo && !(p.flags & OVR_F_LAST))
+			g->seg_mo = p.u.rresp.mo;
+		return g->seg_mo && p.u.rresp.mo == g->seg_mo;
+	}
 	if (p.opcode == OVR_OP_ATOMIC_RESP && g->drop_resp_msn &&
 	    p.u.aresp.msn == g->drop_resp_msn)
 		return true;
@@ -1243,12 +1255,69 @@ static void test_read_dereg_nak_lost(void **state)
 	read_dereg(*state, 2);
 }
 
+/* READ @len bytes of node 1 at @roff through @rkey into node 0's arena
+ * at @loff. */
+static void post_read(struct fix *f, uint64_t wr_id, size_t loff, uint32_t len,
+		      uint32_t rkey, size_t roff)
+{
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, loff), len, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = wr_id,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = rkey,
+		.remote_addr = ovr_pair_va(p, 1, roff),
+	};
+
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+}
+
+/* Fetch-and-add @add to node 1's word at @roff through @rkey; the old
+ * value lands in node 0's arena at @loff. */
+static void post_fa(struct fix *f, uint64_t wr_id, size_t loff, uint32_t rkey,
+		    size_t roff, uint64_t add)
+{
+	struct ovr_pair *p = f->p;
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, loff), 8, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = wr_id,
+		.opcode = OVR_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = rkey,
+		.remote_addr = ovr_pair_va(p, 1, roff),
+		.compare_add = add,
+	};
+
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+}
+
+static struct ovr_eng_qp_stats qp_stats(struct fix *f, int n)
+{
+	struct ovr_eng_qp_stats st;
+
+	assert_int_equal(ovr_eng_qp_stats(f->p->n[n].eng, f->qpn[n], &st), 0);
+	return st;
+}
+
+static bool filtered_at_least(struct ovr_pair *p, void *ctx)
+{
+	return p->n[1].tx_filtered >= *(uint64_t *)ctx;
+}
+
 /*
- * The revoked response is a spurious resend of one the requester already
- * completed (its ACKs were lost), while a later atomic still waits: the
- * NAK names a request the requester no longer has, yet the responder is
- * in ERROR and the waiting atomic must fail REM_ACCESS_ERR, not wait for
- * its retry budget.
+ * The response a resend would read is a spurious one: the READ is
+ * complete at the requester (its ACKs were lost) when the responder
+ * deregisters the region. The resend is dropped (resp_resend_revoked),
+ * never NAKed, and the QP lives on: an atomic on another region, whose
+ * response was lost meanwhile, completes with the right value, executed
+ * once, and a READ after it is byte-exact.
  */
 static void test_read_dereg_spurious_resend(void **state)
 {
@@ -1257,48 +1326,286 @@ static void test_read_dereg_spurious_resend(void **state)
 	uint32_t key =
 		small_mr(f, 4u << 20, 1u << 20,
 			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
-	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 8u << 20), 65536,
-				   p->n[0].key };
-	struct ovr_eng_send_wr wr = {
-		.wr_id = 1,
-		.opcode = OVR_WR_RDMA_READ,
-		.send_flags = OVR_SEND_SIGNALED,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.rkey = key,
-		.remote_addr = ovr_pair_va(p, 1, 4u << 20),
-	};
 	struct pdu_gate g0 = { .drop_acks = true };
 	struct pdu_gate g1 = { .drop_resp_msn = 2 };
-	struct ovr_eng_wc wc;
-	uint64_t t0;
+	struct ovr_eng_qp_stats qs;
+	struct ovr_eng_stats st;
+	uint64_t v = 1000, got;
 
+	fill_pattern(p->n[1].mem + (4u << 20), 65536, 11);
+	fill_pattern(p->n[1].mem + (12u << 20), 30000, 12);
+	memcpy(p->n[1].mem + 64, &v, 8);
 	p->n[0].tx_filter = gate;
 	p->n[0].tx_filter_ctx = &g0;
 	p->n[1].tx_filter = gate;
 	p->n[1].tx_filter_ctx = &g1;
-	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, 0), 0);
+	post_read(f, 1, 8u << 20, 65536, key, 4u << 20);
 	/* an atomic on another region: its response, the responder's
 	 * last packet, is what a tail-loss probe resends (no memory) */
-	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_ATOMIC_FETCH_AND_ADD,
-				  2, 9u << 20, 8, 64, OVR_SEND_SIGNALED),
-			 0);
+	post_fa(f, 2, 9u << 20, p->n[1].key, 64, 5);
 	/* READ 1 complete at the requester; its ACKs and the atomic's
 	 * response never reach the other side */
 	assert_true(wait_cq(p, 0, 0, 1));
 	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	assert_memory_equal(p->n[0].mem + (8u << 20), p->n[1].mem + (4u << 20),
+			    65536);
 	/* nothing of the requester's (its probes carry ACKs) gets through:
-	 * the responder resends READ 1's response, which it believes lost */
+	 * the responder would resend READ 1's response, which it believes
+	 * lost, from a region now gone */
 	g0.silent = true;
 	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
-	t0 = p->now;
+	ovr_pair_run(p, never, NULL, p->now + 50000000ull);
+	qs = qp_stats(f, 1);
+	assert_true(qs.resp_resend_revoked >= 1);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
+	assert_int_equal(g1.naks, 0);
+	/* the requester is heard again, the atomic's response gets through */
+	g0.silent = false;
+	g0.drop_acks = false;
+	g1.drop_resp_msn = 0;
 	assert_true(wait_cq(p, 0, 0, 1));
-	assert_true(ovr_pair_poll(p, 0, 0, &wc));
-	assert_int_equal(wc.wr_id, 2);
-	assert_int_equal(wc.status, OVR_WC_REM_ACCESS_ERR);
-	/* well before the retry budget (8 x 67 ms) */
-	assert_true(p->now - t0 < 100000000ull);
+	expect_wc(f, 0, 0, 2, OVR_WC_SUCCESS, OVR_WC_FETCH_ADD);
+	memcpy(&got, p->n[0].mem + (9u << 20), 8);
+	assert_int_equal(got, 1000);
+	memcpy(&got, p->n[1].mem + 64, 8);
+	assert_int_equal(got, 1005);
+	/* the QP goes on */
+	post_read(f, 3, 10u << 20, 30000, p->n[1].key, 12u << 20);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 3, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	assert_memory_equal(p->n[0].mem + (10u << 20),
+			    p->n[1].mem + (12u << 20), 30000);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_RTS);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
+	assert_int_equal(g1.naks, 0);
+	ovr_eng_get_stats(p->n[1].eng, &st);
+	assert_int_equal(st.mr_revoked, 0);
+	assert_int_equal(st.resp_resend_revoked, qs.resp_resend_revoked);
+}
+
+/*
+ * A READ's response is lost whole (every copy), and the responder
+ * deregisters the region before the requester asks again: the
+ * responder's own resends are dropped (they would read the region
+ * gone), and the request asked again is refused as any on a revoked key
+ * is - the READ completes REM_ACCESS_ERR, with no stale bytes, and does
+ * not hang. With a WRITE behind it the request is acknowledged and the
+ * requester's response watch asks again; without, its RTO does.
+ */
+static void read_dereg_lost(struct fix *f, bool write_behind)
+{
+	struct ovr_pair *p = f->p;
+	uint32_t key =
+		small_mr(f, 4u << 20, 1u << 20,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
+	struct pdu_gate g1 = { .drop_resp_msn = 1 };
+	struct ovr_eng_stats st;
+	uint64_t want = 16;
+	uint8_t *dst = p->n[0].mem + (8u << 20);
+
+	fill_pattern(p->n[1].mem + (4u << 20), 65536, 13);
+	memset(dst, 0xee, 65536);
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	post_read(f, 1, 8u << 20, 65536, key, 4u << 20);
+	if (write_behind)
+		assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 2,
+					  0, 100, 1u << 20, OVR_SEND_SIGNALED),
+				 0);
+	/* the whole response sent, and dropped */
+	assert_true(ovr_pair_run(p, filtered_at_least, &want,
+				 p->now + 1000000000ull));
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	g1.drop_resp_msn = 0;
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR,
+				write_behind ? 1 : 0);
+	for (size_t i = 0; i < 65536; i++)
+		assert_int_equal(dst[i], 0xee);
 	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
+	assert_int_equal(p->n[1].events[OVR_EV_QP_ACCESS_ERR], 1);
+	ovr_eng_get_stats(p->n[1].eng, &st);
+	assert_int_equal(st.mr_revoked, 1);
+}
+
+static void test_read_dereg_lost(void **state)
+{
+	read_dereg_lost(*state, false);
+}
+
+static void test_read_dereg_lost_acked(void **state)
+{
+	read_dereg_lost(*state, true);
+}
+
+/*
+ * Only one segment of a READ's response is missing (every copy), its
+ * last one arrived; the region is deregistered before the resend gets
+ * through. That resend is dropped, so the requester, which has the
+ * response's end, must ask again for a READ with a hole in its response
+ * (eng_rsp_watch), and the READ fails REM_ACCESS_ERR instead of waiting
+ * for a segment that will never come.
+ */
+static void test_read_dereg_hole(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key =
+		small_mr(f, 4u << 20, 1u << 20,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
+	struct pdu_gate g1 = { .drop_resp_msn = 1, .drop_one_seg = true };
+	struct ovr_eng_stats st0, st1;
+	uint64_t want = 2; /* the segment and one resend */
+
+	fill_pattern(p->n[1].mem + (4u << 20), 65536, 14);
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	post_read(f, 1, 8u << 20, 65536, key, 4u << 20);
+	assert_true(ovr_pair_run(p, filtered_at_least, &want,
+				 p->now + 1000000000ull));
+	assert_true(g1.seg_mo > 0);
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	g1.drop_resp_msn = 0;
+	expect_error_then_flush(f, 1, OVR_WC_REM_ACCESS_ERR, 0);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_ERR);
+	ovr_eng_get_stats(p->n[0].eng, &st0);
+	ovr_eng_get_stats(p->n[1].eng, &st1);
+	assert_true(st0.rsp_probes >= 1);
+	assert_int_equal(st1.mr_revoked, 1);
+	/* only the missing segment was given up: the rest was SACKed */
+	assert_int_equal(st1.resp_resend_revoked, 1);
+}
+
+/*
+ * A 1 MB READ completes, then eight READs of 4 KB, their ACKs lost; the
+ * responder deregisters the region. Its resends of the responses are
+ * dropped - every packet that would read the region at once, not one
+ * per RTO - it sends no NAK, and, owing nothing any more, it neither
+ * resends again nor times the requester out however long that stays
+ * silent (the retry budget is 8 x 67 ms). Then READs of another region,
+ * WRITEs and SENDs on the same QP complete, byte-exact, and the
+ * responder's scoreboard empties.
+ */
+static void test_read_dereg_then_traffic(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key =
+		small_mr(f, 4u << 20, 1u << 20,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_READ);
+	struct pdu_gate g0 = { .drop_acks = true };
+	struct pdu_gate g1 = { 0 };
+	struct ovr_eng_qp_stats qs;
+	struct ovr_eng_wc wc;
+	uint64_t tx;
+
+	fill_pattern(p->n[1].mem + (4u << 20), 1u << 20, 15);
+	p->n[0].tx_filter = gate;
+	p->n[0].tx_filter_ctx = &g0;
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	post_read(f, 1, 8u << 20, 1u << 20, key, 4u << 20);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	assert_memory_equal(p->n[0].mem + (8u << 20), p->n[1].mem + (4u << 20),
+			    1u << 20);
+	for (unsigned int i = 0; i < 8; i++)
+		post_read(f, 2 + i, (10u << 20) + 4096 * i, 4096, key,
+			  (4u << 20) + 8192 * i);
+	assert_true(wait_cq(p, 0, 0, 8));
+	for (unsigned int i = 0; i < 8; i++) {
+		expect_wc(f, 0, 0, 2 + i, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+		assert_memory_equal(p->n[0].mem + (10u << 20) + 4096 * i,
+				    p->n[1].mem + (4u << 20) + 8192 * i, 4096);
+	}
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	ovr_pair_run(p, never, NULL, p->now + 20000000ull);
+	qs = qp_stats(f, 1);
+	/* every packet of the responses given up at once: nothing owed */
+	assert_true(qs.resp_resend_revoked >= 8);
+	assert_int_equal(qs.resp_resend_revoked, qs.inflight_pkts);
+	tx = p->n[1].tx_pkts;
+	ovr_pair_run(p, never, NULL, p->now + 2000000000ull);
+	assert_int_equal(p->n[1].tx_pkts, tx);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
+	assert_int_equal(g1.naks, 0);
+
+	/* more traffic, the requester's ACKs heard again */
+	g0.drop_acks = false;
+	fill_pattern(p->n[1].mem + (12u << 20), 100000, 16);
+	fill_pattern(p->n[0].mem + (20u << 20), 70000, 17);
+	fill_pattern(p->n[0].mem + (21u << 20), 5000, 18);
+	memset(p->n[1].mem + (28u << 20), 0xee, 5064);
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 77, 28u << 20, 5064),
+			 0);
+	post_read(f, 12, 16u << 20, 100000, p->n[1].key, 12u << 20);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_RDMA_WRITE, 13,
+				  20u << 20, 70000, 24u << 20,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 14, 21u << 20,
+				  5000, 0, OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 3));
+	expect_wc(f, 0, 0, 12, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	expect_wc(f, 0, 0, 13, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	expect_wc(f, 0, 0, 14, OVR_WC_SUCCESS, OVR_WC_SEND);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 5000);
+	assert_memory_equal(p->n[0].mem + (16u << 20),
+			    p->n[1].mem + (12u << 20), 100000);
+	assert_memory_equal(p->n[1].mem + (24u << 20),
+			    p->n[0].mem + (20u << 20), 70000);
+	assert_memory_equal(p->n[1].mem + (28u << 20),
+			    p->n[0].mem + (21u << 20), 5000);
+	assert_int_equal(p->n[1].mem[(28u << 20) + 5000], 0xee);
+	/* the requester's ACKs took the given-up packets off */
+	ovr_pair_run(p, never, NULL, p->now + 1000000ull);
+	qs = qp_stats(f, 1);
+	assert_int_equal(qs.inflight_pkts, 0);
+	assert_int_equal(qp_state(f, 0), OVR_QPS_RTS);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
+	assert_int_equal(g1.naks, 0);
+}
+
+/*
+ * An atomic's response carries the value saved at execution and reads no
+ * memory: one lost and resent after its region was deregistered still
+ * delivers that value (the atomic executed once), and nothing is
+ * refused.
+ */
+static void test_atomic_dereg_resend(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	uint32_t key =
+		small_mr(f, 2u << 20, 4096,
+			 OVR_ACCESS_LOCAL_WRITE | OVR_ACCESS_REMOTE_ATOMIC);
+	struct pdu_gate g1 = { .drop_resp_msn = 1 };
+	struct ovr_eng_stats st;
+	uint64_t v = 41, got, want = 2;
+
+	memcpy(p->n[1].mem + (2u << 20), &v, 8);
+	p->n[1].tx_filter = gate;
+	p->n[1].tx_filter_ctx = &g1;
+	post_fa(f, 1, 9u << 20, key, 2u << 20, 1);
+	assert_true(ovr_pair_run(p, filtered_at_least, &want,
+				 p->now + 1000000000ull));
+	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, key), 0);
+	g1.drop_resp_msn = 0;
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_FETCH_ADD);
+	memcpy(&got, p->n[0].mem + (9u << 20), 8);
+	assert_int_equal(got, 41);
+	memcpy(&got, p->n[1].mem + (2u << 20), 8);
+	assert_int_equal(got, 42);
+	assert_int_equal(qp_state(f, 1), OVR_QPS_RTS);
+	assert_int_equal(g1.naks, 0);
+	ovr_eng_get_stats(p->n[1].eng, &st);
+	assert_int_equal(st.resp_resend_revoked, 0);
+	assert_int_equal(st.mr_revoked, 0);
 }
 
 /* The responder of a READ falls silent (its node died) while the
@@ -1455,6 +1762,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_dereg_nak_lost,
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_read_dereg_spurious_resend,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_lost,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_lost_acked,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_hole,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_read_dereg_then_traffic,
+						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_dereg_resend,
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_read_responder_silent,
 						setup_clean, teardown),
