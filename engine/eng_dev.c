@@ -47,11 +47,13 @@ struct eng_batch *eng_bat_alloc(uint32_t n)
 		bat[i].qp = calloc(ENG_BATCH_QPS, sizeof(*bat[i].qp));
 		bat[i].htx = calloc(ENG_HOLD, sizeof(*bat[i].htx));
 		bat[i].hcqe = calloc(ENG_HOLD, sizeof(*bat[i].hcqe));
-		if (!bat[i].qp || !bat[i].htx || !bat[i].hcqe) {
+		bat[i].cp = calloc(OVR_ENG_BATCH_COPIES, sizeof(*bat[i].cp));
+		if (!bat[i].qp || !bat[i].htx || !bat[i].hcqe || !bat[i].cp) {
 			for (uint32_t k = 0; k <= i; k++) {
 				free(bat[k].qp);
 				free(bat[k].htx);
 				free(bat[k].hcqe);
+				free(bat[k].cp);
 			}
 			free(bat);
 			errno = ENOMEM;
@@ -103,8 +105,10 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	struct eng_batch *b;
 	int rc;
 
-	/* a batch lists ENG_BATCH_QPS: a QP more, and the next one starts */
-	if (e->bat && !qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS)
+	/* a batch lists ENG_BATCH_QPS and OVR_ENG_BATCH_COPIES: a QP or a
+	 * copy more, and the next one starts */
+	if (e->bat && ((!qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS) ||
+		       bat_open(e)->queued == OVR_ENG_BATCH_COPIES))
 		bat_close(e);
 	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len);
 	if (!copy_counted(e, rc, len))
@@ -112,13 +116,20 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	if (rc > 0 && e->bat) {
 		b = bat_open(e);
 		e->st.dev_async++;
-		b->queued++;
 		e->dev_busy = true;
 		if (!qp->dev_listed) {
 			qp->dev_listed = true;
 			qp->dev_idx = b->nqp;
 			b->qp[b->nqp++] = (struct eng_dev_qp){ .qpn = qp->qpn };
 		}
+		/* which QP and PSN a fault of this copy is (dev_batch_faults) */
+		b->cp[b->queued++] = (struct eng_dev_cp){
+			.qidx = qp->dev_idx,
+			.psn = rpsn >= 0 ? (uint32_t)rpsn : 0,
+			.resp = rpsn >= 0,
+			.nak = e->dev_nak ? e->dev_nak : OVR_NAK_REM_ACCESS,
+			.ridx = e->dev_ridx,
+		};
 		d = &b->qp[qp->dev_idx];
 		if (rpsn >= 0 && (!d->resp || PSN_LT((uint32_t)rpsn, d->psn))) {
 			d->resp = true;
@@ -148,6 +159,22 @@ int eng_dev_copy_sync(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
  * failure marks the QPs with copies in it first). */
 static void bat_settle(struct ovr_eng *e, struct eng_batch *b, int rc)
 {
+	/* copies that found no memory: their QPs alone, protection errors */
+	for (uint32_t i = 0; !rc && i < b->nqp; i++) {
+		struct eng_qp *qp;
+
+		if (!b->qp[i].fault)
+			continue;
+		qp = eng_qp_get(e, b->qp[i].qpn);
+		if (!qp || qp->dev_fail)
+			continue;
+		qp->dev_fail = qp->dev_faulted = true;
+		qp->dev_resp = b->qp[i].fresp;
+		qp->dev_psn = b->qp[i].fpsn;
+		qp->dev_nak = b->qp[i].fnak;
+		qp->dev_ridx = b->qp[i].fridx;
+		e->dev_failq[e->ndev_fail++] = qp->qpn;
+	}
 	if (rc) {
 		e->st.dev_fence_err++;
 		for (uint32_t i = 0; i < b->nqp; i++) {
@@ -156,6 +183,7 @@ static void bat_settle(struct ovr_eng *e, struct eng_batch *b, int rc)
 			if (!qp || qp->dev_fail)
 				continue; /* an earlier batch's failure stands */
 			qp->dev_fail = true;
+			qp->dev_faulted = false;
 			qp->dev_resp = b->qp[i].resp;
 			qp->dev_psn = b->qp[i].psn;
 			e->dev_failq[e->ndev_fail++] = qp->qpn;
@@ -206,6 +234,33 @@ static uint32_t bat_release(struct ovr_eng *e, bool wait, uint32_t n)
 	return k;
 }
 
+/* The copies of @b, just closed, that found no memory: each marks its
+ * QP (the first one of a QP says where it failed). */
+static void bat_faults(struct ovr_eng *e, struct eng_batch *b)
+{
+	uint32_t n = e->ops.dev_batch_faults(e->ctx, e->dev_faults,
+					     OVR_ENG_BATCH_COPIES);
+
+	if (n > OVR_ENG_BATCH_COPIES)
+		n = OVR_ENG_BATCH_COPIES;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t ord = e->dev_faults[k];
+		struct eng_dev_qp *d;
+
+		if (ord >= b->queued)
+			continue;
+		e->st.dev_copy_fault++;
+		d = &b->qp[b->cp[ord].qidx];
+		if (d->fault)
+			continue;
+		d->fault = true;
+		d->fresp = b->cp[ord].resp;
+		d->fpsn = b->cp[ord].psn;
+		d->fnak = b->cp[ord].nak;
+		d->fridx = b->cp[ord].ridx;
+	}
+}
+
 /* Close the open batch (it has copies): it joins those in flight, after
  * the oldest is waited for when cfg.dev_batches are. */
 static void bat_close(struct ovr_eng *e)
@@ -222,6 +277,8 @@ static void bat_close(struct ovr_eng *e)
 	if (e->ops.dev_batch_close) {
 		b->err = e->ops.dev_batch_close(e->ctx, slot);
 		b->fenced = b->err != 0; /* failed: nothing to poll */
+		if (!b->err && e->ops.dev_batch_faults)
+			bat_faults(e, b);
 	} else {
 		b->err = e->ops.dev_fence(e->ctx);
 		b->fenced = true;
@@ -317,10 +374,31 @@ static void dev_fail_qps(struct ovr_eng *e)
 		if (!qp || !qp->dev_fail)
 			continue;
 		qp->dev_fail = false;
-		e->st.dev_copy_err++;
+		if (!qp->dev_faulted)
+			e->st.dev_copy_err++;
 		if (qp->type == OVR_QPT_UD || qp->state == OVR_QPS_ERR ||
-		    qp->state == OVR_QPS_RESET)
+		    qp->state == OVR_QPS_RESET) {
+			qp->dev_faulted = false;
 			continue; /* a UD QP only lost those receives */
+		}
+		if (qp->dev_faulted) {
+			/* as a synchronous -EFAULT: a protection error */
+			qp->dev_faulted = false;
+			/* a SEND's receive not completed yet completes
+			 * LOC_PROT_ERR, as a receive whose key failed */
+			if (qp->dev_resp && qp->dev_nak == OVR_NAK_REM_OP &&
+			    qp->dev_ridx - qp->rq_cons <
+				    qp->rq_prod - qp->rq_cons)
+				eng_rwqe(qp, qp->dev_ridx)->bad =
+					OVR_WC_LOC_PROT_ERR;
+			if (qp->dev_resp)
+				eng_qp_fatal_nak(e, qp, qp->dev_nak,
+						 qp->dev_psn);
+			else
+				eng_qp_error_local(e, qp, qp->sq_cons,
+						   OVR_WC_LOC_PROT_ERR, 0);
+			continue;
+		}
 		if (qp->dev_resp)
 			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, qp->dev_psn);
 		else

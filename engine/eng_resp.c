@@ -759,15 +759,22 @@ static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
 		    const struct ovr_wire_pkt *p, struct eng_rwqe *r,
 		    uint32_t ridx)
 {
+	bool ok;
+
 	if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
 	    p->u.send.msg_len > r->cap) {
 		r->bad = OVR_WC_LOC_LEN_ERR;
 		violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 		return false;
 	}
-	if (!sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
+	/* a queued copy of it that faults NAKs as this one would */
+	e->dev_nak = OVR_NAK_REM_OP;
+	e->dev_ridx = ridx;
+	ok = sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
 		       p->u.send.mo, p->payload, p->payload_len,
-		       p->u.send.msg_len)) {
+		       p->u.send.msg_len);
+	e->dev_nak = 0;
+	if (!ok) {
 		/* device memory could not be written; not there at all
 		 * (-EFAULT): as a receive whose key failed */
 		r->bad = eng_copy_status(e);

@@ -298,6 +298,12 @@ struct eng_qp {
 	 * (ovr_eng_dev_poll / ovr_eng_fence fail it), dev_resp / dev_psn:
 	 * that batch's first PSN as responder, if any */
 	bool dev_listed, dev_resp, dev_fail;
+	bool dev_faulted; /* dev_fail: a copy found no memory (a
+			   * protection error), not a failed batch; as
+			   * responder it NAKs dev_nak (REM_OP: receive
+			   * dev_ridx failed) */
+	uint8_t dev_nak;
+	uint32_t dev_ridx;
 	uint32_t dev_psn;
 	uint32_t dev_idx;
 
@@ -336,11 +342,26 @@ struct eng_held_cqe {
 
 #define ENG_HOLD 512 /* held of each kind per batch */
 
-/* A QP with copies in a batch: as responder from PSN psn if resp. */
+/* A QP with copies in a batch: as responder from PSN psn if resp;
+ * fault: one of its copies found no memory (ops.dev_batch_faults), the
+ * first such as responder at fpsn if fresp. */
 struct eng_dev_qp {
 	uint32_t qpn;
 	uint32_t psn;
 	bool resp;
+	bool fault, fresp;
+	uint8_t fnak;
+	uint32_t fpsn, fridx;
+};
+
+/* A queued copy of a batch: its QP (index in the batch's list) and, as
+ * responder (resp), the PSN it serves. */
+struct eng_dev_cp {
+	uint32_t qidx;
+	uint32_t psn;
+	bool resp;
+	uint8_t nak; /* what its fault NAKs as responder */
+	uint32_t ridx; /* nak REM_OP: the receive it fills */
 };
 
 /* QPs one batch lists; the batch is closed early when it has more. */
@@ -361,6 +382,7 @@ struct eng_batch {
 	struct eng_dev_qp *qp; /* [ENG_BATCH_QPS] */
 	struct eng_held_tx *htx; /* [ENG_HOLD] */
 	struct eng_held_cqe *hcqe; /* [ENG_HOLD] */
+	struct eng_dev_cp *cp; /* [OVR_ENG_BATCH_COPIES] */
 };
 
 struct ovr_eng {
@@ -400,6 +422,7 @@ struct ovr_eng {
 	uint64_t bat_seq; /* the newest closed batch's */
 	uint64_t bat_done; /* the newest released batch's */
 	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
+	uint32_t *dev_faults; /* [OVR_ENG_BATCH_COPIES]: dev_batch_faults' */
 	uint32_t ndev_fail;
 	/* the last failed eng_dev_copy said -EFAULT: the bytes are not
 	 * there (host memory unmapped under a registration), a protection
@@ -409,6 +432,11 @@ struct ovr_eng {
 	 * exited; its context is being torn down): the QP ends as if the
 	 * application had destroyed it (eng_copy_nak) */
 	bool dev_gone;
+	/* the NAK a fault of the copies being made gives as responder:
+	 * REM_ACCESS, or REM_OP for a SEND's receive (eng_copy_nak's
+	 * choice for a synchronous one) */
+	uint8_t dev_nak;
+	uint32_t dev_ridx; /* with dev_nak REM_OP: the receive */
 };
 
 #define M24 OVR_WIRE_PSN_MASK
@@ -666,7 +694,9 @@ static inline bool eng_dev_failed(struct ovr_eng *e, uint32_t qpn)
 static inline void eng_cqe_fail(struct ovr_eng *e, struct ovr_eng_wc *wc)
 {
 	if (wc->status == OVR_WC_SUCCESS && eng_dev_failed(e, wc->qp_num)) {
-		wc->status = OVR_WC_LOC_QP_OP_ERR;
+		wc->status = eng_qp_get(e, wc->qp_num)->dev_faulted ?
+				     OVR_WC_LOC_PROT_ERR :
+				     OVR_WC_LOC_QP_OP_ERR;
 		wc->vendor_err = OVR_VERR_DEV_COPY;
 		wc->byte_len = 0;
 		wc->wc_flags = 0;

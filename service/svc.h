@@ -361,6 +361,7 @@ struct svc_counters {
 	uint64_t mr_route_proc; /* ...of the process route (process_vm_*) */
 	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
+	uint64_t proc_copy_queued; /* copies run at a batch close */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -406,6 +407,23 @@ struct svc_loop_mark {
 	uint32_t upto; /* loop_free may advance to here once seq is done */
 };
 
+/* A process-route copy queued for the batch being closed (svc_dp.c). */
+struct svc_pcopy {
+	struct svc_ctx *c;
+	uint64_t addr;
+	void *host;
+	uint32_t len;
+	uint32_t ord; /* its number in the engine's batch */
+	bool to_dev, done;
+};
+
+/* pieces of frame-buffer memory the port names (port_ops->buf_mem) */
+#define SVC_BUF_RANGES 64
+
+struct svc_buf_range {
+	uintptr_t lo, hi;
+};
+
 struct svc {
 	struct svc_conf conf;
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
@@ -421,6 +439,18 @@ struct svc {
 	uint64_t dev_closed; /* ovr_eng_dev_close's answer last round */
 	uint64_t dev_done; /* ovr_eng_dev_poll's */
 	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
+	/* process-route copies queued since the last batch close, run at
+	 * the close with one process_vm_* per context and direction
+	 * (docs/SERVICE.md section 4.2); @pord: copies queued (any kind)
+	 * since the close, @pfault: the numbers of those that found no
+	 * memory, @perr: another failure of one of them */
+	struct svc_pcopy pq[OVR_ENG_BATCH_COPIES];
+	uint32_t npq, pord, npfault;
+	uint32_t pfault[OVR_ENG_BATCH_COPIES];
+	uint32_t pidx[OVR_ENG_BATCH_COPIES];
+	int perr;
+	struct svc_buf_range bufr[SVC_BUF_RANGES];
+	uint32_t nbufr;
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];

@@ -11,6 +11,7 @@
  * the control sockets and, when idle, the sleep itself.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 #include "svc.h"
 
 #define RX_BURST 32
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+#endif
 _Static_assert(OVR_ENG_MAX_DEV_BATCHES + 1 <= OVR_GDR_MAX_BATCH,
 	       "an engine batch slot is a gdr batch slot");
 
@@ -815,21 +819,136 @@ static bool db_scan(struct svc *s, uint64_t now)
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev, uint32_t msg_len)
 {
+	struct svc *s = ctx;
 	const struct svc_devref *d = dev;
+	int rc;
 
 	if (d->kind == SVC_DEV_PROC)
-		return svc_proc_copy(ctx, d->p, off, host, len, to_dev);
-	return ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+		return svc_proc_copy(s, d->p, off, host, len, to_dev);
+	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+	if (rc > 0)
+		s->pord++; /* the engine numbers every queued copy */
+	return rc;
+}
+
+/* Is [@p, @p + @len) frame-buffer memory (valid until the batch's close:
+ * a queued copy may use it then)? The engine's own memory and the stack
+ * (a WRITE's held-back tail, an atomic's operands, a GRH) are not. */
+static bool buf_queueable(const struct svc *s, const void *p, uint32_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	for (uint32_t i = 0; i < s->nbufr; i++)
+		if (a >= s->bufr[i].lo && a + len <= s->bufr[i].hi)
+			return true;
+	return false;
+}
+
+static int buf_range(void *arg, void *addr, size_t len)
+{
+	struct svc *s = arg;
+
+	if (s->nbufr == SVC_BUF_RANGES)
+		return -ENOSPC;
+	s->bufr[s->nbufr++] = (struct svc_buf_range){
+		.lo = (uintptr_t)addr,
+		.hi = (uintptr_t)addr + len,
+	};
+	return 0;
+}
+
+/*
+ * The @k copies s->pidx[0..k) of context @c, one direction, in order:
+ * one process_vm_writev / readv (IOV_MAX iovecs at most, both sides
+ * alike). The kernel stops at the first iovec whose memory is not
+ * there: what it copied before is done, that copy found no memory (a
+ * fault of its number), and the call goes on from the next.
+ */
+static void pq_call(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
+{
+	struct iovec l[IOV_MAX], r[IOV_MAX];
+	uint32_t first = 0;
+
+	for (uint32_t i = 0; i < k; i++) {
+		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
+
+		l[i] = (struct iovec){ q->host, q->len };
+		r[i] = (struct iovec){ (void *)(uintptr_t)q->addr, q->len };
+	}
+	while (first < k) {
+		ssize_t n;
+
+		if (c->dead) {
+			s->perr = -ESRCH;
+			return;
+		}
+		s->cnt.proc_copy_calls++;
+		n = to_dev ? process_vm_writev(c->pid, l + first, k - first,
+					       r + first, k - first, 0) :
+			     process_vm_readv(c->pid, l + first, k - first,
+					      r + first, k - first, 0);
+		if (n < 0 && errno != EFAULT) {
+			s->perr = -errno;
+			return;
+		}
+		if (n < 0)
+			n = 0;
+		while (first < k && (size_t)n >= l[first].iov_len) {
+			n -= (ssize_t)l[first].iov_len;
+			s->cnt.proc_copy_bytes += l[first].iov_len;
+			first++;
+		}
+		if (first < k) {
+			s->cnt.proc_copy_fault++;
+			s->pfault[s->npfault++] = s->pq[s->pidx[first]].ord;
+			first++;
+		}
+	}
+}
+
+/*
+ * Run the queued process-route copies: per context, in queue order, each
+ * run of one direction in one call (a READ queued after a WRITE of the
+ * same bytes reads them; contexts are separate address spaces, so their
+ * order against each other does not matter).
+ */
+static void pq_run(struct svc *s)
+{
+	uint32_t n = s->npq;
+
+	s->npq = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct svc_pcopy *q = &s->pq[i];
+		uint32_t k = 0;
+
+		if (q->done)
+			continue;
+		for (uint32_t j = i; j < n && k < IOV_MAX; j++) {
+			struct svc_pcopy *o = &s->pq[j];
+
+			if (o->done || o->c != q->c)
+				continue;
+			if (o->to_dev != q->to_dev)
+				break;
+			o->done = true;
+			s->pidx[k++] = j;
+		}
+		pq_call(s, q->c, q->to_dev, k);
+	}
 }
 
 /*
  * A copy between @host and [@addr, @addr + @len) of the application of
- * context @c (the process route, docs/SERVICE.md section 4): one
- * process_vm_readv / writev, done when it returns (0). A context whose
- * process has exited (@dead: the loop saw its pidfd readable) may have
- * its pid name another process by now: -ESRCH. A short copy or EFAULT:
- * the memory is not there (unmapped, or never was) - -EFAULT, which the
- * engine turns into a protection error for the QP involved.
+ * context @c (the process route, docs/SERVICE.md section 4). A context
+ * whose process has exited (@dead: the loop saw its pidfd readable) may
+ * have its pid name another process by now: -ESRCH. When @host is a
+ * frame buffer the copy is queued (1) and runs at the batch's close
+ * with the others of its context (pq_run); the engine hears of a fault
+ * through dev_batch_faults. Else (engine or stack memory, an atomic's
+ * operands: gone after the call) it runs now, after what is queued: one
+ * process_vm_readv / writev, done when it returns (0). A short copy or
+ * EFAULT: the memory is not there (unmapped, or never was) - -EFAULT,
+ * which the engine turns into a protection error for the QP involved.
  */
 int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
 		  uint32_t len, bool to_dev)
@@ -839,6 +958,17 @@ int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
 
 	if (c->pidfd < 0 || c->dead)
 		return -ESRCH;
+	if (s->npq < OVR_ENG_BATCH_COPIES && buf_queueable(s, host, len)) {
+		s->pq[s->npq++] = (struct svc_pcopy){ .c = c,
+						      .addr = addr,
+						      .host = host,
+						      .len = len,
+						      .ord = s->pord++,
+						      .to_dev = to_dev };
+		s->cnt.proc_copy_queued++;
+		return 1;
+	}
+	pq_run(s);
 	s->cnt.proc_copy_calls++;
 	n = to_dev ? process_vm_writev(c->pid, &l, 1, &r, 1, 0) :
 		     process_vm_readv(c->pid, &l, 1, &r, 1, 0);
@@ -857,14 +987,40 @@ static int eng_dev_fence(void *ctx)
 {
 	struct svc *s = ctx;
 
+	pq_run(s); /* their faults go with the batch's close */
 	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
+/* The batch's process-route copies run now (a failure other than a
+ * fault fails the batch); its GPU copies get their events. */
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
 	struct svc *s = ctx;
+	int rc;
 
+	pq_run(s);
+	rc = s->perr;
+	s->perr = 0;
+	s->pord = 0;
+	if (rc) {
+		/* a failed batch is not polled: its GPU copies are waited
+		 * for here, so that the slot is free and its buffers too */
+		s->npfault = 0;
+		if (s->gdr && !ovr_gdr_batch_close(s->gdr, slot))
+			ovr_gdr_batch_poll(s->gdr, slot, true);
+		return rc;
+	}
 	return s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+}
+
+static uint32_t eng_dev_batch_faults(void *ctx, uint32_t *ord, uint32_t max)
+{
+	struct svc *s = ctx;
+	uint32_t n = s->npfault;
+
+	memcpy(ord, s->pfault, (n < max ? n : max) * sizeof(*ord));
+	s->npfault = 0;
+	return n;
 }
 
 static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
@@ -887,6 +1043,7 @@ int svc_dp_init(struct svc *s)
 		.ud_grh = eng_ud_grh,
 		.dev_batch_close = eng_dev_batch_close,
 		.dev_batch_poll = eng_dev_batch_poll,
+		.dev_batch_faults = eng_dev_batch_faults,
 		.dev_copy = eng_dev_copy,
 		.dev_fence = eng_dev_fence,
 	};
@@ -933,6 +1090,9 @@ int svc_dp_init(struct svc *s)
 		fprintf(stderr, "ovrdmad: engine: %s\n", strerror(errno));
 		return -errno;
 	}
+	/* where a queued process-route copy may find its frame buffer */
+	if (s->port_ops->buf_mem && s->port_ops->buf_mem(s->port, buf_range, s))
+		s->nbufr = 0; /* not all of it: copy synchronously */
 	s->qp_mask = maxqp - 1;
 	s->qp_by_slot = calloc(maxqp, sizeof(*s->qp_by_slot));
 	if (!s->qp_by_slot)

@@ -233,7 +233,24 @@ struct ovr_eng_ops {
 	 */
 	int (*dev_batch_close)(void *ctx, unsigned int slot);
 	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
+	/*
+	 * (optional, with dev_batch_close) Copies of a batch that found no
+	 * memory, for a service that knows per copy (the process route
+	 * runs its queued copies at dev_batch_close: docs/SERVICE.md
+	 * section 4.2). Called right after a dev_batch_close that answered
+	 * 0: writes the numbers of that batch's copies that failed -EFAULT
+	 * to @ord (at most @max, ascending) and returns how many failed. A
+	 * copy's number counts the copies dev_copy queued (answered 1)
+	 * before it since the previous dev_batch_close. Each is what a
+	 * synchronous -EFAULT is: a protection error of its QP alone
+	 * (ovr_eng_reg_mr_ext); the rest of the batch completes. A batch
+	 * holds at most OVR_ENG_BATCH_COPIES queued copies.
+	 */
+	uint32_t (*dev_batch_faults)(void *ctx, uint32_t *ord, uint32_t max);
 };
+
+/* queued copies a batch holds at most: it is closed early at that many */
+#define OVR_ENG_BATCH_COPIES 1024u
 
 struct ovr_eng_cfg {
 	uint32_t max_qp; /* QP slots (QPNs are slot | generation) */
@@ -296,8 +313,10 @@ enum ovr_eng_mr_flags {
 	 * The region is host memory the engine cannot address (another
 	 * process's, reached by the service with process_vm_readv/writev:
 	 * docs/SERVICE.md section 4), behind ops.dev_copy like device
-	 * memory, whose copies complete when dev_copy returns (0; a copy
-	 * it queues anyway is waited for at once with dev_fence). Atomics
+	 * memory. dev_copy may queue its copies (1) into the open batch
+	 * and run them at dev_batch_close, reporting those that found no
+	 * memory through dev_batch_faults; one made for an atomic (@host
+	 * is engine or stack memory) must be done when it returns. Atomics
 	 * on it are allowed: two dev_copy calls, read 8 bytes, compute,
 	 * write 8 bytes - atomic against other atomics of this engine,
 	 * not against the memory's owner (IBV_ATOMIC_HCA, as for regions
