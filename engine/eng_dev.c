@@ -235,7 +235,8 @@ static uint32_t bat_release(struct ovr_eng *e, bool wait, uint32_t n)
 }
 
 /* The copies of @b, just closed, that found no memory: each marks its
- * QP (the first one of a QP says where it failed). */
+ * QP; as responder the lowest PSN among them says where it failed (the
+ * NAK acknowledges what is before it). */
 static void bat_faults(struct ovr_eng *e, struct eng_batch *b)
 {
 	uint32_t n = e->ops.dev_batch_faults(e->ctx, e->dev_faults,
@@ -251,7 +252,8 @@ static void bat_faults(struct ovr_eng *e, struct eng_batch *b)
 			continue;
 		e->st.dev_copy_fault++;
 		d = &b->qp[b->cp[ord].qidx];
-		if (d->fault)
+		if (d->fault && !(d->fresp && b->cp[ord].resp &&
+				  PSN_LT(b->cp[ord].psn, d->fpsn)))
 			continue;
 		d->fault = true;
 		d->fresp = b->cp[ord].resp;
