@@ -61,7 +61,12 @@ void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 
 	if (status != OVR_WC_SUCCESS)
 		wc.opcode = OVR_WC_RECV;
+	/* held with it: what a late copy failure decides (eng_cqe_fail) */
+	e->cqe_recv = qp->type == OVR_QPT_RC;
+	e->cqe_ridx = idx;
+	e->cqe_psn = r->last_psn;
 	eng_emit_cqe(e, qp->recv_cq, &wc);
+	e->cqe_recv = false;
 	eng_rwqe_put_refs(e, qp, idx);
 }
 
@@ -585,7 +590,8 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 {
 	uint32_t ack = qp->rx.ack_psn;
 
-	if (qp->pend_code && qp->pend_psn == ack) {
+	/* (a late copy failure may find the hole filled past it) */
+	if (qp->pend_code && !PSN_LT(ack, qp->pend_psn)) {
 		eng_qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
 		return;
 	}

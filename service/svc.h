@@ -21,8 +21,8 @@
  *
  * Calls point one way (no cycle): svc_loop.c uses svc_dp.c, svc_conn.c,
  * svc_admin.c and svc_sysfs.c; svc_conn.c uses svc_verbs.c, svc_qp.c and
- * svc_admin.c; those use svc_reply.c, svc_obj.c and, for kicks only,
- * svc_dp.c; svc_dp.c uses svc_obj.c and nothing of the control side.
+ * svc_admin.c; those use svc_reply.c, svc_obj.c and, for kicks and
+ * a context's end only, svc_dp.c; svc_dp.c uses svc_obj.c and nothing of the control side.
  *
  * The port is behind struct svc_port_ops so that svc_dp.c does not
  * depend on DPDK (ovrdmad.c provides the DPDK port).
@@ -440,15 +440,13 @@ struct svc {
 	uint64_t dev_done; /* ovr_eng_dev_poll's */
 	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
 	/* process-route copies queued since the last batch close, run at
-	 * the close with one process_vm_* per context and direction
-	 * (docs/SERVICE.md section 4.2); @pord: copies queued (any kind)
-	 * since the close, @pfault: the numbers of those that found no
-	 * memory, @perr: another failure of one of them */
+	 * the close with one process_vm_writev per run of a context's
+	 * copies (docs/SERVICE.md section 4.2); @pord: copies queued (any
+	 * kind) since the close, @pfault: those that failed */
 	struct svc_pcopy pq[OVR_ENG_BATCH_COPIES];
 	uint32_t npq, pord, npfault;
-	uint32_t pfault[OVR_ENG_BATCH_COPIES];
+	struct ovr_eng_copy_fault pfault[OVR_ENG_BATCH_COPIES];
 	uint32_t pidx[OVR_ENG_BATCH_COPIES];
-	int perr;
 	struct svc_buf_range bufr[SVC_BUF_RANGES];
 	uint32_t nbufr;
 	struct svc_rx_src rx_src;
@@ -525,6 +523,9 @@ bool svc_dp_pending(struct svc *s);
 /* Hand what the application posted in the rings to the engine now. */
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
 void svc_srq_kick(struct svc *s, struct svc_srq *srq);
+/* Context @c goes: its queued process-route copies are dropped, failing
+ * as copies into a process that is gone (-ESRCH). */
+void svc_proc_forget(struct svc *s, struct svc_ctx *c);
 
 /* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
 int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
@@ -601,8 +602,6 @@ void svc_ctl_close_all(struct svc *s);
 /* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */
 int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
-int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
-		  uint32_t len, bool to_dev);
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);

@@ -816,15 +816,20 @@ static bool db_scan(struct svc *s, uint64_t now)
  * closes a batch of them per round (ovr_eng_dev_close: events recorded)
  * and polls the batches in flight (ovr_eng_dev_poll). Others are
  * synchronous. */
+static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, bool to_dev,
+			 unsigned int flags);
+
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len)
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags)
 {
 	struct svc *s = ctx;
 	const struct svc_devref *d = dev;
 	int rc;
 
 	if (d->kind == SVC_DEV_PROC)
-		return svc_proc_copy(s, d->p, off, host, len, to_dev);
+		return svc_proc_copy(s, d->p, off, host, len, to_dev, flags);
 	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
 	if (rc > 0)
 		s->pord++; /* the engine numbers every queued copy */
@@ -857,51 +862,88 @@ static int buf_range(void *arg, void *addr, size_t len)
 	return 0;
 }
 
+static void pq_fail(struct svc *s, const struct svc_pcopy *q, int err)
+{
+	if (err == -EFAULT)
+		s->cnt.proc_copy_fault++;
+	s->pfault[s->npfault++] =
+		(struct ovr_eng_copy_fault){ .ord = q->ord, .err = err };
+}
+
 /*
- * The @k copies s->pidx[0..k) of context @c, one direction, in order:
- * one process_vm_writev / readv (IOV_MAX iovecs at most, both sides
- * alike). The kernel stops at the first iovec whose memory is not
- * there: what it copied before is done, that copy found no memory (a
- * fault of its number), and the call goes on from the next.
+ * One process_vm_writev / readv for the copies s->pidx[@first..@k) of
+ * context @c, one direction: an iovec per copy on our side (each its
+ * own frame buffer), and on the application's side one per run of
+ * adjoining ranges (the packets of one message land end to end), at
+ * most IOV_MAX each. Returns how many copies it took; *@n: the bytes
+ * the kernel moved (it stops at the first page that is not there), or
+ * -errno.
  */
-static void pq_call(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
+static uint32_t pq_call(struct svc *s, struct svc_ctx *c, bool to_dev,
+			uint32_t first, uint32_t k, ssize_t *n)
 {
 	struct iovec l[IOV_MAX], r[IOV_MAX];
+	uint32_t nl = 0, nr = 0;
+
+	for (uint32_t i = first; i < k && nl < IOV_MAX; i++) {
+		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
+		char *ra = (char *)(uintptr_t)q->addr;
+
+		if (nr &&
+		    (char *)r[nr - 1].iov_base + r[nr - 1].iov_len == ra) {
+			r[nr - 1].iov_len += q->len;
+		} else {
+			if (nr == IOV_MAX)
+				break;
+			r[nr++] = (struct iovec){ ra, q->len };
+		}
+		l[nl++] = (struct iovec){ q->host, q->len };
+	}
+	s->cnt.proc_copy_calls++;
+	*n = to_dev ? process_vm_writev(c->pid, l, nl, r, nr, 0) :
+		      process_vm_readv(c->pid, l, nl, r, nr, 0);
+	if (*n < 0)
+		*n = -errno;
+	return nl;
+}
+
+/*
+ * The @k copies s->pidx[0..k) of context @c, one direction, in order.
+ * What the kernel moved before it stopped is done; the copy it stopped
+ * in found no memory (a fault of its number) and the rest goes on from
+ * the next. Another error, or the process gone, fails what is left.
+ */
+static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
+{
 	uint32_t first = 0;
 
-	for (uint32_t i = 0; i < k; i++) {
-		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
-
-		l[i] = (struct iovec){ q->host, q->len };
-		r[i] = (struct iovec){ (void *)(uintptr_t)q->addr, q->len };
-	}
 	while (first < k) {
+		uint32_t took;
 		ssize_t n;
 
-		if (c->dead) {
-			s->perr = -ESRCH;
-			return;
+		if (c->dead || c->pidfd < 0) {
+			n = -ESRCH;
+			took = k - first;
+		} else {
+			took = pq_call(s, c, to_dev, first, k, &n);
 		}
-		s->cnt.proc_copy_calls++;
-		n = to_dev ? process_vm_writev(c->pid, l + first, k - first,
-					       r + first, k - first, 0) :
-			     process_vm_readv(c->pid, l + first, k - first,
-					      r + first, k - first, 0);
-		if (n < 0 && errno != EFAULT) {
-			s->perr = -errno;
+		if (n < 0 && n != -EFAULT) {
+			while (first < k)
+				pq_fail(s, &s->pq[s->pidx[first++]], (int)n);
 			return;
 		}
 		if (n < 0)
 			n = 0;
-		while (first < k && (size_t)n >= l[first].iov_len) {
-			n -= (ssize_t)l[first].iov_len;
-			s->cnt.proc_copy_bytes += l[first].iov_len;
-			first++;
-		}
-		if (first < k) {
-			s->cnt.proc_copy_fault++;
-			s->pfault[s->npfault++] = s->pq[s->pidx[first]].ord;
-			first++;
+		for (uint32_t end = first + took; first < end; first++) {
+			const struct svc_pcopy *q = &s->pq[s->pidx[first]];
+
+			if ((size_t)n < q->len) {
+				pq_fail(s, q, -EFAULT);
+				first++;
+				break;
+			}
+			n -= (ssize_t)q->len;
+			s->cnt.proc_copy_bytes += q->len;
 		}
 	}
 }
@@ -923,7 +965,7 @@ static void pq_run(struct svc *s)
 
 		if (q->done)
 			continue;
-		for (uint32_t j = i; j < n && k < IOV_MAX; j++) {
+		for (uint32_t j = i; j < n; j++) {
 			struct svc_pcopy *o = &s->pq[j];
 
 			if (o->done || o->c != q->c)
@@ -933,32 +975,44 @@ static void pq_run(struct svc *s)
 			o->done = true;
 			s->pidx[k++] = j;
 		}
-		pq_call(s, q->c, q->to_dev, k);
+		pq_copies(s, q->c, q->to_dev, k);
 	}
+}
+
+void svc_proc_forget(struct svc *s, struct svc_ctx *c)
+{
+	for (uint32_t i = 0; i < s->npq; i++)
+		if (!s->pq[i].done && s->pq[i].c == c) {
+			s->pq[i].done = true;
+			pq_fail(s, &s->pq[i], -ESRCH);
+		}
 }
 
 /*
  * A copy between @host and [@addr, @addr + @len) of the application of
  * context @c (the process route, docs/SERVICE.md section 4). A context
  * whose process has exited (@dead: the loop saw its pidfd readable) may
- * have its pid name another process by now: -ESRCH. When @host is a
- * frame buffer the copy is queued (1) and runs at the batch's close
- * with the others of its context (pq_run); the engine hears of a fault
- * through dev_batch_faults. Else (engine or stack memory, an atomic's
- * operands: gone after the call) it runs now, after what is queued: one
- * process_vm_readv / writev, done when it returns (0). A short copy or
- * EFAULT: the memory is not there (unmapped, or never was) - -EFAULT,
- * which the engine turns into a protection error for the QP involved.
+ * have its pid name another process by now: -ESRCH. A copy the engine
+ * may see fail late (OVR_ENG_COPY_LATE: a responder placing a request's
+ * bytes) from a frame buffer is queued (1) and runs at the batch's
+ * close with the others of its context (pq_run); the engine hears of
+ * its failure through dev_batch_faults. Any other runs now, after what
+ * is queued (it may read what they write): one process_vm_readv /
+ * writev, done when it returns (0). A short copy or EFAULT: the memory
+ * is not there (unmapped, or never was) - -EFAULT, which the engine
+ * turns into a protection error for the QP involved.
  */
-int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
-		  uint32_t len, bool to_dev)
+static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, bool to_dev,
+			 unsigned int flags)
 {
 	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
 	ssize_t n;
 
 	if (c->pidfd < 0 || c->dead)
 		return -ESRCH;
-	if (s->npq < OVR_ENG_BATCH_COPIES && buf_queueable(s, host, len)) {
+	if ((flags & OVR_ENG_COPY_LATE) && s->npq < OVR_ENG_BATCH_COPIES &&
+	    buf_queueable(s, host, len)) {
 		s->pq[s->npq++] = (struct svc_pcopy){ .c = c,
 						      .addr = addr,
 						      .host = host,
@@ -991,34 +1045,29 @@ static int eng_dev_fence(void *ctx)
 	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
-/* The batch's process-route copies run now (a failure other than a
- * fault fails the batch); its GPU copies get their events. */
+/* The batch's process-route copies run now (each failure of one is
+ * told by eng_dev_batch_faults); its GPU copies get their events. */
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
 	struct svc *s = ctx;
+
 	int rc;
 
 	pq_run(s);
-	rc = s->perr;
-	s->perr = 0;
 	s->pord = 0;
-	if (rc) {
-		/* a failed batch is not polled: its GPU copies are waited
-		 * for here, so that the slot is free and its buffers too */
-		s->npfault = 0;
-		if (s->gdr && !ovr_gdr_batch_close(s->gdr, slot))
-			ovr_gdr_batch_poll(s->gdr, slot, true);
-		return rc;
-	}
-	return s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+	rc = s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+	if (rc)
+		s->npfault = 0; /* the whole batch fails */
+	return rc;
 }
 
-static uint32_t eng_dev_batch_faults(void *ctx, uint32_t *ord, uint32_t max)
+static uint32_t eng_dev_batch_faults(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max)
 {
 	struct svc *s = ctx;
 	uint32_t n = s->npfault;
 
-	memcpy(ord, s->pfault, (n < max ? n : max) * sizeof(*ord));
+	memcpy(f, s->pfault, (n < max ? n : max) * sizeof(*f));
 	s->npfault = 0;
 	return n;
 }

@@ -159,6 +159,12 @@ struct ovr_eng_qp_stats {
 
 /* ---- engine ------------------------------------------------------------ */
 
+/* A queued copy that failed (ovr_eng_ops.dev_batch_faults). */
+struct ovr_eng_copy_fault {
+	uint32_t ord; /* its number in the batch */
+	int err; /* -EFAULT, -ESRCH, other -errno */
+};
+
 struct ovr_eng_ops {
 	/*
 	 * A buffer for one PDU of up to @cap bytes; NULL when none is free
@@ -207,10 +213,12 @@ struct ovr_eng_ops {
 	 * in place after the next dev_fence; @host is a packet buffer (a tx
 	 * buffer of tx_alloc, or the PDU given to ovr_eng_rx) or engine
 	 * memory, and stays untouched until then. -errno: the QP involved
-	 * goes to ERROR (counted in dev_copy_err).
+	 * goes to ERROR (counted in dev_copy_err). @flags: OVR_ENG_COPY_*
+	 * below.
 	 */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len);
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags);
 	/*
 	 * (optional) Wait for every copy dev_copy queued: 0, or -errno when
 	 * one of them failed (which one need not be known). With it the
@@ -234,19 +242,38 @@ struct ovr_eng_ops {
 	int (*dev_batch_close)(void *ctx, unsigned int slot);
 	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
 	/*
-	 * (optional, with dev_batch_close) Copies of a batch that found no
-	 * memory, for a service that knows per copy (the process route
-	 * runs its queued copies at dev_batch_close: docs/SERVICE.md
-	 * section 4.2). Called right after a dev_batch_close that answered
-	 * 0: writes the numbers of that batch's copies that failed -EFAULT
-	 * to @ord (at most @max, ascending) and returns how many failed. A
-	 * copy's number counts the copies dev_copy queued (answered 1)
-	 * before it since the previous dev_batch_close. Each is what a
-	 * synchronous -EFAULT is: a protection error of its QP alone
-	 * (ovr_eng_reg_mr_ext); the rest of the batch completes. A batch
-	 * holds at most OVR_ENG_BATCH_COPIES queued copies.
+	 * (optional, with dev_batch_close) Queued copies of the batch just
+	 * closed that failed, for a service that knows per copy (the
+	 * process route runs its queued copies at dev_batch_close:
+	 * docs/SERVICE.md section 4.2). Called right after a
+	 * dev_batch_close that answered 0: writes each failed copy's
+	 * number and -errno to @f (at most @max, in any order) and returns
+	 * how many failed. A copy's number counts the copies
+	 * dev_copy queued (answered 1) before it since the previous
+	 * dev_batch_close. Only copies made with OVR_ENG_COPY_LATE may
+	 * fail this way; each is what the same failure of a synchronous
+	 * copy is (-EFAULT a protection error, -ESRCH the memory's owner
+	 * gone, else an operational error) for its QP alone, from the
+	 * request it served on: what the QP produced before the copy was
+	 * queued stands, what it produced after is dropped or fails; the
+	 * rest of the batch completes. A batch holds at most
+	 * OVR_ENG_BATCH_COPIES queued copies.
 	 */
-	uint32_t (*dev_batch_faults)(void *ctx, uint32_t *ord, uint32_t max);
+	uint32_t (*dev_batch_faults)(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max);
+};
+
+/* dev_copy's @flags */
+enum {
+	/*
+	 * The copy places the payload of a request this side serves as
+	 * the responder of a reliable connection (a WRITE's or a SEND's
+	 * bytes): its failure may be reported after the fact, through
+	 * dev_batch_faults, and the engine fails the QP from that request
+	 * on. A copy without it that is queued must not fail later but
+	 * fail the whole batch (dev_batch_close / dev_batch_poll).
+	 */
+	OVR_ENG_COPY_LATE = 1u,
 };
 
 /* queued copies a batch holds at most: it is closed early at that many */
@@ -313,10 +340,11 @@ enum ovr_eng_mr_flags {
 	 * The region is host memory the engine cannot address (another
 	 * process's, reached by the service with process_vm_readv/writev:
 	 * docs/SERVICE.md section 4), behind ops.dev_copy like device
-	 * memory. dev_copy may queue its copies (1) into the open batch
-	 * and run them at dev_batch_close, reporting those that found no
-	 * memory through dev_batch_faults; one made for an atomic (@host
-	 * is engine or stack memory) must be done when it returns. Atomics
+	 * memory. dev_copy may queue (1) the copies made with
+	 * OVR_ENG_COPY_LATE into the open batch and run them at
+	 * dev_batch_close, reporting those that failed through
+	 * dev_batch_faults; any other must be done when it returns (after
+	 * those queued, which it may read back). Atomics
 	 * on it are allowed: two dev_copy calls, read 8 bytes, compute,
 	 * write 8 bytes - atomic against other atomics of this engine,
 	 * not against the memory's owner (IBV_ATOMIC_HCA, as for regions

@@ -67,7 +67,8 @@ struct ovr_pair_cfg {
 	/* (optional) the engines' ops.dev_copy, its ctx the node (struct
 	 * ovr_pair_node *): regions behind it are the test's to register */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len);
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags);
 	/* (optional) the engines' batch ops, their ctx the node. With
 	 * dev_batch_close every PDU sent and received gets a buffer of its
 	 * own (ovr_pair_is_buf), kept until the batches of its round are
@@ -76,7 +77,8 @@ struct ovr_pair_cfg {
 	int (*dev_fence)(void *ctx);
 	int (*dev_batch_close)(void *ctx, unsigned int slot);
 	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
-	uint32_t (*dev_batch_faults)(void *ctx, uint32_t *ord, uint32_t max);
+	uint32_t (*dev_batch_faults)(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max);
 };
 
 /* Is [@p, @p + @len) one of node @n's packet buffers (batched pairs)? */
