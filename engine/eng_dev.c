@@ -103,6 +103,7 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 {
 	struct eng_dev_qp *d;
 	struct eng_batch *b;
+	unsigned int flags;
 	bool late;
 	int rc;
 
@@ -115,8 +116,13 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	 * QP fails from that request on (bat_faults) */
 	late = rpsn >= 0 && to_dev && qp->type == OVR_QPT_RC && e->bat &&
 	       e->ops.dev_batch_faults;
+	flags = late ? OVR_ENG_COPY_LATE : 0;
+	if (rpsn < 0 && !to_dev)
+		flags |= OVR_ENG_COPY_SRC |
+			 (e->dev_first ? OVR_ENG_COPY_FIRST : 0);
+	e->dev_first = false;
 	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len,
-			     late ? OVR_ENG_COPY_LATE : 0);
+			     flags);
 	if (!copy_counted(e, rc, len))
 		return false;
 	if (rc > 0 && e->bat) {

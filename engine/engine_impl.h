@@ -449,6 +449,7 @@ struct ovr_eng {
 	 * choice for a synchronous one) */
 	uint8_t dev_nak;
 	uint32_t dev_ridx; /* with dev_nak REM_OP: the receive */
+	bool dev_first; /* the next copy is a send WR's first (SRC|FIRST) */
 	/* the receive completion being emitted (eng_complete_recv): its
 	 * index and message's last PSN, held with it */
 	bool cqe_recv;
@@ -645,6 +646,8 @@ static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
 				unsigned int n, uint32_t off, uint8_t *buf,
 				uint32_t len, bool to_list, uint32_t msg_len)
 {
+	/* a send WR's first bytes: the service reads its source afresh */
+	e->dev_first = off == 0 && rpsn < 0 && !to_list;
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
 

@@ -319,6 +319,11 @@ struct svc_ctx {
 	 * that got the pid (docs/SERVICE.md section 4.2) */
 	int pidfd;
 	bool dead;
+	/* the process route's read-ahead of send WRs' sources (svc_dp.c,
+	 * svc_proc_src): SVC_RA_BYTES at ra (NULL until needed) hold the
+	 * application's [ra_lo, ra_hi) */
+	uint8_t *ra;
+	uint64_t ra_lo, ra_hi;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -362,6 +367,7 @@ struct svc_counters {
 	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
 	uint64_t proc_copy_queued; /* copies run at a batch close */
+	uint64_t proc_ra_hits; /* send sources copied from a read-ahead */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -406,6 +412,9 @@ struct svc_loop_mark {
 	uint64_t seq;
 	uint32_t upto; /* loop_free may advance to here once seq is done */
 };
+
+/* A process-route read-ahead holds this much of a send WR's source. */
+#define SVC_RA_BYTES (256u << 10)
 
 /* A process-route copy queued for the batch being closed (svc_dp.c). */
 struct svc_pcopy {

@@ -243,6 +243,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		close(c->pidfd);
 	close(c->fd);
 	free(c->obj);
+	free(c->ra);
 	free(c);
 	s->nctx--;
 	s->cnt.ctx_closed++;

@@ -818,7 +818,7 @@ static bool db_scan(struct svc *s, uint64_t now)
  * synchronous. */
 static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 			 void *host, uint32_t len, bool to_dev,
-			 unsigned int flags);
+			 uint32_t msg_len, unsigned int flags);
 
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev, uint32_t msg_len,
@@ -829,7 +829,8 @@ static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 	int rc;
 
 	if (d->kind == SVC_DEV_PROC)
-		return svc_proc_copy(s, d->p, off, host, len, to_dev, flags);
+		return svc_proc_copy(s, d->p, off, host, len, to_dev, msg_len,
+				     flags);
 	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
 	if (rc > 0)
 		s->pord++; /* the engine numbers every queued copy */
@@ -989,6 +990,54 @@ void svc_proc_forget(struct svc *s, struct svc_ctx *c)
 }
 
 /*
+ * A send WR's source (OVR_ENG_COPY_SRC), read ahead: the WR's first
+ * copy (OVR_ENG_COPY_FIRST), or one the read-ahead does not hold, reads
+ * up to SVC_RA_BYTES (at most @msg_len) from @addr in one call, and the
+ * WR's next copies come out of it with a memcpy. The verbs' rules keep
+ * a posted send's source unchanged until the WR completes, and every
+ * WR starts with a fresh read (FIRST), so what a WR's copy finds was
+ * read after that WR was posted: another WR's read-ahead of the same
+ * bytes is as good as its own. Memory beyond the WR's own bytes that
+ * is not there only shortens the read-ahead. True: done; false: copy
+ * it the plain way (no buffer, or its own bytes not all there - the
+ * plain copy then finds out which error it is).
+ */
+static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, uint32_t msg_len,
+			 unsigned int flags)
+{
+	struct iovec l, r;
+	uint32_t want;
+	ssize_t n;
+
+	if (!(flags & OVR_ENG_COPY_FIRST) && addr >= c->ra_lo &&
+	    addr + len <= c->ra_hi) {
+		memcpy(host, c->ra + (addr - c->ra_lo), len);
+		s->cnt.proc_ra_hits++;
+		return true;
+	}
+	if (!c->ra) {
+		c->ra = malloc(SVC_RA_BYTES);
+		if (!c->ra)
+			return false;
+	}
+	pq_run(s); /* (what is queued lands first) */
+	want = msg_len < SVC_RA_BYTES ? msg_len : SVC_RA_BYTES;
+	l = (struct iovec){ c->ra, want };
+	r = (struct iovec){ (void *)(uintptr_t)addr, want };
+	c->ra_lo = c->ra_hi = 0;
+	s->cnt.proc_copy_calls++;
+	n = process_vm_readv(c->pid, &l, 1, &r, 1, 0);
+	if (n < (ssize_t)len)
+		return false;
+	c->ra_lo = addr;
+	c->ra_hi = addr + (uint64_t)n;
+	s->cnt.proc_copy_bytes += (uint64_t)n;
+	memcpy(host, c->ra, len);
+	return true;
+}
+
+/*
  * A copy between @host and [@addr, @addr + @len) of the application of
  * context @c (the process route, docs/SERVICE.md section 4). A context
  * whose process has exited (@dead: the loop saw its pidfd readable) may
@@ -1004,13 +1053,16 @@ void svc_proc_forget(struct svc *s, struct svc_ctx *c)
  */
 static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 			 void *host, uint32_t len, bool to_dev,
-			 unsigned int flags)
+			 uint32_t msg_len, unsigned int flags)
 {
 	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
 	ssize_t n;
 
 	if (c->pidfd < 0 || c->dead)
 		return -ESRCH;
+	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
+	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
+		return 0;
 	if ((flags & OVR_ENG_COPY_LATE) && s->npq < OVR_ENG_BATCH_COPIES &&
 	    buf_queueable(s, host, len)) {
 		s->pq[s->npq++] = (struct svc_pcopy){ .c = c,

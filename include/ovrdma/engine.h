@@ -274,6 +274,17 @@ enum {
 	 * fail the whole batch (dev_batch_close / dev_batch_poll).
 	 */
 	OVR_ENG_COPY_LATE = 1u,
+	/*
+	 * The copy reads the source of a send WR of this side's own: by the
+	 * verbs' rules those bytes do not change until the WR completes,
+	 * so the service may read ahead, up to @msg_len bytes from @off,
+	 * and take the WR's later copies from what it read - never from
+	 * anything read before the copy with OVR_ENG_COPY_FIRST.
+	 */
+	OVR_ENG_COPY_SRC = 2u,
+	/* (with OVR_ENG_COPY_SRC) The first bytes of the message, as its
+	 * first packet is built (again, when that packet is resent). */
+	OVR_ENG_COPY_FIRST = 4u,
 };
 
 /* queued copies a batch holds at most: it is closed early at that many */
