@@ -61,7 +61,12 @@ void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 
 	if (status != OVR_WC_SUCCESS)
 		wc.opcode = OVR_WC_RECV;
+	/* held with it: what a late copy failure decides (eng_cqe_fail) */
+	e->cqe_recv = qp->type == OVR_QPT_RC;
+	e->cqe_ridx = idx;
+	e->cqe_psn = r->last_psn;
 	eng_emit_cqe(e, qp->recv_cq, &wc);
+	e->cqe_recv = false;
 	eng_rwqe_put_refs(e, qp, idx);
 }
 
@@ -656,7 +661,8 @@ static void rx_advance(struct ovr_eng *e, struct eng_qp *qp)
 {
 	uint32_t ack = qp->rx.ack_psn;
 
-	if (qp->pend_code && qp->pend_psn == ack) {
+	/* (a late copy failure may find the hole filled past it) */
+	if (qp->pend_code && !PSN_LT(ack, qp->pend_psn)) {
 		eng_qp_fatal_nak(e, qp, qp->pend_code, qp->pend_psn);
 		return;
 	}
@@ -873,15 +879,22 @@ static bool rx_send(struct ovr_eng *e, struct eng_qp *qp,
 		    const struct ovr_wire_pkt *p, struct eng_rwqe *r,
 		    uint32_t ridx)
 {
+	bool ok;
+
 	if ((uint64_t)p->u.send.mo + p->payload_len > r->cap ||
 	    p->u.send.msg_len > r->cap) {
 		r->bad = OVR_WC_LOC_LEN_ERR;
 		violation(e, qp, OVR_NAK_INV_REQ, p->psn);
 		return false;
 	}
-	if (!sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
+	/* a queued copy of it that faults NAKs as this one would */
+	e->dev_nak = OVR_NAK_REM_OP;
+	e->dev_ridx = ridx;
+	ok = sge_write(e, qp, p->psn, eng_rwqe_sge(qp, ridx), r->nsge,
 		       p->u.send.mo, p->payload, p->payload_len,
-		       p->u.send.msg_len)) {
+		       p->u.send.msg_len);
+	e->dev_nak = 0;
+	if (!ok) {
 		/* device memory could not be written; not there at all
 		 * (-EFAULT): as a receive whose key failed */
 		r->bad = eng_copy_status(e);

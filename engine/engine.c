@@ -88,7 +88,8 @@ static bool cfg_valid(const struct ovr_eng_cfg *cfg,
 	    cfg->max_pdu > OVR_WIRE_MAX_PDU || !cfg->tx_burst ||
 	    !cfg->ack_every || cfg->dev_batches > OVR_ENG_MAX_DEV_BATCHES ||
 	    !ops->dev_batch_close != !ops->dev_batch_poll ||
-	    (ops->dev_batch_close && !ops->dev_fence))
+	    (ops->dev_batch_close && !ops->dev_fence) ||
+	    (ops->dev_batch_faults && !ops->dev_batch_close))
 		return false;
 	return !cfg->cc || !ovr_cc_ops_validate(cfg->cc);
 }
@@ -144,7 +145,9 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 					  1 :
 				  2;
 		e->dev_failq = calloc(maxqp, sizeof(*e->dev_failq));
-		if (e->dev_failq)
+		e->dev_faults =
+			calloc(OVR_ENG_BATCH_COPIES, sizeof(*e->dev_faults));
+		if (e->dev_failq && e->dev_faults)
 			e->bat = eng_bat_alloc(e->nbat);
 	}
 	if (!e->mrs || !e->qps || !e->sb_mem || !e->rxbits_mem ||
@@ -178,10 +181,12 @@ void ovr_eng_destroy(struct ovr_eng *e)
 			free(e->bat[k].qp);
 			free(e->bat[k].htx);
 			free(e->bat[k].hcqe);
+			free(e->bat[k].cp);
 		}
 	}
 	free(e->bat);
 	free(e->dev_failq);
+	free(e->dev_faults);
 	if (e->qps)
 		for (i = 0; i < (1u << e->qp_bits); i++)
 			eng_qp_free_queues(&e->qps[i]);

@@ -304,6 +304,14 @@ struct eng_qp {
 	 * (ovr_eng_dev_poll / ovr_eng_fence fail it), dev_resp / dev_psn:
 	 * that batch's first PSN as responder, if any */
 	bool dev_listed, dev_resp, dev_fail;
+	/* dev_fail: a copy of a request it served failed on its own
+	 * (ops.dev_batch_faults), not a whole batch: from dev_psn on, as
+	 * a synchronous failure would - NAK dev_nak (REM_ACCESS for no
+	 * memory, REM_OP, or ENG_NAK_GONE), the receive dev_ridx
+	 * failing LOC_PROT_ERR (dev_recv_bad) */
+	bool dev_faulted;
+	uint8_t dev_nak;
+	uint32_t dev_ridx, dev_recv_bad;
 	uint32_t dev_psn;
 	uint32_t dev_idx;
 
@@ -338,15 +346,40 @@ struct eng_held_tx {
 struct eng_held_cqe {
 	uint32_t cq;
 	struct ovr_eng_wc wc;
+	/* a receive of a reliable QP: its index and its message's last
+	 * PSN (what a failed copy of the QP's decides: eng_cqe_fail) */
+	bool recv;
+	uint32_t ridx, psn;
 };
 
 #define ENG_HOLD 512 /* held of each kind per batch */
 
-/* A QP with copies in a batch: as responder from PSN psn if resp. */
+/* A QP with copies in a batch: as responder from PSN psn if resp;
+ * fault: a copy of it failed on its own (ops.dev_batch_faults) - the
+ * one of the lowest PSN at fpsn, NAKing fnak (REM_OP: receive fridx);
+ * the batch's PDUs of the QP from fhtx on were produced after the
+ * first of them was queued; marked: the QP fails from here
+ * (bat_settle). */
 struct eng_dev_qp {
 	uint32_t qpn;
 	uint32_t psn;
 	bool resp;
+	bool fault, marked;
+	uint8_t fnak;
+	uint32_t fpsn, fridx;
+	uint32_t fhtx;
+};
+
+/* A queued copy: its QP (index in the batch's list) and, made with
+ * OVR_ENG_COPY_LATE, the PSN of the request it serves, what its failure
+ * NAKs (REM_OP: it fills receive ridx) and how many PDUs the batch held
+ * when it was queued. */
+struct eng_dev_cp {
+	uint32_t qidx;
+	uint32_t psn;
+	uint8_t nak;
+	uint32_t ridx;
+	uint32_t htx;
 };
 
 /* QPs one batch lists; the batch is closed early when it has more. */
@@ -367,6 +400,7 @@ struct eng_batch {
 	struct eng_dev_qp *qp; /* [ENG_BATCH_QPS] */
 	struct eng_held_tx *htx; /* [ENG_HOLD] */
 	struct eng_held_cqe *hcqe; /* [ENG_HOLD] */
+	struct eng_dev_cp *cp; /* [OVR_ENG_BATCH_COPIES] */
 };
 
 struct ovr_eng {
@@ -406,6 +440,7 @@ struct ovr_eng {
 	uint64_t bat_seq; /* the newest closed batch's */
 	uint64_t bat_done; /* the newest released batch's */
 	uint32_t *dev_failq; /* QPs whose batch failed: ndev_fail */
+	struct ovr_eng_copy_fault *dev_faults; /* [OVR_ENG_BATCH_COPIES] */
 	uint32_t ndev_fail;
 	/* the last failed eng_dev_copy said -EFAULT: the bytes are not
 	 * there (host memory unmapped under a registration), a protection
@@ -415,6 +450,16 @@ struct ovr_eng {
 	 * exited; its context is being torn down): the QP ends as if the
 	 * application had destroyed it (eng_copy_nak) */
 	bool dev_gone;
+	/* the NAK a fault of the copies being made gives as responder:
+	 * REM_ACCESS, or REM_OP for a SEND's receive (eng_copy_nak's
+	 * choice for a synchronous one) */
+	uint8_t dev_nak;
+	uint32_t dev_ridx; /* with dev_nak REM_OP: the receive */
+	bool dev_first; /* the next copy is a send WR's first (SRC|FIRST) */
+	/* the receive completion being emitted (eng_complete_recv): its
+	 * index and message's last PSN, held with it */
+	bool cqe_recv;
+	uint32_t cqe_ridx, cqe_psn;
 };
 
 #define M24 OVR_WIRE_PSN_MASK
@@ -509,7 +554,7 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 int eng_dev_copy_sync(struct ovr_eng *e, void *dev, uint64_t off, void *buf,
 		      uint32_t len, bool to_dev);
 void eng_dev_settle(struct ovr_eng *e);
-bool eng_hold_cqe(struct ovr_eng *e, uint32_t cq, const struct ovr_eng_wc *wc);
+bool eng_hold_cqe(struct ovr_eng *e, const struct eng_held_cqe *h);
 bool eng_hold_tx(struct ovr_eng *e, const struct eng_held_tx *h);
 
 /* ---- small helpers of the per-packet path, inline everywhere ---- */
@@ -609,6 +654,8 @@ static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
 				unsigned int n, uint32_t off, uint8_t *buf,
 				uint32_t len, bool to_list, uint32_t msg_len)
 {
+	/* a send WR's first bytes: the service reads its source afresh */
+	e->dev_first = off == 0 && rpsn < 0 && !to_list;
 	for (unsigned int i = 0; len && i < n; i++) {
 		uint32_t c;
 
@@ -670,22 +717,42 @@ static inline bool eng_dev_failed(struct ovr_eng *e, uint32_t qpn)
 	return qp && qp->dev_fail;
 }
 
-/* A successful completion of a QP whose copies failed: an error. */
-static inline void eng_cqe_fail(struct ovr_eng *e, struct ovr_eng_wc *wc)
+/*
+ * A successful completion of a QP whose copies failed: an error. After
+ * a failed batch, every one (LOC_QP_OP_ERR). After a copy that failed
+ * on its own (dev_faulted, from dev_psn on): a receive whose message
+ * ended before dev_psn stands (the NAK acknowledges it), the receive
+ * the copy filled fails as a synchronous failure fails it, later ones
+ * are flushed; send completions stand (the peer acknowledged them).
+ */
+static inline void eng_cqe_fail(struct ovr_eng *e, struct eng_held_cqe *h)
 {
-	if (wc->status == OVR_WC_SUCCESS && eng_dev_failed(e, wc->qp_num)) {
+	struct ovr_eng_wc *wc = &h->wc;
+	struct eng_qp *qp;
+
+	if (wc->status != OVR_WC_SUCCESS || !eng_dev_failed(e, wc->qp_num))
+		return;
+	qp = eng_qp_get(e, wc->qp_num);
+	if (qp->dev_faulted) {
+		if (!h->recv || PSN_LT(h->psn, qp->dev_psn))
+			return;
+		wc->status = h->ridx == qp->dev_ridx && qp->dev_recv_bad ?
+				     qp->dev_recv_bad :
+				     OVR_WC_WR_FLUSH_ERR;
+		wc->vendor_err = 0;
+	} else {
 		wc->status = OVR_WC_LOC_QP_OP_ERR;
 		wc->vendor_err = OVR_VERR_DEV_COPY;
-		wc->byte_len = 0;
-		wc->wc_flags = 0;
 	}
+	wc->opcode = h->recv ? OVR_WC_RECV : wc->opcode;
+	wc->byte_len = 0;
+	wc->wc_flags = 0;
 }
 
-static inline void eng_cqe_out(struct ovr_eng *e, uint32_t cq,
-			       struct ovr_eng_wc *wc)
+static inline void eng_cqe_out(struct ovr_eng *e, struct eng_held_cqe *h)
 {
-	eng_cqe_fail(e, wc);
-	e->ops.cqe(e->ctx, cq, wc);
+	eng_cqe_fail(e, h);
+	e->ops.cqe(e->ctx, h->cq, &h->wc);
 }
 
 static inline void eng_tx_release(struct ovr_eng *e,
@@ -700,13 +767,20 @@ static inline void eng_tx_release(struct ovr_eng *e,
 	e->ops.tx(e->ctx, h->tok, len, h->peer, h->user);
 }
 
-/* Hand a completion out, or keep it while device copies are queued. */
+/* Hand a completion out, or keep it while device copies are queued; a
+ * receive's (eng_complete_recv) says which with e->cqe_recv. */
 static inline void eng_emit_cqe(struct ovr_eng *e, uint32_t cq,
 				struct ovr_eng_wc *wc)
 {
-	if (ovr_unlikely(e->dev_busy) && eng_hold_cqe(e, cq, wc))
+	struct eng_held_cqe h = { .cq = cq,
+				  .wc = *wc,
+				  .recv = e->cqe_recv,
+				  .ridx = e->cqe_ridx,
+				  .psn = e->cqe_psn };
+
+	if (ovr_unlikely(e->dev_busy) && eng_hold_cqe(e, &h))
 		return;
-	eng_cqe_out(e, cq, wc);
+	eng_cqe_out(e, &h);
 }
 
 /*

@@ -21,8 +21,8 @@
  *
  * Calls point one way (no cycle): svc_loop.c uses svc_dp.c, svc_conn.c,
  * svc_admin.c and svc_sysfs.c; svc_conn.c uses svc_verbs.c, svc_qp.c and
- * svc_admin.c; those use svc_reply.c, svc_obj.c and, for kicks only,
- * svc_dp.c; svc_dp.c uses svc_obj.c and nothing of the control side.
+ * svc_admin.c; those use svc_reply.c, svc_obj.c and, for kicks and
+ * a context's end only, svc_dp.c; svc_dp.c uses svc_obj.c and nothing of the control side.
  *
  * The port is behind struct svc_port_ops so that svc_dp.c does not
  * depend on DPDK (ovrdmad.c provides the DPDK port).
@@ -319,6 +319,11 @@ struct svc_ctx {
 	 * that got the pid (docs/SERVICE.md section 4.2) */
 	int pidfd;
 	bool dead;
+	/* the process route's read-ahead of send WRs' sources (svc_dp.c,
+	 * svc_proc_src): SVC_RA_BYTES at ra (NULL until needed) hold the
+	 * application's [ra_lo, ra_hi) */
+	uint8_t *ra;
+	uint64_t ra_lo, ra_hi;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -361,6 +366,8 @@ struct svc_counters {
 	uint64_t mr_route_proc; /* ...of the process route (process_vm_*) */
 	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
+	uint64_t proc_copy_queued; /* copies run at a batch close */
+	uint64_t proc_ra_hits; /* send sources copied from a read-ahead */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -406,6 +413,26 @@ struct svc_loop_mark {
 	uint32_t upto; /* loop_free may advance to here once seq is done */
 };
 
+/* A process-route read-ahead holds this much of a send WR's source. */
+#define SVC_RA_BYTES (256u << 10)
+
+/* A process-route copy queued for the batch being closed (svc_dp.c). */
+struct svc_pcopy {
+	struct svc_ctx *c;
+	uint64_t addr;
+	void *host;
+	uint32_t len;
+	uint32_t ord; /* its number in the engine's batch */
+	bool to_dev, done;
+};
+
+/* pieces of frame-buffer memory the port names (port_ops->buf_mem) */
+#define SVC_BUF_RANGES 64
+
+struct svc_buf_range {
+	uintptr_t lo, hi;
+};
+
 struct svc {
 	struct svc_conf conf;
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
@@ -421,6 +448,16 @@ struct svc {
 	uint64_t dev_closed; /* ovr_eng_dev_close's answer last round */
 	uint64_t dev_done; /* ovr_eng_dev_poll's */
 	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
+	/* process-route copies queued since the last batch close, run at
+	 * the close with one process_vm_writev per run of a context's
+	 * copies (docs/SERVICE.md section 4.2); @pord: copies queued (any
+	 * kind) since the close, @pfault: those that failed */
+	struct svc_pcopy pq[OVR_ENG_BATCH_COPIES];
+	uint32_t npq, pord, npfault;
+	struct ovr_eng_copy_fault pfault[OVR_ENG_BATCH_COPIES];
+	uint32_t pidx[OVR_ENG_BATCH_COPIES];
+	struct svc_buf_range bufr[SVC_BUF_RANGES];
+	uint32_t nbufr;
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
 	uint8_t mac[6];
@@ -495,6 +532,9 @@ bool svc_dp_pending(struct svc *s);
 /* Hand what the application posted in the rings to the engine now. */
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
 void svc_srq_kick(struct svc *s, struct svc_srq *srq);
+/* Context @c goes: its queued process-route copies are dropped, failing
+ * as copies into a process that is gone (-ESRCH). */
+void svc_proc_forget(struct svc *s, struct svc_ctx *c);
 
 /* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
 int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
@@ -571,8 +611,6 @@ void svc_ctl_close_all(struct svc *s);
 /* svc_verbs.c: PD, MR, channel, CQ and AH requests and destroys */
 int svc_do_alloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r);
-int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
-		  uint32_t len, bool to_dev);
 int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);

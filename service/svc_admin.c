@@ -471,6 +471,8 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "proc_copy_bytes", k->proc_copy_bytes);
 	counter(b, "proc_copy_calls", k->proc_copy_calls);
 	counter(b, "proc_copy_fault", k->proc_copy_fault);
+	counter(b, "proc_copy_queued", k->proc_copy_queued);
+	counter(b, "proc_ra_hits", k->proc_ra_hits);
 	counter(b, "mr_obj_truncated_pages", svc_mem_truncated_pages());
 }
 

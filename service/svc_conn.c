@@ -223,6 +223,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 					 SVC_OBJ_MR, SVC_OBJ_CHANNEL,
 					 SVC_OBJ_PD };
 
+	svc_proc_forget(s, c); /* (none queued between rounds) */
 	for (size_t k = 0; k < sizeof(order); k++)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == order[k])
@@ -242,6 +243,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		close(c->pidfd);
 	close(c->fd);
 	free(c->obj);
+	free(c->ra);
 	free(c);
 	s->nctx--;
 	s->cnt.ctx_closed++;

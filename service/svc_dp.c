@@ -11,6 +11,7 @@
  * the control sockets and, when idle, the sleep itself.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,9 @@
 #include "svc.h"
 
 #define RX_BURST 32
+#ifndef IOV_MAX
+#define IOV_MAX 1024 /* the kernel's UIO_MAXIOV */
+#endif
 _Static_assert(OVR_ENG_MAX_DEV_BATCHES + 1 <= OVR_GDR_MAX_BATCH,
 	       "an engine batch slot is a gdr batch slot");
 
@@ -812,33 +816,265 @@ static bool db_scan(struct svc *s, uint64_t now)
  * closes a batch of them per round (ovr_eng_dev_close: events recorded)
  * and polls the batches in flight (ovr_eng_dev_poll). Others are
  * synchronous. */
+static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, bool to_dev,
+			 uint32_t msg_len, unsigned int flags);
+
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len)
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags)
 {
+	struct svc *s = ctx;
 	const struct svc_devref *d = dev;
+	int rc;
 
 	if (d->kind == SVC_DEV_PROC)
-		return svc_proc_copy(ctx, d->p, off, host, len, to_dev);
-	return ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+		return svc_proc_copy(s, d->p, off, host, len, to_dev, msg_len,
+				     flags);
+	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+	if (rc > 0)
+		s->pord++; /* the engine numbers every queued copy */
+	return rc;
+}
+
+/* Is [@p, @p + @len) frame-buffer memory (valid until the batch's close:
+ * a queued copy may use it then)? The engine's own memory and the stack
+ * (a WRITE's held-back tail, an atomic's operands, a GRH) are not. */
+static bool buf_queueable(const struct svc *s, const void *p, uint32_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	for (uint32_t i = 0; i < s->nbufr; i++)
+		if (a >= s->bufr[i].lo && a + len <= s->bufr[i].hi)
+			return true;
+	return false;
+}
+
+static int buf_range(void *arg, void *addr, size_t len)
+{
+	struct svc *s = arg;
+
+	if (s->nbufr == SVC_BUF_RANGES)
+		return -ENOSPC;
+	s->bufr[s->nbufr++] = (struct svc_buf_range){
+		.lo = (uintptr_t)addr,
+		.hi = (uintptr_t)addr + len,
+	};
+	return 0;
+}
+
+static void pq_fail(struct svc *s, const struct svc_pcopy *q, int err)
+{
+	if (err == -EFAULT)
+		s->cnt.proc_copy_fault++;
+	s->pfault[s->npfault++] =
+		(struct ovr_eng_copy_fault){ .ord = q->ord, .err = err };
+}
+
+/*
+ * One process_vm_writev / readv for the copies s->pidx[@first..@k) of
+ * context @c, one direction: an iovec per copy on our side (each its
+ * own frame buffer), and on the application's side one per run of
+ * adjoining ranges (the packets of one message land end to end), at
+ * most IOV_MAX each. Returns how many copies it took; *@n: the bytes
+ * the kernel moved (it stops at the first page that is not there), or
+ * -errno.
+ */
+static uint32_t pq_call(struct svc *s, struct svc_ctx *c, bool to_dev,
+			uint32_t first, uint32_t k, ssize_t *n)
+{
+	struct iovec l[IOV_MAX], r[IOV_MAX];
+	uint32_t nl = 0, nr = 0;
+
+	for (uint32_t i = first; i < k && nl < IOV_MAX; i++) {
+		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
+		char *ra = (char *)(uintptr_t)q->addr;
+
+		if (nr &&
+		    (char *)r[nr - 1].iov_base + r[nr - 1].iov_len == ra) {
+			r[nr - 1].iov_len += q->len;
+		} else {
+			if (nr == IOV_MAX)
+				break;
+			r[nr++] = (struct iovec){ ra, q->len };
+		}
+		l[nl++] = (struct iovec){ q->host, q->len };
+	}
+	s->cnt.proc_copy_calls++;
+	*n = to_dev ? process_vm_writev(c->pid, l, nl, r, nr, 0) :
+		      process_vm_readv(c->pid, l, nl, r, nr, 0);
+	if (*n < 0)
+		*n = -errno;
+	return nl;
+}
+
+/*
+ * The @k copies s->pidx[0..k) of context @c, one direction, in order.
+ * What the kernel moved before it stopped is done; the copy it stopped
+ * in found no memory (a fault of its number) and the rest goes on from
+ * the next. Another error, or the process gone, fails what is left.
+ */
+static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
+{
+	uint32_t first = 0;
+
+	while (first < k) {
+		uint32_t took;
+		ssize_t n;
+
+		if (c->dead || c->pidfd < 0) {
+			n = -ESRCH;
+			took = k - first;
+		} else {
+			took = pq_call(s, c, to_dev, first, k, &n);
+		}
+		if (n < 0 && n != -EFAULT) {
+			while (first < k)
+				pq_fail(s, &s->pq[s->pidx[first++]], (int)n);
+			return;
+		}
+		if (n < 0)
+			n = 0;
+		for (uint32_t end = first + took; first < end; first++) {
+			const struct svc_pcopy *q = &s->pq[s->pidx[first]];
+
+			if ((size_t)n < q->len) {
+				pq_fail(s, q, -EFAULT);
+				first++;
+				break;
+			}
+			n -= (ssize_t)q->len;
+			s->cnt.proc_copy_bytes += q->len;
+		}
+	}
+}
+
+/*
+ * Run the queued process-route copies: per context, in queue order, each
+ * run of one direction in one call (a READ queued after a WRITE of the
+ * same bytes reads them; contexts are separate address spaces, so their
+ * order against each other does not matter).
+ */
+static void pq_run(struct svc *s)
+{
+	uint32_t n = s->npq;
+
+	s->npq = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct svc_pcopy *q = &s->pq[i];
+		uint32_t k = 0;
+
+		if (q->done)
+			continue;
+		for (uint32_t j = i; j < n; j++) {
+			struct svc_pcopy *o = &s->pq[j];
+
+			if (o->done || o->c != q->c)
+				continue;
+			if (o->to_dev != q->to_dev)
+				break;
+			o->done = true;
+			s->pidx[k++] = j;
+		}
+		pq_copies(s, q->c, q->to_dev, k);
+	}
+}
+
+void svc_proc_forget(struct svc *s, struct svc_ctx *c)
+{
+	for (uint32_t i = 0; i < s->npq; i++)
+		if (!s->pq[i].done && s->pq[i].c == c) {
+			s->pq[i].done = true;
+			pq_fail(s, &s->pq[i], -ESRCH);
+		}
+}
+
+/*
+ * A send WR's source (OVR_ENG_COPY_SRC), read ahead: the WR's first
+ * copy (OVR_ENG_COPY_FIRST), or one the read-ahead does not hold, reads
+ * up to SVC_RA_BYTES (at most @msg_len) from @addr in one call, and the
+ * WR's next copies come out of it with a memcpy. The verbs' rules keep
+ * a posted send's source unchanged until the WR completes, and every
+ * WR starts with a fresh read (FIRST), so what a WR's copy finds was
+ * read after that WR was posted: another WR's read-ahead of the same
+ * bytes is as good as its own. Memory beyond the WR's own bytes that
+ * is not there only shortens the read-ahead. True: done; false: copy
+ * it the plain way (no buffer, or its own bytes not all there - the
+ * plain copy then finds out which error it is).
+ */
+static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, uint32_t msg_len,
+			 unsigned int flags)
+{
+	struct iovec l, r;
+	uint32_t want;
+	ssize_t n;
+
+	if (!(flags & OVR_ENG_COPY_FIRST) && addr >= c->ra_lo &&
+	    addr + len <= c->ra_hi) {
+		memcpy(host, c->ra + (addr - c->ra_lo), len);
+		s->cnt.proc_ra_hits++;
+		return true;
+	}
+	if (!c->ra) {
+		c->ra = malloc(SVC_RA_BYTES);
+		if (!c->ra)
+			return false;
+	}
+	pq_run(s); /* (what is queued lands first) */
+	want = msg_len < SVC_RA_BYTES ? msg_len : SVC_RA_BYTES;
+	l = (struct iovec){ c->ra, want };
+	r = (struct iovec){ (void *)(uintptr_t)addr, want };
+	c->ra_lo = c->ra_hi = 0;
+	s->cnt.proc_copy_calls++;
+	n = process_vm_readv(c->pid, &l, 1, &r, 1, 0);
+	if (n < (ssize_t)len)
+		return false;
+	c->ra_lo = addr;
+	c->ra_hi = addr + (uint64_t)n;
+	s->cnt.proc_copy_bytes += (uint64_t)n;
+	memcpy(host, c->ra, len);
+	return true;
 }
 
 /*
  * A copy between @host and [@addr, @addr + @len) of the application of
- * context @c (the process route, docs/SERVICE.md section 4): one
- * process_vm_readv / writev, done when it returns (0). A context whose
- * process has exited (@dead: the loop saw its pidfd readable) may have
- * its pid name another process by now: -ESRCH. A short copy or EFAULT:
- * the memory is not there (unmapped, or never was) - -EFAULT, which the
- * engine turns into a protection error for the QP involved.
+ * context @c (the process route, docs/SERVICE.md section 4). A context
+ * whose process has exited (@dead: the loop saw its pidfd readable) may
+ * have its pid name another process by now: -ESRCH. A copy the engine
+ * may see fail late (OVR_ENG_COPY_LATE: a responder placing a request's
+ * bytes) from a frame buffer is queued (1) and runs at the batch's
+ * close with the others of its context (pq_run); the engine hears of
+ * its failure through dev_batch_faults. Any other runs now, after what
+ * is queued (it may read what they write): one process_vm_readv /
+ * writev, done when it returns (0). A short copy or EFAULT: the memory
+ * is not there (unmapped, or never was) - -EFAULT, which the engine
+ * turns into a protection error for the QP involved.
  */
-int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr, void *host,
-		  uint32_t len, bool to_dev)
+static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
+			 void *host, uint32_t len, bool to_dev,
+			 uint32_t msg_len, unsigned int flags)
 {
 	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
 	ssize_t n;
 
 	if (c->pidfd < 0 || c->dead)
 		return -ESRCH;
+	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
+	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
+		return 0;
+	if ((flags & OVR_ENG_COPY_LATE) && s->npq < OVR_ENG_BATCH_COPIES &&
+	    buf_queueable(s, host, len)) {
+		s->pq[s->npq++] = (struct svc_pcopy){ .c = c,
+						      .addr = addr,
+						      .host = host,
+						      .len = len,
+						      .ord = s->pord++,
+						      .to_dev = to_dev };
+		s->cnt.proc_copy_queued++;
+		return 1;
+	}
+	pq_run(s);
 	s->cnt.proc_copy_calls++;
 	n = to_dev ? process_vm_writev(c->pid, &l, 1, &r, 1, 0) :
 		     process_vm_readv(c->pid, &l, 1, &r, 1, 0);
@@ -857,14 +1093,35 @@ static int eng_dev_fence(void *ctx)
 {
 	struct svc *s = ctx;
 
+	pq_run(s); /* their faults go with the batch's close */
 	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
+/* The batch's process-route copies run now (each failure of one is
+ * told by eng_dev_batch_faults); its GPU copies get their events. */
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
 	struct svc *s = ctx;
 
-	return s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+	int rc;
+
+	pq_run(s);
+	s->pord = 0;
+	rc = s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+	if (rc)
+		s->npfault = 0; /* the whole batch fails */
+	return rc;
+}
+
+static uint32_t eng_dev_batch_faults(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max)
+{
+	struct svc *s = ctx;
+	uint32_t n = s->npfault;
+
+	memcpy(f, s->pfault, (n < max ? n : max) * sizeof(*f));
+	s->npfault = 0;
+	return n;
 }
 
 static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
@@ -887,6 +1144,7 @@ int svc_dp_init(struct svc *s)
 		.ud_grh = eng_ud_grh,
 		.dev_batch_close = eng_dev_batch_close,
 		.dev_batch_poll = eng_dev_batch_poll,
+		.dev_batch_faults = eng_dev_batch_faults,
 		.dev_copy = eng_dev_copy,
 		.dev_fence = eng_dev_fence,
 	};
@@ -933,6 +1191,9 @@ int svc_dp_init(struct svc *s)
 		fprintf(stderr, "ovrdmad: engine: %s\n", strerror(errno));
 		return -errno;
 	}
+	/* where a queued process-route copy may find its frame buffer */
+	if (s->port_ops->buf_mem && s->port_ops->buf_mem(s->port, buf_range, s))
+		s->nbufr = 0; /* not all of it: copy synchronously */
 	s->qp_mask = maxqp - 1;
 	s->qp_by_slot = calloc(maxqp, sizeof(*s->qp_by_slot));
 	if (!s->qp_by_slot)

@@ -162,6 +162,12 @@ struct ovr_eng_qp_stats {
 
 /* ---- engine ------------------------------------------------------------ */
 
+/* A queued copy that failed (ovr_eng_ops.dev_batch_faults). */
+struct ovr_eng_copy_fault {
+	uint32_t ord; /* its number in the batch */
+	int err; /* -EFAULT, -ESRCH, other -errno */
+};
+
 struct ovr_eng_ops {
 	/*
 	 * A buffer for one PDU of up to @cap bytes; NULL when none is free
@@ -210,10 +216,12 @@ struct ovr_eng_ops {
 	 * in place after the next dev_fence; @host is a packet buffer (a tx
 	 * buffer of tx_alloc, or the PDU given to ovr_eng_rx) or engine
 	 * memory, and stays untouched until then. -errno: the QP involved
-	 * goes to ERROR (counted in dev_copy_err).
+	 * goes to ERROR (counted in dev_copy_err). @flags: OVR_ENG_COPY_*
+	 * below.
 	 */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len);
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags);
 	/*
 	 * (optional) Wait for every copy dev_copy queued: 0, or -errno when
 	 * one of them failed (which one need not be known). With it the
@@ -236,7 +244,54 @@ struct ovr_eng_ops {
 	 */
 	int (*dev_batch_close)(void *ctx, unsigned int slot);
 	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
+	/*
+	 * (optional, with dev_batch_close) Queued copies of the batch just
+	 * closed that failed, for a service that knows per copy (the
+	 * process route runs its queued copies at dev_batch_close:
+	 * docs/SERVICE.md section 4.2). Called right after a
+	 * dev_batch_close that answered 0: writes each failed copy's
+	 * number and -errno to @f (at most @max, in any order) and returns
+	 * how many failed. A copy's number counts the copies
+	 * dev_copy queued (answered 1) before it since the previous
+	 * dev_batch_close. Only copies made with OVR_ENG_COPY_LATE may
+	 * fail this way; each is what the same failure of a synchronous
+	 * copy is (-EFAULT a protection error, -ESRCH the memory's owner
+	 * gone, else an operational error) for its QP alone, from the
+	 * request it served on: what the QP produced before the copy was
+	 * queued stands, what it produced after is dropped or fails; the
+	 * rest of the batch completes. A batch holds at most
+	 * OVR_ENG_BATCH_COPIES queued copies.
+	 */
+	uint32_t (*dev_batch_faults)(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max);
 };
+
+/* dev_copy's @flags */
+enum {
+	/*
+	 * The copy places the payload of a request this side serves as
+	 * the responder of a reliable connection (a WRITE's or a SEND's
+	 * bytes): its failure may be reported after the fact, through
+	 * dev_batch_faults, and the engine fails the QP from that request
+	 * on. A copy without it that is queued must not fail later but
+	 * fail the whole batch (dev_batch_close / dev_batch_poll).
+	 */
+	OVR_ENG_COPY_LATE = 1u,
+	/*
+	 * The copy reads the source of a send WR of this side's own: by the
+	 * verbs' rules those bytes do not change until the WR completes,
+	 * so the service may read ahead, up to @msg_len bytes from @off,
+	 * and take the WR's later copies from what it read - never from
+	 * anything read before the copy with OVR_ENG_COPY_FIRST.
+	 */
+	OVR_ENG_COPY_SRC = 2u,
+	/* (with OVR_ENG_COPY_SRC) The first bytes of the message, as its
+	 * first packet is built (again, when that packet is resent). */
+	OVR_ENG_COPY_FIRST = 4u,
+};
+
+/* queued copies a batch holds at most: it is closed early at that many */
+#define OVR_ENG_BATCH_COPIES 1024u
 
 struct ovr_eng_cfg {
 	uint32_t max_qp; /* QP slots (QPNs are slot | generation) */
@@ -299,8 +354,11 @@ enum ovr_eng_mr_flags {
 	 * The region is host memory the engine cannot address (another
 	 * process's, reached by the service with process_vm_readv/writev:
 	 * docs/SERVICE.md section 4), behind ops.dev_copy like device
-	 * memory, whose copies complete when dev_copy returns (0; a copy
-	 * it queues anyway is waited for at once with dev_fence). Atomics
+	 * memory. dev_copy may queue (1) the copies made with
+	 * OVR_ENG_COPY_LATE into the open batch and run them at
+	 * dev_batch_close, reporting those that failed through
+	 * dev_batch_faults; any other must be done when it returns (after
+	 * those queued, which it may read back). Atomics
 	 * on it are allowed: two dev_copy calls, read 8 bytes, compute,
 	 * write 8 bytes - atomic against other atomics of this engine,
 	 * not against the memory's owner (IBV_ATOMIC_HCA, as for regions

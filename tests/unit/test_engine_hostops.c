@@ -14,6 +14,14 @@
  * receive whose key failed) and for a requester whose source, READ
  * response or atomic result lies in it - and only that QP fails:
  * another QP on the same engines completes byte-exact afterwards.
+ *
+ * The same again with batches, as ovrdmad's process route runs them: a
+ * copy whose host side is a packet buffer is queued (dev_copy answers
+ * 1) and runs at the batch's close, in order; the ones that hit the
+ * hole are reported by number (ops.dev_batch_faults). And a batch in
+ * which one QP's copy faults while other QPs' copies succeed: exactly
+ * that QP's WR fails with the protection error, the others are
+ * byte-exact.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -41,12 +49,14 @@ struct proc {
 static struct proc procs[2];
 
 static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
-		     uint32_t len, bool to_dev, uint32_t msg_len)
+		     uint32_t len, bool to_dev, uint32_t msg_len,
+		     unsigned int flags)
 {
 	struct proc *pr = dev;
 
 	(void)ctx;
 	(void)msg_len;
+	(void)flags;
 	assert_true(pr == &procs[0] || pr == &procs[1]);
 	assert_true(off <= PROC_LEN && len <= PROC_LEN - off);
 	pr->calls++;
@@ -63,6 +73,124 @@ static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
 	return 0;
 }
 
+/* Batched: copies queued at a node since its last close, run at the
+ * close (as svc_dp.c's pq_run). */
+#define QMAX OVR_ENG_BATCH_COPIES
+
+struct qcopy {
+	struct proc *pr;
+	uint64_t off;
+	void *host;
+	uint32_t len;
+	uint32_t ord;
+	bool to_dev;
+};
+
+struct bnode {
+	struct qcopy q[QMAX];
+	uint32_t nq;
+	struct ovr_eng_copy_fault fault[QMAX];
+	uint32_t nfault;
+	uint32_t nord; /* copies queued since the engine's last close */
+	uint64_t queued, closes;
+	uint64_t mixed; /* closes with a fault and a good copy */
+};
+
+static struct bnode bnodes[2];
+
+static struct bnode *bnode_of(void *ctx)
+{
+	struct ovr_pair_node *n = ctx;
+
+	return n == &n->pair->n[0] ? &bnodes[0] : &bnodes[1];
+}
+
+static int fake_close(void *ctx, unsigned int slot);
+
+static int fake_copy_batched(void *ctx, void *dev, uint64_t off, void *host,
+			     uint32_t len, bool to_dev, uint32_t msg_len,
+			     unsigned int flags)
+{
+	struct bnode *b = bnode_of(ctx);
+
+	/* as svc_dp.c: only what may fail late, from a packet buffer; the
+	 * rest after what is queued */
+	if (!(flags & OVR_ENG_COPY_LATE) || !ovr_pair_is_buf(ctx, host, len)) {
+		fake_close(ctx, 0);
+		return fake_copy(ctx, dev, off, host, len, to_dev, msg_len, 0);
+	}
+	assert_true(b->nq < QMAX);
+	b->q[b->nq++] = (struct qcopy){ .pr = dev,
+					.off = off,
+					.host = host,
+					.len = len,
+					.ord = b->nord++,
+					.to_dev = to_dev };
+	b->queued++;
+	return 1;
+}
+
+static int fake_close(void *ctx, unsigned int slot)
+{
+	struct bnode *b = bnode_of(ctx);
+	uint32_t good = 0;
+
+	(void)slot;
+	b->closes++;
+	for (uint32_t i = 0; i < b->nq; i++) {
+		struct qcopy *q = &b->q[i];
+		int rc = fake_copy(ctx, q->pr, q->off, q->host, q->len,
+				   q->to_dev, q->len, 0);
+
+		if (rc)
+			b->fault[b->nfault++] =
+				(struct ovr_eng_copy_fault){ .ord = q->ord,
+							     .err = rc };
+		else
+			good++;
+	}
+	if (b->nfault && good)
+		b->mixed++;
+	b->nq = 0;
+	return 0;
+}
+
+static int fake_poll(void *ctx, unsigned int slot, bool wait)
+{
+	(void)ctx;
+	(void)slot;
+	(void)wait;
+	return 0;
+}
+
+static int fake_fence(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static uint32_t fake_faults(void *ctx, struct ovr_eng_copy_fault *f,
+			    uint32_t max)
+{
+	struct bnode *b = bnode_of(ctx);
+	uint32_t n = b->nfault;
+
+	assert_true(n <= max);
+	memcpy(f, b->fault, n * sizeof(*f));
+	b->nfault = 0;
+	return n;
+}
+
+/* The engine closes its batch: what is queued runs (fake_close), and
+ * the numbering starts again. */
+static int fake_batch_close(void *ctx, unsigned int slot)
+{
+	int rc = fake_close(ctx, slot);
+
+	bnode_of(ctx)->nord = 0;
+	return rc;
+}
+
 struct fix {
 	struct ovr_pair *p;
 	uint32_t key[2]; /* host-ops region over procs[i] */
@@ -74,7 +202,7 @@ static uint64_t pva(int n, uint64_t off)
 	return PROC_VA + ((uint64_t)n << 32) + off;
 }
 
-static struct fix *setup_with(double loss)
+static struct fix *setup_with(double loss, bool batched)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	struct ovr_pair_cfg cfg;
@@ -83,6 +211,20 @@ static struct fix *setup_with(double loss)
 	ovr_pair_cfg_default(&cfg);
 	cfg.mem_bytes = 1u << 20;
 	cfg.dev_copy = fake_copy;
+	memset(bnodes, 0, sizeof(bnodes));
+	if (batched) {
+		cfg.dev_copy = fake_copy_batched;
+		cfg.dev_fence = fake_fence;
+		cfg.dev_batch_close = fake_batch_close;
+		cfg.dev_batch_poll = fake_poll;
+		cfg.dev_batch_faults = fake_faults;
+		/* what a round sends arrives in one round, as a burst of
+		 * frames reaches ovrdmad: its copies share a batch */
+		cfg.link[0].rate_bps = cfg.link[1].rate_bps = 0;
+		/* and a window sent at once, unpaced */
+		cfg.eng.cc = &ovr_cc_fixed;
+		cfg.eng.cc_init_cwnd = 256u << 10;
+	}
 	for (int i = 0; i < 2 && loss > 0; i++) {
 		cfg.link[i].loss = loss;
 		cfg.link[i].reorder = 0.05;
@@ -107,13 +249,25 @@ static struct fix *setup_with(double loss)
 
 static int setup_clean(void **state)
 {
-	*state = setup_with(0);
+	*state = setup_with(0, false);
 	return 0;
 }
 
 static int setup_lossy(void **state)
 {
-	*state = setup_with(0.05);
+	*state = setup_with(0.05, false);
+	return 0;
+}
+
+static int setup_batched(void **state)
+{
+	*state = setup_with(0, true);
+	return 0;
+}
+
+static int setup_batched_lossy(void **state)
+{
+	*state = setup_with(0.05, true);
 	return 0;
 }
 
@@ -475,6 +629,122 @@ static void test_atomic_dest_hole(void **state)
 	check_healthy(f, 8);
 }
 
+/* Batched: copies were queued and ran at the closes. */
+static void test_batched_exact(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_eng_stats st;
+
+	check_healthy(f, 11);
+	ovr_eng_get_stats(f->p->n[0].eng, &st);
+	assert_true(st.dev_async > 0);
+	assert_int_equal(st.dev_copy_err, 0);
+	assert_int_equal(st.dev_copy_fault, 0);
+	assert_true(bnodes[0].queued > 0 && bnodes[1].queued > 0);
+}
+
+/*
+ * Three QPs of node 0 WRITE to node 1; node 1 places their bytes in the
+ * same rounds, one batch each. The middle one's target has a hole: its
+ * WR alone fails REM_ACCESS_ERR, the others land byte-exact though
+ * their copies were in the batches with the fault.
+ */
+static void test_batched_fault_one_qp(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[3][2], cq[3];
+	const uint32_t len = 16384;
+	struct ovr_eng_stats st;
+
+	for (int i = 0; i < 3; i++)
+		qp_connect(f, qpn[i], &cq[i]);
+	hole(1, 0x50000 + 4096, 4096);
+	for (int i = 0; i < 3; i++) {
+		fill_pattern(procs[0].mem + 0x10000 * (i + 1), len,
+			     (uint64_t)i + 20);
+		post(f, 0, qpn[i][0], OVR_WR_RDMA_WRITE, 30 + (uint64_t)i,
+		     0x10000 * (uint64_t)(i + 1), len,
+		     0x40000 + 0x10000 * (uint64_t)i, 0, 0);
+	}
+	expect(f, 0, cq[0], 30, OVR_WC_SUCCESS);
+	expect(f, 0, cq[1], 31, OVR_WC_REM_ACCESS_ERR);
+	expect(f, 0, cq[2], 32, OVR_WC_SUCCESS);
+	assert_memory_equal(procs[1].mem + 0x40000, procs[0].mem + 0x10000,
+			    len);
+	assert_memory_equal(procs[1].mem + 0x60000, procs[0].mem + 0x30000,
+			    len);
+	assert_true(bnodes[1].mixed > 0);
+	ovr_eng_get_stats(f->p->n[1].eng, &st);
+	assert_true(st.dev_copy_fault > 0);
+	assert_int_equal(st.dev_copy_err, 0);
+	no_holes();
+	check_healthy(f, 12);
+}
+
+/*
+ * One QP, four WRs back to back: WRITE A lands, WRITE B's target has a
+ * hole in its middle, then WRITE C and a SEND. As a synchronous copy
+ * would have it: A completes, B fails REM_ACCESS_ERR, C and the SEND
+ * are flushed, and the receive waiting for the SEND is flushed too -
+ * never a success for what came after the fault, though its bytes may
+ * have been placed in the same batch.
+ */
+static void test_batched_fault_in_order(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+	const uint32_t len = 16384;
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x50000 + 8192, 4096);
+	fill_pattern(procs[0].mem + 0x10000, len, 40);
+	post_recv(f, 1, qpn[1], 50, 0x80000, len);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 41, 0x10000, len, 0x40000, 0, 0);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 42, 0x10000, len, 0x50000, 0, 0);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 43, 0x10000, len, 0x60000, 0, 0);
+	post(f, 0, qpn[0], OVR_WR_SEND, 44, 0x10000, len, 0, 0, 0);
+	expect(f, 0, cq, 41, OVR_WC_SUCCESS);
+	expect(f, 0, cq, 42, OVR_WC_REM_ACCESS_ERR);
+	expect(f, 0, cq, 43, OVR_WC_WR_FLUSH_ERR);
+	expect(f, 0, cq, 44, OVR_WC_WR_FLUSH_ERR);
+	expect(f, 1, cq + 1, 50, OVR_WC_WR_FLUSH_ERR);
+	assert_memory_equal(procs[1].mem + 0x40000, procs[0].mem + 0x10000,
+			    len);
+	expect_fault_stats(f, 1);
+	assert_true(bnodes[1].mixed > 0);
+	no_holes();
+	check_healthy(f, 13);
+}
+
+/*
+ * Two SENDs back to back; the second one's receive has a hole: the first
+ * receive completes byte-exact, the second LOC_PROT_ERR, and the sender
+ * sees success, then REM_OP_ERR.
+ */
+static void test_batched_send_fault_after_good(void **state)
+{
+	struct fix *f = *state;
+	uint32_t qpn[2], cq;
+	const uint32_t len = 16384;
+
+	qp_connect(f, qpn, &cq);
+	hole(1, 0x90000 + 4096, 4096);
+	fill_pattern(procs[0].mem + 0x10000, len, 60);
+	post_recv(f, 1, qpn[1], 61, 0x80000, len);
+	post_recv(f, 1, qpn[1], 62, 0x90000, len);
+	post(f, 0, qpn[0], OVR_WR_SEND, 63, 0x10000, len, 0, 0, 0);
+	post(f, 0, qpn[0], OVR_WR_SEND, 64, 0x10000, len, 0, 0, 0);
+	expect(f, 0, cq, 63, OVR_WC_SUCCESS);
+	expect(f, 0, cq, 64, OVR_WC_REM_OP_ERR);
+	expect(f, 1, cq + 1, 61, OVR_WC_SUCCESS);
+	expect(f, 1, cq + 1, 62, OVR_WC_LOC_PROT_ERR);
+	assert_memory_equal(procs[1].mem + 0x80000, procs[0].mem + 0x10000,
+			    len);
+	expect_fault_stats(f, 1);
+	assert_true(bnodes[1].mixed > 0); /* both in one batch */
+	no_holes();
+	check_healthy(f, 14);
+}
+
 /* Host-ops regions need the op; unknown flags are refused. */
 static void test_reg_checks(void **state)
 {
@@ -525,6 +795,45 @@ int main(void)
 						setup_clean, teardown),
 		cmocka_unit_test_setup_teardown(test_reg_checks, setup_clean,
 						teardown),
+		/* the same with batches (ovrdmad's process route) */
+		cmocka_unit_test_setup_teardown(test_batched_exact,
+						setup_batched, teardown),
+		cmocka_unit_test_setup_teardown(test_data_exact, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomics_lossy,
+						setup_batched_lossy, teardown),
+		cmocka_unit_test_setup_teardown(test_write_hole, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_hole, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_hole, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_send_hole, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_source_hole, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_dest_hole,
+						setup_batched, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_dest_hole,
+						setup_batched, teardown),
+		cmocka_unit_test_setup_teardown(test_batched_fault_one_qp,
+						setup_batched, teardown),
+		cmocka_unit_test_setup_teardown(test_batched_fault_one_qp,
+						setup_batched_lossy, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_gone, setup_batched,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_batched_fault_in_order,
+						setup_batched, teardown),
+		cmocka_unit_test_setup_teardown(test_batched_fault_in_order,
+						setup_batched_lossy, teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batched_send_fault_after_good, setup_batched,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			test_batched_send_fault_after_good, setup_batched_lossy,
+			teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,9 +160,11 @@ static void t_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
 /* As ovrdmad's (svc_dp.c): small messages through the BAR when
  * ovr_gdr_bar_open was called, the streams otherwise. */
 static int t_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
-		      uint32_t len, bool to_dev, uint32_t msg_len)
+		      uint32_t len, bool to_dev, uint32_t msg_len,
+		      unsigned int flags)
 {
 	(void)ctx;
+	(void)flags;
 	return ovr_gdr_copy_msg(dev, off, host, len, to_dev, msg_len);
 }
 

@@ -72,27 +72,50 @@ static void *pair_tx_alloc(void *ctx, uint32_t cap, void **token)
 
 	if (cap > n->pair->max_pdu)
 		return NULL;
+	if (n->pool) {
+		uint32_t i;
+
+		if (!n->npfree)
+			return NULL;
+		i = n->pfree[--n->npfree];
+		*token = (void *)(uintptr_t)(i + 1);
+		return n->pool + (size_t)i * n->pair->max_pdu;
+	}
 	*token = n->txbuf;
 	return n->txbuf;
+}
+
+bool ovr_pair_is_buf(const struct ovr_pair_node *n, const void *p, uint32_t len)
+{
+	const uint8_t *b = p;
+
+	return n->pool && b >= n->pool &&
+	       b + len <= n->pool + (size_t)OVR_PAIR_POOL * n->pair->max_pdu;
 }
 
 static void pair_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		    uint64_t qp_user)
 {
 	struct ovr_pair_node *n = ctx;
+	uint8_t *buf = n->txbuf;
 
-	(void)token;
+	if (n->pool) {
+		uint32_t i = (uint32_t)(uintptr_t)token - 1;
+
+		buf = n->pool + (size_t)i * n->pair->max_pdu;
+		n->pfree[n->npfree++] = i; /* the link copies it */
+	}
 	if (!len)
 		return;
 	n->last_peer = peer;
 	n->last_user = qp_user;
-	if (n->tx_filter && n->tx_filter(n, n->txbuf, len, n->tx_filter_ctx)) {
+	if (n->tx_filter && n->tx_filter(n, buf, len, n->tx_filter_ctx)) {
 		n->tx_filtered++;
 		return;
 	}
 	n->tx_pkts++;
-	trace_pkt(n->pair, n == &n->pair->n[0] ? 0 : 1, n->txbuf, len);
-	(void)ovr_link_send(n->out, n->pair->now, n->txbuf, len);
+	trace_pkt(n->pair, n == &n->pair->n[0] ? 0 : 1, buf, len);
+	(void)ovr_link_send(n->out, n->pair->now, buf, len);
 }
 
 static void pair_cqe(void *ctx, uint32_t cq, const struct ovr_eng_wc *wc)
@@ -168,10 +191,27 @@ struct ovr_pair *ovr_pair_create(const struct ovr_pair_cfg *cfg)
 	p->max_pdu = cfg->eng.max_pdu;
 	p->ops = pair_ops;
 	p->ops.dev_copy = cfg->dev_copy;
+	p->ops.dev_fence = cfg->dev_fence;
+	p->ops.dev_batch_close = cfg->dev_batch_close;
+	p->ops.dev_batch_poll = cfg->dev_batch_poll;
+	p->ops.dev_batch_faults = cfg->dev_batch_faults;
 	for (int i = 0; i < 2; i++) {
 		struct ovr_pair_node *n = &p->n[i];
 
 		n->pair = p;
+		if (cfg->dev_batch_close) {
+			n->pool = malloc((size_t)OVR_PAIR_POOL *
+					 cfg->eng.max_pdu);
+			n->pfree = calloc(OVR_PAIR_POOL, sizeof(*n->pfree));
+			n->rxused = calloc(OVR_PAIR_POOL, sizeof(*n->rxused));
+			if (!n->pool || !n->pfree || !n->rxused) {
+				ovr_pair_destroy(p);
+				errno = ENOMEM;
+				return NULL;
+			}
+			for (uint32_t k = 0; k < OVR_PAIR_POOL; k++)
+				n->pfree[n->npfree++] = OVR_PAIR_POOL - 1 - k;
+		}
 		n->pd = 1;
 		n->mem_len = cfg->mem_bytes;
 		n->mem = calloc(1, cfg->mem_bytes);
@@ -204,6 +244,9 @@ void ovr_pair_destroy(struct ovr_pair *p)
 		ovr_link_destroy(n->out);
 		free(n->mem);
 		free(n->txbuf);
+		free(n->pool);
+		free(n->pfree);
+		free(n->rxused);
 		for (int c = 0; c < OVR_PAIR_MAX_CQ; c++)
 			free(n->cq[c].wc);
 	}
@@ -306,15 +349,43 @@ static uint64_t pair_process(struct ovr_pair *p)
 		struct ovr_link_meta meta;
 		uint32_t len;
 
+		struct ovr_pair_node *n = &p->n[i];
+
 		/* node i receives from the other node's out link */
-		while (ovr_link_recv(p->n[1 - i].out, p->now, rxbuf,
+		while (!n->pool &&
+		       ovr_link_recv(p->n[1 - i].out, p->now, rxbuf,
 				     sizeof(rxbuf), &len, &meta) == 1)
-			ovr_eng_rx_from(p->n[i].eng, p->now, rxbuf, len,
-					meta.ce, (uint64_t)(1 - i));
+			ovr_eng_rx_from(n->eng, p->now, rxbuf, len, meta.ce,
+					(uint64_t)(1 - i));
+		/* batched: a buffer per PDU, kept until its round's
+		 * batch is done (a queued copy reads it) */
+		while (n->pool && n->npfree) {
+			uint32_t k = n->pfree[n->npfree - 1];
+			uint8_t *b = n->pool + (size_t)k * p->max_pdu;
+
+			if (ovr_link_recv(p->n[1 - i].out, p->now, b,
+					  p->max_pdu, &len, &meta) != 1)
+				break;
+			n->npfree--;
+			n->rxused[n->nrxused++] = k;
+			ovr_eng_rx_from(n->eng, p->now, b, len, meta.ce,
+					(uint64_t)(1 - i));
+		}
 	}
 	for (int i = 0; i < 2; i++) {
-		uint64_t t = ovr_eng_poll(p->n[i].eng, p->now, 0);
+		struct ovr_pair_node *n = &p->n[i];
+		uint64_t t = ovr_eng_poll(n->eng, p->now, 0);
 
+		if (n->pool) {
+			ovr_eng_dev_close(n->eng);
+			ovr_eng_dev_poll(n->eng);
+			if (ovr_eng_dev_inflight(n->eng))
+				t = p->now; /* poll again */
+			else
+				while (n->nrxused)
+					n->pfree[n->npfree++] =
+						n->rxused[--n->nrxused];
+		}
 		if (t < next)
 			next = t;
 	}

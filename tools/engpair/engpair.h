@@ -50,7 +50,15 @@ struct ovr_pair_node {
 	ovr_pair_filter_fn tx_filter; /* NULL: none */
 	void *tx_filter_ctx;
 	struct ovr_pair *pair;
+	/* batched pairs: OVR_PAIR_POOL packet buffers of max_pdu bytes,
+	 * free ones in pfree[0..npfree); those received this round and
+	 * not yet given back in rxused[0..nrxused) */
+	uint8_t *pool;
+	uint32_t *pfree, npfree;
+	uint32_t *rxused, nrxused;
 };
+
+#define OVR_PAIR_POOL 4096u
 
 struct ovr_pair_cfg {
 	struct ovr_eng_cfg eng;
@@ -59,8 +67,23 @@ struct ovr_pair_cfg {
 	/* (optional) the engines' ops.dev_copy, its ctx the node (struct
 	 * ovr_pair_node *): regions behind it are the test's to register */
 	int (*dev_copy)(void *ctx, void *dev, uint64_t off, void *host,
-			uint32_t len, bool to_dev, uint32_t msg_len);
+			uint32_t len, bool to_dev, uint32_t msg_len,
+			unsigned int flags);
+	/* (optional) the engines' batch ops, their ctx the node. With
+	 * dev_batch_close every PDU sent and received gets a buffer of its
+	 * own (ovr_pair_is_buf), kept until the batches of its round are
+	 * done; each round closes a batch and polls (ovr_eng_dev_close /
+	 * ovr_eng_dev_poll), as ovrdmad's loop does */
+	int (*dev_fence)(void *ctx);
+	int (*dev_batch_close)(void *ctx, unsigned int slot);
+	int (*dev_batch_poll)(void *ctx, unsigned int slot, bool wait);
+	uint32_t (*dev_batch_faults)(void *ctx, struct ovr_eng_copy_fault *f,
+				     uint32_t max);
 };
+
+/* Is [@p, @p + @len) one of node @n's packet buffers (batched pairs)? */
+bool ovr_pair_is_buf(const struct ovr_pair_node *n, const void *p,
+		     uint32_t len);
 
 struct ovr_pair {
 	struct ovr_pair_node n[2];
