@@ -31,6 +31,7 @@ static bool loc_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn,
 		memcpy(host, buf, len);
 	else
 		memcpy(buf, host, len);
+	e->st.host_copy_bytes += len;
 	return true;
 }
 
@@ -167,6 +168,7 @@ static bool fill_resp(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 
 	if (!q->dev) {
 		memcpy(dst, q->host + off, len);
+		e->st.host_copy_bytes += len;
 		return true;
 	}
 	if (eng_dev_copy(e, qp, q->psn, q->dev, q->dev_off + off, dst, len,

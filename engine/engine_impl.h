@@ -671,8 +671,10 @@ static inline bool eng_sge_copy(struct ovr_eng *e, struct eng_qp *qp,
 				return false;
 		} else if (to_list) {
 			memcpy(s[i].host + off, buf, c);
+			e->st.host_copy_bytes += c;
 		} else {
 			memcpy(buf, s[i].host + off, c);
+			e->st.host_copy_bytes += c;
 		}
 		buf += c;
 		len -= c;

@@ -505,6 +505,7 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_resp_resend_revoked", es.resp_resend_revoked);
 	counter(b, "engine_dev_copies", es.dev_copies);
 	counter(b, "engine_dev_copy_bytes", es.dev_copy_bytes);
+	counter(b, "engine_host_copy_bytes", es.host_copy_bytes);
 	counter(b, "engine_dev_copy_err", es.dev_copy_err);
 	counter(b, "engine_dev_atomic_refused", es.dev_atomic_refused);
 	counter(b, "engine_dev_copy_fault", es.dev_copy_fault);

@@ -582,6 +582,9 @@ struct ovr_eng_stats {
 				       * no NAK (ovr_eng_qp_stats) */
 	uint64_t rsp_probes; /* READ / atomic requests asked again: their
 			      * response stalled (lost NAK, silent peer) */
+	uint64_t host_copy_bytes; /* bytes copied to / from regions the
+				   * engine addresses itself (ovrdmad's
+				   * object route) */
 	uint64_t dev_copies; /* copies to / from device-memory regions */
 	uint64_t dev_copy_bytes;
 	uint64_t dev_copy_err; /* ... that failed: the QP went to ERROR */

@@ -135,6 +135,17 @@ elif [ $mode = mem ]; then
 	# the server holds the memory under test and prints every case's
 	# verdict (also when one fails: its log is printed then)
 	pair mem 300 "$@"
+	# the server's memory took both routes, and each counted its bytes
+	# (the cases move 64 KB or more each way on both)
+	if [ $# -eq 0 ] || [ $# -gt 2 ]; then
+		for k in engine_host_copy_bytes proc_copy_bytes; do
+			v=$(counter 1 $k)
+			if [ "${v:-0}" -lt 65536 ]; then
+				echo "$name: FAIL: node 1 counted ${v:-no} $k"
+				nfail=$((nfail + 1))
+			fi
+		done
+	fi
 else
 	pair abuse 240
 fi
