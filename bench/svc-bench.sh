@@ -12,7 +12,8 @@
 # --mem: the data buffers of steps 2 and 3 are private memory (the
 # process route) or a shared memfd (the object route) (bench-svc --mem,
 # docs/SERVICE.md 4); both: steps 2 and 3 once per route in each run,
-# and the table has a column per route and their ratio. Without it, as
+# and the table has a column per route and their ratio; the route that
+# goes first alternates from run to run. Without it, as
 # before: anonymous private memory, no route column.
 #
 # Each run:
@@ -203,7 +204,13 @@ svc_run() { # RUN
 	if [ -z "$mem" ]; then
 		svc_phases "$r" "" "$pa" "$pb" "$s1" "$s2"
 	else
-		for m in $mem; do
+		# both routes: the first one of a run goes second in the next,
+		# so that neither always meets a fresh testbed
+		order=$mem
+		if [ "$mem" = "private shared" ] && [ $((r % 2)) = 0 ]; then
+			order="shared private"
+		fi
+		for m in $order; do
 			svc_phases "$r" "$m" "$pa" "$pb" "$s1" "$s2"
 		done
 	fi
