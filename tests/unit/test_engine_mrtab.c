@@ -505,6 +505,8 @@ static void test_refcount(void **state)
 	assert_int_equal(ovr_mr_put(t, key), -ERANGE); /* none held */
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(ovr_mr_get(t, key), 0);
+	assert_int_equal(ovr_mr_refs(t, key), 3);
+	assert_int_equal(ovr_mr_refs(t, other), 0);
 	/* busy: refused, and the region is intact */
 	assert_int_equal(ovr_mr_dereg(t, key), -EBUSY);
 	assert_int_equal(ovr_mr_count(t), 2);
@@ -519,6 +521,7 @@ static void test_refcount(void **state)
 	assert_int_equal(ovr_mr_put(t, key), -ERANGE);
 	assert_int_equal(ovr_mr_dereg(t, key), 0);
 	assert_int_equal(ovr_mr_dereg(t, key), -EINVAL);
+	assert_int_equal(ovr_mr_refs(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_get(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_put(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_get(t, 0), -EINVAL);
