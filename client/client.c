@@ -761,6 +761,17 @@ static int mr_route(uint64_t start, uint64_t end, unsigned int access,
 	return rc;
 }
 
+/*
+ * On demand (OVR_ACCESS_ON_DEMAND): the process route whatever backs the
+ * range, and the maps are not read. ODP's contract is that the device
+ * follows the process's address space - what is mapped at an address
+ * when the device reaches it, not when the range was registered - so a
+ * hole at registration is fine (a copy into it fails later, as a page
+ * fault the NIC cannot resolve), and the object route, whose mapping of
+ * the objects would outlive an munmap or a new mapping at the same
+ * address, would break it. addr NULL and len SIZE_MAX: the whole
+ * address space (implicit ODP).
+ */
 struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				size_t len, unsigned int access)
 {
@@ -769,22 +780,31 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 	int fds[OVR_CTL_MR_MAX_SEG];
 	uint64_t va = (uint64_t)(uintptr_t)addr;
 	uint64_t start = va & ~(PAGE - 1), end;
-	bool proc;
-	int rc;
+	bool odp = access & OVR_ACCESS_ON_DEMAND;
+	bool implicit = odp && va == 0 && len == SIZE_MAX;
+	bool proc = odp;
+	int rc = 0;
 
-	if (!len || va + len < va) {
+	access &= ~(unsigned int)OVR_ACCESS_ON_DEMAND;
+	/* the last page is the implicit region's alone (as the service
+	 * says); rounding any other range up must not wrap */
+	if (!len ||
+	    (!implicit && (va + len < va || va + len > UINT64_MAX - PAGE))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	end = (va + len + PAGE - 1) & ~(PAGE - 1);
-	rc = mr_route(start, end, access, &q, fds, &proc);
+	if (!odp) {
+		end = (va + len + PAGE - 1) & ~(PAGE - 1);
+		rc = mr_route(start, end, access, &q, fds, &proc);
+	}
 	if (!rc) {
 		q.pd = pd;
 		q.access = access;
 		q.va = va;
 		q.len = len;
 		q.span = start;
-		q.flags = proc ? OVR_CTL_MR_PROC : 0;
+		q.flags = (proc ? OVR_CTL_MR_PROC : 0) |
+			  (odp ? OVR_CTL_MR_ODP : 0);
 		rc = req_exact(cl, OVR_CTL_REG_MR, &q,
 			       offsetof(struct ovr_ctl_reg_mr_req, seg) +
 				       q.nseg * sizeof(q.seg[0]),

@@ -123,6 +123,74 @@ void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 	}
 }
 
+/* eng_recv_revoke for one receive @r (scatter list @s): how many of
+ * its references to the region of @key it drops (with @count only
+ * counts them). */
+uint32_t eng_rwqe_revoke(struct ovr_eng *e, struct eng_rwqe *r,
+			 struct eng_lsge *s, uint32_t key, bool count)
+{
+	uint32_t n = 0;
+
+	for (uint32_t j = 0; j < r->nsge; j++) {
+		if (s[j].key != key)
+			continue;
+		n++;
+		if (count)
+			continue;
+		ovr_mr_put(e->mrs, key);
+		s[j].key = 0;
+		s[j].host = NULL;
+		s[j].dev = NULL;
+	}
+	if (n && !count)
+		r->bad = OVR_WC_LOC_PROT_ERR;
+	return n;
+}
+
+/* The references posted receives hold to the region of @key, dropped
+ * (eng_rwqe_revoke) unless @count. */
+static uint32_t recv_refs(struct ovr_eng *e, uint32_t key, bool count)
+{
+	uint32_t n = eng_srq_revoke(e, key, count);
+
+	for (uint32_t k = 0; k < (1u << e->qp_bits); k++) {
+		struct eng_qp *qp = &e->qps[k];
+
+		if (!qp->in_use)
+			continue;
+		for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
+			n += eng_rwqe_revoke(e, eng_rwqe(qp, i),
+					     eng_rwqe_sge(qp, i), key, count);
+	}
+	return n;
+}
+
+/*
+ * The region of @key is being deregistered while posted receives name
+ * it (ovr_eng_dereg_mr). As on hardware, the deregistration wins, if
+ * receives are all that hold it (send-side work keeps it busy, and then
+ * nothing changes: false): each such receive - in a QP's receive queue,
+ * taken from an SRQ, or still waiting in an SRQ - drops its references
+ * to the region and is marked bad, as a receive posted with a bad lkey:
+ * a message that comes for it next is refused (its receive completes
+ * LOC_PROT_ERR, the sender's SEND REM_OP_ERR), and so is the rest of a
+ * message partly placed in it already; a message wholly placed before
+ * completes as it is. Every path that places data checks r->bad first,
+ * so nothing touches the region's memory again. rdma-core's pyverbs
+ * deregisters regions before it destroys SRQs, and while the QPs of a
+ * test's first resources still hold receives. O(QP slots + receives
+ * posted), on the deregistration of a busy region only.
+ */
+bool eng_recv_revoke(struct ovr_eng *e, uint32_t key)
+{
+	int64_t held = ovr_mr_refs(e->mrs, key);
+
+	if (held <= 0 || recv_refs(e, key, true) != (uint64_t)held)
+		return false;
+	recv_refs(e, key, false);
+	return true;
+}
+
 int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
 {

@@ -191,6 +191,27 @@ int ovr_eng_post_srq_recv(struct ovr_eng *e, uint32_t srqn,
 	return 0;
 }
 
+/* eng_rwqe_revoke for the receives waiting in SRQs, which no QP has
+ * taken yet: the references dropped (with @count, counted). */
+uint32_t eng_srq_revoke(struct ovr_eng *e, uint32_t key, bool count)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++) {
+		struct eng_srq *q = &e->srqs[k];
+
+		if (!q->in_use)
+			continue;
+		for (uint32_t i = q->head; i != q->tail; i++) {
+			uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+			n += eng_rwqe_revoke(e, &q->wqe[slot],
+					     eng_srq_sge(q, slot), key, count);
+		}
+	}
+	return n;
+}
+
 /* @qp takes the oldest posted receive of its SRQ as entry rq_prod;
  * false when none is posted (or its ring is full: RNR either way). */
 bool eng_srq_take(struct ovr_eng *e, struct eng_qp *qp)

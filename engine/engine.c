@@ -234,10 +234,16 @@ int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
 
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 {
+	int rc;
+
 	/* the service may unmap it next: no queued copy may still use it */
 	if (e->dev_busy)
 		eng_dev_settle(e);
-	return ovr_mr_dereg(e->mrs, key);
+	rc = ovr_mr_dereg(e->mrs, key);
+	/* posted receives give way (eng_recv_revoke) */
+	if (rc == -EBUSY && eng_recv_revoke(e, key))
+		rc = ovr_mr_dereg(e->mrs, key);
+	return rc;
 }
 
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)

@@ -519,6 +519,9 @@ void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 		   struct eng_lsge *s, const struct ovr_eng_recv_wr *wr,
 		   uint32_t total);
+uint32_t eng_rwqe_revoke(struct ovr_eng *e, struct eng_rwqe *r,
+			 struct eng_lsge *s, uint32_t key, bool count);
+bool eng_recv_revoke(struct ovr_eng *e, uint32_t key);
 bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 		     uint32_t off, uint32_t len, uint32_t psn, bool retx,
 		     uint64_t now);
@@ -545,6 +548,7 @@ void eng_rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 void eng_srq_free(struct eng_srq *q);
 struct eng_srq *eng_srq_get(struct ovr_eng *e, uint32_t srqn);
 bool eng_srq_take(struct ovr_eng *e, struct eng_qp *qp);
+uint32_t eng_srq_revoke(struct ovr_eng *e, uint32_t key, bool count);
 
 /* eng_dev.c */
 struct eng_batch *eng_bat_alloc(uint32_t n);

@@ -316,6 +316,13 @@ int ovr_mr_put(struct ovr_mr_table *tab, uint32_t key)
 	return 0;
 }
 
+int64_t ovr_mr_refs(const struct ovr_mr_table *tab, uint32_t key)
+{
+	const struct ovr_mr_entry *e = lookup(tab, key);
+
+	return e ? (int64_t)e->refs : -EINVAL;
+}
+
 int ovr_mr_invalidate(struct ovr_mr_table *tab, uint32_t key, uint32_t pd)
 {
 	struct ovr_mr_entry *e = lookup(tab, key);

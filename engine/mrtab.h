@@ -148,6 +148,8 @@ int ovr_mr_is_dev(const struct ovr_mr_table *tab, uint32_t key);
  */
 int ovr_mr_get(struct ovr_mr_table *tab, uint32_t key);
 int ovr_mr_put(struct ovr_mr_table *tab, uint32_t key);
+/* The references held on the region of @key, or -EINVAL. */
+int64_t ovr_mr_refs(const struct ovr_mr_table *tab, uint32_t key);
 
 /*
  * Remote invalidation (SEND_WITH_INV): clear the region's remote rights

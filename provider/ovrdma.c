@@ -23,6 +23,7 @@ static void ovrdma_free_context(struct ibv_context *ibctx);
 /* The verbs (ovrdma_verbs.h); libibverbs answers the others with
  * EOPNOTSUPP (or ENOSYS). */
 static const struct verbs_context_ops ovrdma_ctx_ops = {
+	.advise_mr = ovrdma_advise_mr,
 	.alloc_pd = ovrdma_alloc_pd,
 	.create_ah = ovrdma_create_ah,
 	.create_cq = ovrdma_create_cq,
@@ -171,6 +172,7 @@ ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 	if (err)
 		goto err_uninit;
 	pthread_mutex_init(&ctx->zlock, NULL);
+	pthread_mutex_init(&ctx->odp_lock, NULL);
 	ctx->cl = connect_service(ibdev, to_odev(ibdev));
 	if (!ctx->cl) {
 		err = errno;
@@ -195,6 +197,8 @@ ovrdma_alloc_context(struct ibv_device *ibdev, int cmd_fd, void *private_data)
 err_close:
 	ovr_cl_close(ctx->cl);
 err_uninit:
+	pthread_mutex_destroy(&ctx->odp_lock);
+	pthread_mutex_destroy(&ctx->zlock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);
 	errno = err;
@@ -208,6 +212,7 @@ static void ovrdma_free_context(struct ibv_context *ibctx)
 	/* closing the connection makes the service destroy what is left */
 	ovr_cl_close(ctx->cl);
 	ovrdma_reap(ctx, true);
+	pthread_mutex_destroy(&ctx->odp_lock);
 	pthread_mutex_destroy(&ctx->zlock);
 	verbs_uninit_context(&ctx->vctx);
 	free(ctx);

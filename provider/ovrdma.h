@@ -57,12 +57,22 @@ struct ovrdma_zombie {
 	uint32_t events; /* written by the service */
 };
 
+/* Buckets of the on-demand regions by lkey (ibv_advise_mr's lookup). */
+#define OVRDMA_ODP_BUCKETS 64u
+
+struct ovrdma_mr;
+
 struct ovrdma_context {
 	struct verbs_context vctx; /* ends with the ibv_context */
 	struct ovr_cl *cl;
 	struct ovr_ctl_dev dev; /* limits, GID, MTU from OPEN */
 	pthread_mutex_t zlock;
 	struct ovrdma_zombie *zombies;
+	/* The on-demand regions, chained by lkey % OVRDMA_ODP_BUCKETS
+	 * through ovrdma_mr.odp_next, under odp_lock: only
+	 * ibv_advise_mr reads them (ovrdma_verbs.c). */
+	pthread_mutex_t odp_lock;
+	struct ovrdma_mr *odp[OVRDMA_ODP_BUCKETS];
 };
 
 struct ovrdma_pd {
@@ -73,6 +83,7 @@ struct ovrdma_pd {
 struct ovrdma_mr {
 	struct verbs_mr vmr;
 	struct ovr_cl_mr *mr;
+	struct ovrdma_mr *odp_next; /* on demand: its bucket's chain */
 };
 
 struct ovrdma_channel {

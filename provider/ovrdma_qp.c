@@ -64,7 +64,11 @@ static void qp_cap_from_ctl(const struct ovr_ctl_qp_cap *c,
 
 /* @attr as ibv_modify_qp(3) gives it: the scalars whatever @mask says
  * (ovrdmad reads those @mask names), the address vector (RoCE: its GRH,
- * as qp_attr_check() accepted it) only with IBV_QP_AV. */
+ * as qp_attr_check() accepted it) only with IBV_QP_AV. Of
+ * qp_access_flags only the rights count (the remote ones, and
+ * LOCAL_WRITE, which ovrdmad keeps for ibv_query_qp): the kernel, mlx5
+ * and rxe ignore any other ibv_access_flags bit there, and rdma-core's
+ * tests pass a region's flags (ON_DEMAND, ...) as they are. */
 static void qp_attr_to_ctl(const struct ibv_qp_attr *attr, int mask,
 			   struct ovr_ctl_qp_attr *a)
 {
@@ -74,7 +78,8 @@ static void qp_attr_to_ctl(const struct ibv_qp_attr *attr, int mask,
 		.qp_state = attr->qp_state,
 		.cur_qp_state = attr->cur_qp_state,
 		.path_mtu = attr->path_mtu,
-		.qp_access_flags = (uint32_t)attr->qp_access_flags,
+		.qp_access_flags = (uint32_t)attr->qp_access_flags &
+				   OVR_ACCESS_ALL,
 		.dest_qp_num = attr->dest_qp_num,
 		.rq_psn = attr->rq_psn,
 		.sq_psn = attr->sq_psn,

@@ -16,11 +16,14 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <ovrdma/gdr.h>
 
@@ -106,6 +109,7 @@ SAME(OVR_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
 SAME(OVR_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_WRITE);
 SAME(OVR_ACCESS_REMOTE_READ, IBV_ACCESS_REMOTE_READ);
 SAME(OVR_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_ATOMIC);
+SAME(OVR_ACCESS_ON_DEMAND, IBV_ACCESS_ON_DEMAND);
 SAME(OVR_SRQ_MAX_WR, IBV_SRQ_MAX_WR);
 SAME(OVR_SRQ_LIMIT, IBV_SRQ_LIMIT);
 SAME(OVR_EV_CQ_ERR, IBV_EVENT_CQ_ERR);
@@ -155,6 +159,28 @@ static uint8_t lane_speed(uint64_t rate_bps)
 	return 1;
 }
 
+/* Does an ibv_device_attr_ex of @size bytes (an older caller's is
+ * shorter) hold @field? */
+#define EX_HAS(size, field)                                     \
+	((size) >= offsetof(struct ibv_device_attr_ex, field) + \
+			   sizeof(((struct ibv_device_attr_ex *)0)->field))
+
+/*
+ * On-demand paging (docs/PROVIDER.md, "On-demand paging"): the process
+ * route reaches the application's memory as it is at each copy and
+ * pins nothing, so an ODP region is a process-route region that counts
+ * nothing as pinned either. Advertised when the service can take
+ * the process route for this context (OVR_CTL_DEV_ODP), for what its
+ * QPs carry: RC every operation and SRQ receives, UD sends and
+ * receives. No UC, no XRC.
+ */
+#define OVRDMA_ODP_GENERAL (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT)
+#define OVRDMA_ODP_RC                                                          \
+	(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
+	 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |                       \
+	 IBV_ODP_SUPPORT_SRQ_RECV)
+#define OVRDMA_ODP_UD (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV)
+
 int ovrdma_query_device_ex(struct ibv_context *ibctx,
 			   const struct ibv_query_device_ex_input *input,
 			   struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -193,10 +219,14 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	a->max_ah = (int)d->max_ah;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
-	if (attr_size >=
-	    offsetof(struct ibv_device_attr_ex, device_cap_flags_ex) +
-		    sizeof(attr->device_cap_flags_ex))
+	if (EX_HAS(attr_size, odp_caps) && (d->caps & OVR_CTL_DEV_ODP)) {
+		attr->odp_caps.general_caps = OVRDMA_ODP_GENERAL;
+		attr->odp_caps.per_transport_caps.rc_odp_caps = OVRDMA_ODP_RC;
+		attr->odp_caps.per_transport_caps.ud_odp_caps = OVRDMA_ODP_UD;
+	}
+	if (EX_HAS(attr_size, device_cap_flags_ex))
 		attr->device_cap_flags_ex = a->device_cap_flags;
+	/* no UC, no XRC: uc_odp_caps and xrc_odp_caps stay 0 */
 	return 0;
 }
 
@@ -257,7 +287,8 @@ int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
 #define ACCESS_SUPPORTED                                     \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
+	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |  \
+	 IBV_ACCESS_ON_DEMAND)
 
 /*
  * GPU memory (docs/GPU.md). The CUDA driver is used only if the
@@ -304,8 +335,49 @@ static struct ibv_mr *mr_done(struct ovrdma_mr *mr, int access)
 	mr->vmr.ibv_mr.lkey = mr->mr->lkey;
 	mr->vmr.ibv_mr.rkey = mr->mr->rkey;
 	mr->vmr.mr_type = OVRDMA_MR_TYPE_MR;
+	/* ON_DEMAND stays: ibv_dereg_mr skips ibv_dofork_range for it */
 	mr->vmr.access = access;
 	return &mr->vmr.ibv_mr;
+}
+
+/* ---- on-demand regions: the lkey table ibv_advise_mr looks in ----------- */
+
+static struct ovrdma_mr **odp_bucket(struct ovrdma_context *ctx, uint32_t lkey)
+{
+	return &ctx->odp[lkey % OVRDMA_ODP_BUCKETS];
+}
+
+static void odp_add(struct ovrdma_context *ctx, struct ovrdma_mr *mr)
+{
+	struct ovrdma_mr **b = odp_bucket(ctx, mr->vmr.ibv_mr.lkey);
+
+	pthread_mutex_lock(&ctx->odp_lock);
+	mr->odp_next = *b;
+	*b = mr;
+	pthread_mutex_unlock(&ctx->odp_lock);
+}
+
+static void odp_del(struct ovrdma_context *ctx, struct ovrdma_mr *mr)
+{
+	struct ovrdma_mr **p = odp_bucket(ctx, mr->vmr.ibv_mr.lkey);
+
+	pthread_mutex_lock(&ctx->odp_lock);
+	while (*p && *p != mr)
+		p = &(*p)->odp_next;
+	if (*p)
+		*p = mr->odp_next;
+	pthread_mutex_unlock(&ctx->odp_lock);
+}
+
+/* Must hold ctx->odp_lock. O(regions / OVRDMA_ODP_BUCKETS). */
+static const struct ovrdma_mr *odp_find(struct ovrdma_context *ctx,
+					uint32_t lkey)
+{
+	const struct ovrdma_mr *mr = *odp_bucket(ctx, lkey);
+
+	while (mr && mr->vmr.ibv_mr.lkey != lkey)
+		mr = mr->odp_next;
+	return mr;
 }
 
 /* [addr, addr + length) is GPU memory: export its allocation to ovrdmad,
@@ -318,6 +390,10 @@ static struct ibv_mr *reg_gpu_mr(struct ibv_pd *ibpd, struct ovr_gdr *g,
 	struct ovrdma_mr *mr;
 	int rc, e;
 
+	if (access & IBV_ACCESS_ON_DEMAND) {
+		errno = EOPNOTSUPP; /* GPU memory is never on demand */
+		return NULL;
+	}
 	rc = ovr_gdr_export(g, (uintptr_t)addr, length, &ex);
 	if (rc) {
 		fprintf(stderr, "ovrdma: cannot export GPU memory %p+%zu: %s\n",
@@ -345,17 +421,37 @@ static struct ibv_mr *reg_gpu_mr(struct ibv_pd *ibpd, struct ovr_gdr *g,
 	return mr_done(mr, access);
 }
 
+/*
+ * Host memory, or GPU memory (reg_gpu_mr). On demand (IBV_ACCESS_ON_DEMAND,
+ * docs/PROVIDER.md "On-demand paging"): the process route whatever backs
+ * the range, which need not be mapped yet; addr NULL and length SIZE_MAX
+ * register the whole address space (implicit ODP), which, as mlx5, only
+ * an on-demand registration may (EINVAL otherwise). ODP of GPU memory,
+ * or on a context the service cannot reach by the process route:
+ * EOPNOTSUPP.
+ */
 struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			     uint64_t hca_va, int access)
 {
+	struct ovrdma_context *ctx = to_octx(ibpd->context);
+	bool odp = access & IBV_ACCESS_ON_DEMAND;
+	bool implicit = !addr && length == SIZE_MAX;
 	struct ovrdma_mr *mr;
 	struct ovr_gdr *g;
 	int gpu;
 
 	if (!access_ok(length, access))
 		return NULL;
+	if (implicit && !odp) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (odp && !(ctx->dev.caps & OVR_CTL_DEV_ODP)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	/* GPU memory: what cuPointerGetAttribute says (any iova is fine) */
-	g = provider_gdr();
+	g = implicit ? NULL : provider_gdr();
 	gpu = g ? ovr_gdr_probe(g, (uintptr_t)addr, length, NULL, NULL, NULL) :
 		  0;
 	if (gpu < 0) {
@@ -364,8 +460,8 @@ struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	}
 	if (gpu)
 		return reg_gpu_mr(ibpd, g, addr, length, hca_va, access);
-	/* on-demand paging, memory windows, zero-based and IOVA-shifted
-	 * host regions are not supported yet */
+	/* memory windows, zero-based and IOVA-shifted host regions are
+	 * not supported yet */
 	if (hca_va != (uintptr_t)addr) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -373,8 +469,8 @@ struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return NULL;
-	mr->mr = ovr_cl_reg_mr(to_octx(ibpd->context)->cl, to_opd(ibpd)->handle,
-			       addr, length, (unsigned int)access);
+	mr->mr = ovr_cl_reg_mr(ctx->cl, to_opd(ibpd)->handle, addr, length,
+			       (unsigned int)access);
 	if (!mr->mr) {
 		int e = errno;
 
@@ -382,7 +478,10 @@ struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		errno = e;
 		return NULL;
 	}
-	return mr_done(mr, access);
+	mr_done(mr, access);
+	if (odp)
+		odp_add(ctx, mr);
+	return &mr->vmr.ibv_mr;
 }
 
 /*
@@ -440,12 +539,169 @@ struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 
 int ovrdma_dereg_mr(struct verbs_mr *vmr)
 {
+	struct ovrdma_context *ctx = to_octx(vmr->ibv_mr.context);
 	struct ovrdma_mr *mr = to_omr(vmr);
-	int rc = ovr_cl_dereg_mr(to_octx(vmr->ibv_mr.context)->cl, mr->mr);
+	int rc = ovr_cl_dereg_mr(ctx->cl, mr->mr);
 
 	if (rc)
 		return -rc;
+	if (vmr->access & IBV_ACCESS_ON_DEMAND)
+		odp_del(ctx, mr);
 	free(mr);
+	return 0;
+}
+
+/* ---- ibv_advise_mr: prefetching on-demand regions -------------------------
+ *
+ * The provider runs in the application's process, so a prefetch is the
+ * application faulting its own pages in: madvise(MADV_POPULATE_READ /
+ * _WRITE) (Linux 5.14), which fails cleanly where a load or store would
+ * fault. The service then finds the pages present when it copies (its
+ * process_vm_readv / writev would fault them in itself otherwise: the
+ * prefetch saves that fault on the dataplane thread, it is never needed
+ * for correctness). PREFETCH_NO_FAULT asks the device to see the pages
+ * the CPU already has, which it always does: nothing to do.
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* 1: madvise knows MADV_POPULATE_*, -1: it does not (before 5.14), 0:
+ * not asked yet (racing first callers ask twice, harmlessly) */
+static _Atomic int populate_known;
+
+static bool populate_works(void)
+{
+	static const char probe = 1; /* a page that is surely mapped */
+	long pg = sysconf(_SC_PAGESIZE);
+	int k = atomic_load(&populate_known);
+
+	if (!k) {
+		uintptr_t a = (uintptr_t)&probe & ~(uintptr_t)(pg - 1);
+
+		k = madvise((void *)a, (size_t)pg, MADV_POPULATE_READ) &&
+				    errno == EINVAL ?
+			    -1 :
+			    1;
+		atomic_store(&populate_known, k);
+	}
+	return k > 0;
+}
+
+/*
+ * Kernels without MADV_POPULATE_*: read one byte of every page through
+ * process_vm_readv of this very process, which faults them in readable
+ * and answers EFAULT instead of a signal. Stores would break a
+ * copy-on-write sharing too, but storing into pages other threads use
+ * is not the provider's to do: a PREFETCH_WRITE only reads here (best
+ * effort, as the man page allows). 0 or EFAULT.
+ */
+static int populate_by_reading(uintptr_t lo, uintptr_t hi, uintptr_t pg)
+{
+	struct iovec remote[64], local;
+	char sink[64];
+
+	local = (struct iovec){ .iov_base = sink, .iov_len = sizeof(sink) };
+	while (lo < hi) {
+		ssize_t n, want = 0;
+
+		for (; lo < hi && want < 64; lo += pg, want++)
+			remote[want] = (struct iovec){ .iov_base = (void *)lo,
+						       .iov_len = 1 };
+		n = process_vm_readv(getpid(), &local, 1, remote,
+				     (unsigned long)want, 0);
+		if (n != want)
+			return EFAULT;
+	}
+	return 0;
+}
+
+/* Faults [addr, addr + len) into the page tables, writable with @wr.
+ * 0, or EFAULT where part of it cannot be (unmapped, no access). */
+static int populate(uint64_t addr, uint32_t len, bool wr)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)addr & ~(pg - 1);
+	uintptr_t hi = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
+
+	if (!len)
+		return 0;
+	if (!populate_works())
+		return populate_by_reading(lo, hi, pg);
+	if (!madvise((void *)lo, hi - lo,
+		     wr ? MADV_POPULATE_WRITE : MADV_POPULATE_READ))
+		return 0;
+	/* ENOMEM: not mapped; EFAULT: a SIGBUS there; EINVAL: no such
+	 * access (a read-only mapping for WRITE, PROT_NONE, VM_IO) */
+	return errno == ENOMEM || errno == EINVAL || errno == EFAULT ||
+			       errno == EHWPOISON ?
+		       EFAULT :
+		       errno;
+}
+
+/*
+ * One SGE of ibv_advise_mr: its lkey must name an on-demand region of
+ * @ibpd (ENOENT otherwise, as mlx5: also for a region registered without
+ * ON_DEMAND), writable for PREFETCH_WRITE (EPERM, ibv_advise_mr(3)), and
+ * [addr, addr + length) must lie in it (EFAULT). Must hold odp_lock.
+ */
+static int advise_check(struct ovrdma_context *ctx, struct ibv_pd *ibpd,
+			enum ibv_advise_mr_advice advice,
+			const struct ibv_sge *sg)
+{
+	const struct ovrdma_mr *mr = odp_find(ctx, sg->lkey);
+	uint64_t base, size;
+
+	if (!mr || mr->vmr.ibv_mr.pd != ibpd)
+		return ENOENT;
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    !(mr->vmr.access & IBV_ACCESS_LOCAL_WRITE))
+		return EPERM;
+	base = (uintptr_t)mr->vmr.ibv_mr.addr;
+	size = mr->vmr.ibv_mr.length;
+	/* no sum that can wrap: the implicit region ends at 2^64 - 1 */
+	if (sg->addr < base || sg->length > size ||
+	    sg->addr - base > size - sg->length)
+		return EFAULT;
+	return 0;
+}
+
+/*
+ * ibv_advise_mr(3). Refused as a whole, before anything is done: an
+ * unknown advice EOPNOTSUPP, flags other than IBV_ADVISE_MR_FLAG_FLUSH
+ * or an empty list EINVAL, a bad SGE as advise_check says. Then the
+ * pages are faulted in, with or without FLUSH (synchronously either
+ * way; nothing is left to finish later): with FLUSH a range that cannot
+ * be populated is EFAULT, without it the prefetch is best effort and
+ * its failures are not reported, as mlx5 drops those of its deferred
+ * work.
+ */
+int ovrdma_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
+		     uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	struct ovrdma_context *ctx = to_octx(ibpd->context);
+	int rc = 0;
+
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
+	if ((flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || !num_sge ||
+	    !sg_list)
+		return EINVAL;
+	pthread_mutex_lock(&ctx->odp_lock);
+	for (uint32_t i = 0; !rc && i < num_sge; i++)
+		rc = advise_check(ctx, ibpd, advice, &sg_list[i]);
+	pthread_mutex_unlock(&ctx->odp_lock);
+	if (rc || advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return rc;
+	for (uint32_t i = 0; i < num_sge; i++) {
+		rc = populate(sg_list[i].addr, sg_list[i].length,
+			      advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+		if (rc && (flags & IBV_ADVISE_MR_FLAG_FLUSH))
+			return rc;
+	}
 	return 0;
 }
 

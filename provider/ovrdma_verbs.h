@@ -29,6 +29,8 @@ struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 				    size_t length, uint64_t iova, int fd,
 				    int access);
 int ovrdma_dereg_mr(struct verbs_mr *vmr);
+int ovrdma_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
+		     uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 
 /* completion channels, called through struct ovrdma_hooks */
 struct ibv_comp_channel *ovrdma_create_channel(struct ibv_context *ibctx);

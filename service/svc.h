@@ -219,6 +219,8 @@ struct svc_mr {
 		      around it on hugetlbfs; NULL for GPU memory */
 	size_t map_len;
 	uint64_t pinned; /* counted against pinned_mb_per_context */
+	bool odp; /* on demand (process route, not counted as pinned) */
+	bool implicit; /* on demand over the whole address space */
 	uint32_t nseg_obj; /* object segments mapped */
 	void *obj_at[OVR_CTL_MR_MAX_SEG]; /* tracked mappings (svc_mem.c) */
 	uint64_t truncated; /* pages past a truncated object's end */
@@ -364,6 +366,8 @@ struct svc_counters {
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
 	uint64_t mr_route_obj; /* registrations of mapped objects */
 	uint64_t mr_route_proc; /* ...of the process route (process_vm_*) */
+	uint64_t mr_odp; /* ...of those, on demand (implicit included) */
+	uint64_t mr_odp_implicit; /* ...of the whole address space */
 	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
 	uint64_t proc_copy_queued; /* copies run at a batch close */

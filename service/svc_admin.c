@@ -371,19 +371,24 @@ static void show_mr(struct show_buf *b, const struct svc_ctx *c, uint32_t h,
 		snprintf(trunc, sizeof(trunc), "%llu",
 			 (unsigned long long)mr->truncated);
 	}
-	out(b, "%-5u %-8d %-6u %-10u %-18llx %-12llu %-6s %-8s %-4s %s\n",
+	/* odp: explicit or implicit on-demand paging (an implicit region
+	 * is 0 + 2^64 - 1) */
+	out(b, "%-5u %-8d %-6u %-10u %-18llx %-20llu %-6s %-8s %-4s %-9s %s\n",
 	    c->id, (int)c->pid, h, mr->key, (unsigned long long)mr->va,
 	    (unsigned long long)mr->len, acc, mr_route_name(mr->route), segs,
-	    trunc);
+	    trunc,
+	    mr->implicit ? "implicit" :
+	    mr->odp	 ? "explicit" :
+			   "-");
 }
 
 /* every registered memory region, and how the service reaches it
  * (docs/SERVICE.md section 4); lkey and rkey are the same key */
 static void show_mrs(struct svc *s, struct show_buf *b)
 {
-	out(b, "%-5s %-8s %-6s %-10s %-18s %-12s %-6s %-8s %-4s %s\n", "ctx",
-	    "pid", "handle", "key", "va", "length", "access", "route", "segs",
-	    "truncated");
+	out(b, "%-5s %-8s %-6s %-10s %-18s %-20s %-6s %-8s %-4s %-9s %s\n",
+	    "ctx", "pid", "handle", "key", "va", "length", "access", "route",
+	    "segs", "truncated", "odp");
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == SVC_OBJ_MR)
@@ -468,6 +473,8 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "contexts_closed", k->ctx_closed);
 	counter(b, "mr_route_obj", k->mr_route_obj);
 	counter(b, "mr_route_proc", k->mr_route_proc);
+	counter(b, "mr_odp", k->mr_odp);
+	counter(b, "mr_odp_implicit", k->mr_odp_implicit);
 	counter(b, "proc_copy_bytes", k->proc_copy_bytes);
 	counter(b, "proc_copy_calls", k->proc_copy_calls);
 	counter(b, "proc_copy_fault", k->proc_copy_fault);

@@ -325,6 +325,8 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	c->dev = dev;
 	s->devs[dev].contexts++;
 	rep.dev = s->devs[dev].d;
+	/* on demand needs the process route, which needs the pidfd */
+	rep.dev.caps = c->pidfd >= 0 ? OVR_CTL_DEV_ODP : 0;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
 	fds[1] = s->wake_fd;

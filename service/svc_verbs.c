@@ -106,6 +106,8 @@ static int mr_publish(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		s->cnt.mr_route_obj++;
 	else if (mr->route == SVC_MR_PROC)
 		s->cnt.mr_route_proc++;
+	s->cnt.mr_odp += mr->odp;
+	s->cnt.mr_odp_implicit += mr->implicit;
 	pd->users++;
 	c->nmr++;
 	c->pinned += pinned;
@@ -271,23 +273,32 @@ static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
  * Nothing is copied, mapped or pinned; the pages still count against
  * pinned_mb_per_context, as a NIC's registration counts against
  * RLIMIT_MEMLOCK: the limit bounds what an application registers.
+ * On demand (OVR_CTL_MR_ODP) they do not, as the kernel does not charge
+ * an ODP region to RLIMIT_MEMLOCK: nothing stands for pinned pages
+ * (docs/SERVICE.md, "On-demand paging"). The implicit region, va 0 and
+ * len 2^64 - 1, is the only one allowed to reach the last page.
  */
 static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		       struct svc_pd *pd)
 {
 	const struct ovr_ctl_reg_mr_req *q = r->body;
+	bool odp = q->flags & OVR_CTL_MR_ODP;
+	bool implicit = odp && q->va == 0 && q->len == UINT64_MAX;
 	uint32_t handle = 0;
-	uint64_t pages;
+	uint64_t pages = 0;
 	struct svc_mr *mr;
 	int rc;
 
-	if (q->len == 0 || q->va + q->len < q->va ||
-	    q->va + q->len > UINT64_MAX - PAGE || q->span % PAGE ||
-	    q->span != (q->va & ~(uint64_t)(PAGE - 1)))
+	if (q->len == 0 || q->span % PAGE ||
+	    q->span != (q->va & ~(uint64_t)(PAGE - 1)) ||
+	    (!implicit &&
+	     (q->va + q->len < q->va || q->va + q->len > UINT64_MAX - PAGE)))
 		return svc_status(c, r->h, -EINVAL);
 	if (c->pidfd < 0 || c->dead)
 		return svc_status(c, r->h, -ESRCH);
-	pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) - q->span;
+	if (!odp)
+		pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) -
+			q->span;
 	if (over_pinned(s, c, pages))
 		return svc_limit(c, r->h, SVC_LIM_PINNED,
 				 s->conf.ctx_max_pinned >> 20, -ENOMEM);
@@ -307,7 +318,9 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 		return svc_status(c, r->h, rc);
 	}
 	mr_describe(mr, SVC_MR_PROC, q->va, q->len, q->access);
-	/* counted, not pinned */
+	mr->odp = odp;
+	mr->implicit = implicit;
+	/* counted, not pinned (on demand: not even counted) */
 	return mr_publish(s, c, r, pd, q->pd, mr, handle, pages);
 }
 
@@ -324,7 +337,8 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	int rc;
 
 	if (r->blen < offsetof(struct ovr_ctl_reg_mr_req, seg) ||
-	    (q->flags & ~(uint32_t)OVR_CTL_MR_PROC))
+	    (q->flags & ~(uint32_t)(OVR_CTL_MR_PROC | OVR_CTL_MR_ODP)) ||
+	    ((q->flags & OVR_CTL_MR_ODP) && !(q->flags & OVR_CTL_MR_PROC)))
 		return svc_status(c, r->h, -EINVAL);
 	proc = q->flags & OVR_CTL_MR_PROC;
 	if ((proc ? q->nseg != 0 :

@@ -117,6 +117,14 @@ bool ovr_cl_alive(struct ovr_cl *cl);
 int ovr_cl_alloc_pd(struct ovr_cl *cl, uint32_t *pd);
 int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd);
 
+/*
+ * Registers [addr, addr + len) with @access (enum ovr_access; other
+ * verbs bits pass to the service, which ignores HUGETLB and
+ * RELAXED_ORDERING). The route follows /proc/self/maps (docs/SERVICE.md
+ * section 4). With OVR_ACCESS_ON_DEMAND: on-demand paging, always the
+ * process route, the range need not be mapped; @addr NULL and @len
+ * SIZE_MAX register the whole address space (implicit).
+ */
 struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				size_t len, unsigned int access);
 int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);

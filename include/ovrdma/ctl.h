@@ -33,8 +33,9 @@
 /* 2: SRQs, UD QPs, address handles; 3: GPU MRs; 4: GPU device UUIDs;
  * 5: REG_MR's process route (OVR_CTL_MR_PROC): a version-4 service would
  * take the flag word for padding and refuse nseg 0 as malformed, and a
- * version-4 client would still remap private memory onto memfds */
-#define OVR_CTL_VERSION 5u
+ * version-4 client would still remap private memory onto memfds;
+ * 6: on-demand registrations (OVR_CTL_MR_ODP) and ovr_ctl_dev.caps */
+#define OVR_CTL_VERSION 6u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
@@ -117,7 +118,15 @@ struct ovr_ctl_dev {
 	uint32_t num_comp_vectors;
 	uint32_t max_srq_sge;
 	uint32_t max_ah;
-	uint32_t rsvd[2];
+	uint32_t caps; /* enum ovr_ctl_dev_caps: OPEN's reply only (LIST: 0) */
+	uint32_t rsvd;
+};
+
+/* What the service can do for the context that OPENed the device. */
+enum ovr_ctl_dev_caps {
+	/* the process route works (the service holds a pidfd of the
+	 * application): on-demand registrations, OVR_CTL_MR_ODP */
+	OVR_CTL_DEV_ODP = 1u,
 };
 
 struct ovr_ctl_list_rep {
@@ -159,6 +168,10 @@ struct ovr_ctl_handle_req {
  * (flags OVR_CTL_MR_PROC, version 5): nseg 0, no fd, span the first page
  * of va: the service reaches [va, va + len) in the application itself
  * with process_vm_readv / process_vm_writev, maps nothing, pins nothing.
+ * On demand (OVR_CTL_MR_PROC | OVR_CTL_MR_ODP, version 6): the process
+ * route, not counted against pinned_mb_per_context; va 0 with len
+ * UINT64_MAX is the whole address space (implicit ODP), any other range
+ * must not reach the last page of it. -EINVAL: ODP without PROC.
  */
 struct ovr_ctl_mr_seg {
 	uint64_t off;
@@ -178,6 +191,7 @@ struct ovr_ctl_reg_mr_req {
 
 enum ovr_ctl_mr_flags {
 	OVR_CTL_MR_PROC = 1u, /* the process route: nseg 0, no fd */
+	OVR_CTL_MR_ODP = 2u, /* on-demand paging (with PROC) */
 };
 
 struct ovr_ctl_reg_mr_rep {

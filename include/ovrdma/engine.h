@@ -383,7 +383,10 @@ enum ovr_eng_mr_flags {
 int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
 		       uint64_t len, unsigned int access, void *dev,
 		       uint64_t dev_off, unsigned int flags, uint32_t *key);
-/* -EBUSY while a posted work request still names it. */
+/* -EBUSY while a posted send-side work request still names it. Posted
+ * receives do not count: they give the region up and complete
+ * OVR_WC_LOC_PROT_ERR when a message comes for them or they flush, as a
+ * receive posted with a bad lkey. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
 /*

@@ -139,6 +139,10 @@ enum ovr_access {
 	OVR_ACCESS_REMOTE_WRITE = 2,
 	OVR_ACCESS_REMOTE_READ = 4,
 	OVR_ACCESS_REMOTE_ATOMIC = 8,
+	/* not a right: how the region is registered, on demand (the
+	 * client sends it as OVR_CTL_MR_ODP; docs/SERVICE.md, "On-demand
+	 * paging") */
+	OVR_ACCESS_ON_DEMAND = 64,
 };
 
 #define OVR_ACCESS_ALL                                      \

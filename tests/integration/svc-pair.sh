@@ -10,6 +10,7 @@
 #   5. ovrdmad killed with -9: the application gets errors, not a hang;
 #      after a restart a new run works.
 #   6. per-application limits: each enforced with its documented error
+#      (on-demand registrations not counted as pinned)
 #      and logged once, another application unaffected.
 #   7. UD QPs, an SRQ and address handles (svc_ud): GRH and src_qp of
 #      datagrams, SRQ_LIMIT_REACHED, datagrams for an unknown QPN or from

@@ -13,7 +13,8 @@
 #              application also reaches otherwise: shared mappings, a
 #              file, a forked child, another thread; MADV_DONTNEED and
 #              munmap of registered memory; private memory and fork with
-#              and without ibv_fork_init, 1 GiB, a read-only page), each
+#              and without ibv_fork_init, 1 GiB, a read-only page;
+#              on-demand paging: explicit, implicit, ibv_advise_mr), each
 #              case's verdict printed;
 #              CASE... (default: all) are its case names.
 # Server on node 1, client on node 2, each under a timeout. Both must exit

@@ -61,7 +61,34 @@
  *   madv        a page of a registered private buffer made PROT_READ:
  *               the peer READs it byte-exact; what a peer WRITE into it
  *               gives is printed, not judged; restored to read-write,
- *               the MR transfers both ways byte-exact.
+ *               the MR transfers both ways byte-exact;
+ *   odp         on-demand paging (IBV_ACCESS_ON_DEMAND; SKIP when the
+ *               device does not advertise it): the odp_caps of
+ *               ibv_query_device_ex; a range with an unmapped hole
+ *               registers (without ON_DEMAND: EFAULT); peer WRITEs and
+ *               READs byte-exact where it is mapped, REM_ACCESS_ERR in
+ *               the hole; memory mapped into the hole afterwards, and a
+ *               memfd mapped over its first pages, are what the peer
+ *               WRITEs into and READs: the region follows the address
+ *               space, not the pages of registration time;
+ *   odp-implicit ibv_reg_mr(pd, NULL, SIZE_MAX, ON_DEMAND | ...): one
+ *               rkey reaches a heap buffer, a static array, a stack
+ *               buffer, 1 MB of mmap'd memory at three offsets and a
+ *               MAP_SHARED memfd, peer WRITEs and READs byte-exact with
+ *               the bytes beside them untouched; an unmapped address
+ *               gives REM_ACCESS_ERR;
+ *   advise      ibv_advise_mr: PREFETCH_WRITE with FLUSH makes exactly
+ *               the named pages resident (mincore), PREFETCH and
+ *               PREFETCH_NO_FAULT succeed, also on the implicit region;
+ *               the errors of ibv_advise_mr(3): an unknown advice
+ *               EOPNOTSUPP; unknown flags, no SGE EINVAL; an unknown
+ *               lkey, a region without ON_DEMAND or of another PD
+ *               ENOENT; PREFETCH_WRITE of a region without LOCAL_WRITE
+ *               EPERM; a range past either end of its region EFAULT;
+ *               a range with an unmapped page EFAULT with FLUSH, 0
+ *               without (best effort); a list with one bad SGE does
+ *               nothing; the peer READs what was stored after a
+ *               prefetch.
  * Exit status: 0 when no case failed (SKIP is not a failure), 1 otherwise.
  */
 #include <fcntl.h>
@@ -89,8 +116,9 @@
 #define TH_TRIALS 64u
 
 static const char *const case_names[] = {
-	"memfd",  "memfd-huge", "file",	      "fork",	"thread", "dontneed",
-	"munmap", "forkinit",	"forknoinit", "huge1g", "madv",
+	"memfd",    "memfd-huge", "file",	  "fork",	"thread",
+	"dontneed", "munmap",	  "forkinit",	  "forknoinit", "huge1g",
+	"madv",	    "odp",	  "odp-implicit", "advise",
 };
 #define NCASES (sizeof(case_names) / sizeof(case_names[0]))
 
@@ -1695,10 +1723,430 @@ out:
 	return rc;
 }
 
+/* ---- on-demand paging ------------------------------------------------------ */
+
+#define ODP_ACC                                              \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
+	 IBV_ACCESS_ON_DEMAND)
+#define ODP_RC_ALL                                                             \
+	(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
+	 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |                       \
+	 IBV_ODP_SUPPORT_SRQ_RECV)
+
+/* 0: the device advertises ODP as ovrdma does; 1 (why set): SKIP */
+static int odp_caps_check(void)
+{
+	struct ibv_device_attr_ex a;
+	const struct ibv_odp_caps *o = &a.odp_caps;
+
+	if (ibv_query_device_ex(dev.ctx, NULL, &a))
+		return failf("ibv_query_device_ex: %s", strerror(errno));
+	if (!(o->general_caps & IBV_ODP_SUPPORT)) {
+		snprintf(why, sizeof(why),
+			 "the device does not advertise IBV_ODP_SUPPORT");
+		return 1;
+	}
+	if (o->general_caps != (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT) ||
+	    o->per_transport_caps.rc_odp_caps != ODP_RC_ALL ||
+	    o->per_transport_caps.ud_odp_caps !=
+		    (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV) ||
+	    o->per_transport_caps.uc_odp_caps || a.xrc_odp_caps)
+		return failf(
+			"odp_caps: general 0x%" PRIx64
+			" rc 0x%x ud 0x%x uc 0x%x xrc 0x%x, expected 0x3 0x3f 0x3 0 0",
+			o->general_caps, o->per_transport_caps.rc_odp_caps,
+			o->per_transport_caps.ud_odp_caps,
+			o->per_transport_caps.uc_odp_caps, a.xrc_odp_caps);
+	return 0;
+}
+
+/* A peer RDMA WRITE that must fail with REM_ACCESS_ERR (@q is spent). */
+static int must_refuse(const char *what, struct rep r)
+{
+	if (r.status == IBV_WC_REM_ACCESS_ERR)
+		return 0;
+	return failf("%s: %s, expected REM_ACCESS_ERR", what,
+		     status_str(r.status));
+}
+
+/* Peer WRITE then READ of [p, p + len) through @mr, byte-exact both
+ * ways, with @pat and @pat + 1. */
+static int both_ways(const char *where, uint32_t q, uint8_t *p, uint32_t len,
+		     const struct ibv_mr *mr, uint64_t pat)
+{
+	char what[160];
+	int rc = 0;
+
+	snprintf(what, sizeof(what), "peer RDMA WRITE into %s", where);
+	if (ok(what, peer_write(q, p, len, mr, pat)))
+		return -1;
+	snprintf(what, sizeof(what), "the application's view of %s", where);
+	if (check(what, p, len, pat, pat + 1))
+		rc = -1;
+	pat_fill(p, len, pat + 1);
+	snprintf(what, sizeof(what), "peer RDMA READ of %s", where);
+	if (ok(what, peer_read(q, p, len, mr)))
+		return -1;
+	snprintf(what, sizeof(what), "what the peer READ of %s", where);
+	if (check(what, rdbuf, len, pat + 1, pat))
+		rc = -1;
+	return rc;
+}
+
+static int case_odp(unsigned cn)
+{
+	size_t len = 8 * PG;
+	struct ibv_mr *mr;
+	uint8_t *m, *hole, *v;
+	int rc = odp_caps_check(), fd;
+
+	if (rc)
+		return rc;
+	/* what the case needs exists before the hole is made, so that
+	 * nothing (a QP's rings) is mapped into it meanwhile */
+	qp_new(0); /* transfers that must succeed */
+	qp_new(1); /* the WRITE into the hole */
+	/* pages 4..7 are a hole at registration */
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	if (m == MAP_FAILED)
+		return failf("mmap: %s", strerror(errno));
+	hole = m + 4 * PG;
+	munmap(hole, 4 * PG);
+	mr = ibv_reg_mr(pd, m, len, ODP_ACC & ~IBV_ACCESS_ON_DEMAND);
+	if (mr || errno != EFAULT) {
+		rc = failf(
+			"ibv_reg_mr without ON_DEMAND over a hole: %s, expected EFAULT",
+			mr ? "registered" : strerror(errno));
+		if (mr)
+			ibv_dereg_mr(mr);
+	}
+	mr = ibv_reg_mr(pd, m, len, ODP_ACC);
+	if (!mr) {
+		failf("ibv_reg_mr(ON_DEMAND) over a hole: %s", strerror(errno));
+		munmap(m, 4 * PG);
+		return -1;
+	}
+	if (both_ways("the mapped pages", 0, m, 4 * PG, mr, PAT(cn, 1)))
+		rc = -1;
+	if (must_refuse("peer RDMA WRITE into the hole",
+			peer_write(1, hole, PG, mr, PAT(cn, 3))))
+		rc = -1;
+	/* memory mapped into the hole since registration (NOREPLACE:
+	 * should anything else have landed there, the case fails, not
+	 * that) */
+	v = mmap(hole, 4 * PG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (v != hole) {
+		rc = failf("mmap into the hole: %s", strerror(errno));
+	} else if (both_ways("memory mapped into the hole after registration",
+			     0, hole, 4 * PG, mr, PAT(cn, 4))) {
+		rc = -1;
+	}
+	/* a memfd mapped over the first two pages: the region reaches
+	 * the memfd, not the pages it replaced */
+	fd = memfd_create("verbs_mem_odp", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, 2 * PG)) {
+		rc = failf("memfd: %s", strerror(errno));
+	} else {
+		uint8_t *b = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE,
+				  MAP_SHARED, fd, 0);
+
+		v = mmap(m, 2 * PG, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0);
+		if (b == MAP_FAILED || v != m) {
+			rc = failf("mapping the memfd: %s", strerror(errno));
+		} else {
+			pat_fill(b, 2 * PG, PAT(cn, 6));
+			if (ok("peer RDMA READ of the memfd mapped over the region",
+			       peer_read(0, m, 2 * PG, mr)) ||
+			    check("what the peer READ where the memfd is mapped now",
+				  rdbuf, 2 * PG, PAT(cn, 6), PAT(cn, 2)))
+				rc = -1;
+			if (ok("peer RDMA WRITE into the memfd mapped over the region",
+			       peer_write(0, m, 2 * PG, mr, PAT(cn, 7))) ||
+			    check("the memfd (its other mapping) after the peer's WRITE",
+				  b, 2 * PG, PAT(cn, 7), PAT(cn, 6)))
+				rc = -1;
+		}
+		if (b != MAP_FAILED)
+			munmap(b, 2 * PG);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ibv_dereg_mr(mr))
+		rc = failf("ibv_dereg_mr: %s", strerror(errno));
+	munmap(m, len);
+	if (!rc)
+		snprintf(
+			why, sizeof(why),
+			"odp_caps as advertised; 32 KB with a 16 KB hole registered (EFAULT without ON_DEMAND): byte-exact both ways where mapped, REM_ACCESS_ERR in the hole, then byte-exact into memory mapped into the hole and through a memfd mapped over the region");
+	return rc;
+}
+
+static uint8_t odp_static[3 * PG]; /* .bss, for odp-implicit */
+
+static int case_odp_implicit(unsigned cn)
+{
+	const size_t offs[] = { 0, 512u << 10, (1u << 20) - 3 * PG };
+	uint8_t stack[3 * PG], *heap, *big, *sh, *gone;
+	struct ibv_mr *mr;
+	int rc = odp_caps_check(), fd = -1;
+
+	if (rc)
+		return rc;
+	mr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	if (!mr)
+		return failf("ibv_reg_mr(NULL, SIZE_MAX, ON_DEMAND): %s",
+			     strerror(errno));
+	if (mr->addr || mr->length != SIZE_MAX)
+		rc = failf("the implicit MR says addr %p length %zu", mr->addr,
+			   mr->length);
+	heap = malloc(3 * PG);
+	big = mmap(NULL, 1u << 20, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	gone = mmap(NULL, PG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fd = memfd_create("verbs_mem_implicit", MFD_CLOEXEC);
+	sh = fd < 0 || ftruncate(fd, 3 * PG) ?
+		     MAP_FAILED :
+		     mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			  0);
+	if (!heap || big == MAP_FAILED || gone == MAP_FAILED ||
+	    sh == MAP_FAILED) {
+		rc = failf("allocating: %s", strerror(errno));
+		goto out;
+	}
+	qp_new(0);
+	qp_new(1);
+	munmap(gone, PG); /* last: nothing is mapped there meanwhile */
+	{
+		struct {
+			const char *name;
+			uint8_t *base; /* 3 pages: the middle one is used */
+		} at[] = {
+			{ "a heap buffer", heap },
+			{ "a static array", odp_static },
+			{ "a stack buffer", stack },
+			{ "a MAP_SHARED memfd", sh },
+		};
+
+		for (unsigned i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			uint8_t *b = at[i].base;
+
+			memset(b, 0xa5, 3 * PG);
+			if (both_ways(at[i].name, 0, b + PG, PG, mr,
+				      PAT(cn, 10 + 2 * i)))
+				rc = -1;
+			for (unsigned j = 0; j < PG; j++)
+				if (b[j] != 0xa5 || b[2 * PG + j] != 0xa5) {
+					rc = failf(
+						"%s: the bytes beside the transfer changed",
+						at[i].name);
+					break;
+				}
+		}
+	}
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {
+		char where[64];
+
+		snprintf(where, sizeof(where),
+			 "1 MB of mmap'd memory at %zu KB", offs[i] >> 10);
+		if (both_ways(where, 0, big + offs[i], 3 * PG, mr,
+			      PAT(cn, 20 + 2 * i)))
+			rc = -1;
+	}
+	if (must_refuse("peer RDMA WRITE to an unmapped address",
+			peer_write(1, gone, 64, mr, PAT(cn, 30))))
+		rc = -1;
+out:
+	if (ibv_dereg_mr(mr))
+		rc = failf("ibv_dereg_mr: %s", strerror(errno));
+	free(heap);
+	if (big != MAP_FAILED)
+		munmap(big, 1u << 20);
+	if (sh != MAP_FAILED)
+		munmap(sh, 3 * PG);
+	if (fd >= 0)
+		close(fd);
+	if (!rc)
+		snprintf(
+			why, sizeof(why),
+			"one implicit rkey: peer WRITE and READ byte-exact into a heap buffer, a static array, a stack buffer, a MAP_SHARED memfd and mmap'd memory at 0, 512 KB and 1 MB - 12 KB, neighbours untouched; an unmapped address REM_ACCESS_ERR");
+	return rc;
+}
+
+/* Pages of [p, p + n pages) resident now, as a bit mask (n <= 32). */
+static uint32_t resident(const uint8_t *p, unsigned n)
+{
+	unsigned char vec[32];
+	uint32_t m = 0;
+
+	if (mincore((void *)p, (size_t)n * PG, vec))
+		return UINT32_MAX;
+	for (unsigned i = 0; i < n; i++)
+		m |= (uint32_t)(vec[i] & 1) << i;
+	return m;
+}
+
+static int advise1(struct ibv_pd *on, enum ibv_advise_mr_advice adv,
+		   uint32_t flags, const void *addr, uint32_t len,
+		   uint32_t lkey)
+{
+	struct ibv_sge sg = { (uintptr_t)addr, len, lkey };
+
+	return ibv_advise_mr(on, adv, flags, &sg, 1);
+}
+
+static int case_advise(unsigned cn)
+{
+	const enum ibv_advise_mr_advice
+		PF = IBV_ADVISE_MR_ADVICE_PREFETCH,
+		PFW = IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		PFN = IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	const uint32_t FL = IBV_ADVISE_MR_FLAG_FLUSH;
+	struct ibv_mr *mr = NULL, *ro = NULL, *plain = NULL, *other = NULL,
+		      *imp = NULL;
+	struct ibv_pd *pd2 = NULL;
+	uint8_t *m, *h = NULL;
+	uint32_t res;
+	int rc = odp_caps_check(), e;
+
+	if (rc)
+		return rc;
+	/* 16 fresh pages: none resident yet */
+	m = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return failf("mmap: %s", strerror(errno));
+	pd2 = ibv_alloc_pd(dev.ctx);
+	h = aligned_alloc(PG, 4 * PG);
+	mr = ibv_reg_mr(pd, m, 16 * PG, ODP_ACC);
+	ro = ibv_reg_mr(pd, m, 16 * PG,
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
+	plain = ibv_reg_mr(pd, h, 4 * PG, IBV_ACCESS_LOCAL_WRITE);
+	other = pd2 ? ibv_reg_mr(pd2, m, 16 * PG, ODP_ACC) : NULL;
+	imp = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACC);
+	if (!pd2 || !h || !mr || !ro || !plain || !other || !imp) {
+		rc = failf("setting up: %s", strerror(errno));
+		goto out;
+	}
+	qp_new(0); /* before page 11 is unmapped: nothing lands there */
+	res = resident(m, 16);
+	if (res)
+		rc = failf("fresh pages resident before any prefetch: 0x%x",
+			   res);
+	/* PREFETCH_WRITE + FLUSH: exactly pages 2..5 become resident */
+	e = advise1(pd, PFW, FL, m + 2 * PG + 100, 4 * PG - 200, mr->lkey);
+	res = resident(m, 16);
+	if (e || res != 0x3cu)
+		rc = failf(
+			"PREFETCH_WRITE|FLUSH of pages 2..5: %s, resident pages 0x%x, expected 0x3c",
+			strerror(e), res);
+	/* the others succeed; NO_FAULT faults nothing in */
+	if ((e = advise1(pd, PF, 0, m + 8 * PG, PG, mr->lkey)) ||
+	    (e = advise1(pd, PF, FL, m + 8 * PG, PG, ro->lkey)) ||
+	    (e = advise1(pd, PFW, 0, m + 9 * PG, PG, mr->lkey)))
+		rc = failf("PREFETCH / PREFETCH_WRITE: %s", strerror(e));
+	if ((e = advise1(pd, PFN, FL, m + 12 * PG, PG, mr->lkey)) ||
+	    (e = advise1(pd, PFN, 0, m + 12 * PG, PG, mr->lkey)))
+		rc = failf("PREFETCH_NO_FAULT: %s", strerror(e));
+	else if (resident(m + 12 * PG, 1))
+		rc = failf("PREFETCH_NO_FAULT made a page resident");
+	if ((e = advise1(pd, PFW, FL, h, 4 * PG, imp->lkey)))
+		rc = failf("PREFETCH_WRITE on the implicit region: %s",
+			   strerror(e));
+	/* the errors */
+	{
+		struct ibv_sge two[2] = {
+			{ (uintptr_t)(m + 14 * PG), PG, mr->lkey },
+			{ (uintptr_t)m, PG, mr->lkey + 1 },
+		};
+		struct {
+			const char *what;
+			int got, want;
+		} t[] = {
+			{ "an unknown advice",
+			  advise1(pd, 99, FL, m, PG, mr->lkey), EOPNOTSUPP },
+			{ "unknown flags", advise1(pd, PF, 2, m, PG, mr->lkey),
+			  EINVAL },
+			{ "no SGE", ibv_advise_mr(pd, PF, FL, two, 0), EINVAL },
+			{ "an unknown lkey",
+			  advise1(pd, PF, FL, m, PG, mr->lkey + 1), ENOENT },
+			{ "a region without ON_DEMAND",
+			  advise1(pd, PF, FL, h, PG, plain->lkey), ENOENT },
+			{ "a region of another PD",
+			  advise1(pd, PF, FL, m, PG, other->lkey), ENOENT },
+			{ "PREFETCH_WRITE without LOCAL_WRITE",
+			  advise1(pd, PFW, FL, m, PG, ro->lkey), EPERM },
+			{ "a range past the region's end",
+			  advise1(pd, PF, FL, m + 15 * PG, PG + 1, mr->lkey),
+			  EFAULT },
+			{ "a range before the region",
+			  advise1(pd, PF, FL, m - 1, PG, mr->lkey), EFAULT },
+			{ "a list with a bad second SGE",
+			  ibv_advise_mr(pd, PFW, FL, two, 2), ENOENT },
+		};
+
+		for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			if (t[i].got != t[i].want)
+				rc = failf(
+					"ibv_advise_mr with %s: %s, expected %s",
+					t[i].what, strerror(t[i].got),
+					strerror(t[i].want));
+		if (resident(m + 14 * PG, 1))
+			rc = failf(
+				"the list refused for its second SGE prefetched its first");
+	}
+	/* an unmapped page in the range: EFAULT with FLUSH only */
+	munmap(m + 11 * PG, PG);
+	if ((e = advise1(pd, PFW, FL, m + 10 * PG, 3 * PG, mr->lkey)) != EFAULT)
+		rc = failf(
+			"PREFETCH_WRITE|FLUSH over an unmapped page: %s, expected EFAULT",
+			strerror(e));
+	if ((e = advise1(pd, PFW, 0, m + 10 * PG, 3 * PG, mr->lkey)))
+		rc = failf(
+			"PREFETCH_WRITE (no FLUSH) over an unmapped page: %s, expected 0 (best effort)",
+			strerror(e));
+	if ((e = advise1(pd, PF, FL, m + 11 * PG, 8, imp->lkey)) != EFAULT)
+		rc = failf(
+			"PREFETCH|FLUSH of an unmapped page through the implicit region: %s, expected EFAULT",
+			strerror(e));
+	/* prefetched pages work as any */
+	pat_fill(m + 2 * PG, 4 * PG, PAT(cn, 1));
+	if (ok("peer RDMA READ of prefetched pages",
+	       peer_read(0, m + 2 * PG, 4 * PG, mr)) ||
+	    check("what the peer READ of prefetched pages", rdbuf, 4 * PG,
+		  PAT(cn, 1), 0))
+		rc = -1;
+out:
+	if (imp)
+		ibv_dereg_mr(imp);
+	if (other)
+		ibv_dereg_mr(other);
+	if (plain)
+		ibv_dereg_mr(plain);
+	if (ro)
+		ibv_dereg_mr(ro);
+	if (mr && ibv_dereg_mr(mr))
+		rc = failf("ibv_dereg_mr: %s", strerror(errno));
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	free(h);
+	munmap(m, 16 * PG);
+	if (!rc)
+		snprintf(
+			why, sizeof(why),
+			"PREFETCH_WRITE|FLUSH made exactly the named pages resident; PREFETCH, NO_FAULT, the implicit region fine; EOPNOTSUPP, EINVAL x2, ENOENT x4, EPERM, EFAULT x4 where ibv_advise_mr(3) says; best effort without FLUSH; the peer READs prefetched pages byte-exact");
+	return rc;
+}
+
 static int (*const case_fn[NCASES])(unsigned) = {
-	case_memfd,	 case_memfd_huge, case_file,   case_fork,
-	case_thread,	 case_dontneed,	  case_munmap, case_forkinit,
-	case_forknoinit, case_huge1g,	  case_madv,
+	case_memfd,	   case_memfd_huge, case_file,	 case_fork,
+	case_thread,	   case_dontneed,   case_munmap, case_forkinit,
+	case_forknoinit,   case_huge1g,	    case_madv,	 case_odp,
+	case_odp_implicit, case_advise,
 };
 
 static int run_server(int port)

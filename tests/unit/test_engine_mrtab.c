@@ -400,6 +400,41 @@ static void test_top_of_space(void **state)
 	ovr_mr_destroy(t);
 }
 
+/* The implicit ODP region (docs/SERVICE.md 4.3): va 0, length 2^64 - 1
+ * behind the copy op, offsets the addresses themselves; every access
+ * inside passes, one past its last byte does not. */
+static void test_whole_space(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(2, 5);
+	struct ovr_mr_loc loc;
+	int cookie;
+	uint32_t key;
+
+	(void)state;
+	assert_int_equal(ovr_mr_reg_ops(t, 1, 0, UINT64_MAX, LW | RW | RR | RA,
+					&cookie, 0, true, &key),
+			 0);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0, 8, RA, &loc), 0);
+	assert_int_equal(loc.dev_off, 0);
+	assert_true(loc.host_ops);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 0x7ffdeadbe000ull, 4096,
+					  RW, &loc),
+			 0);
+	assert_int_equal(loc.dev_off, 0x7ffdeadbe000ull);
+	assert_int_equal(
+		ovr_mr_check_dev(t, key, 1, UINT64_MAX - 8, 8, RR, &loc), 0);
+	assert_int_equal(loc.dev_off, UINT64_MAX - 8);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, UINT64_MAX - 8, 9, RR,
+					  &loc),
+			 -OVR_MR_EBOUNDS);
+	assert_int_equal(ovr_mr_check_dev(t, key, 1, 1, UINT64_MAX, RR, &loc),
+			 -OVR_MR_EBOUNDS);
+	assert_int_equal(ovr_mr_check_dev(t, key, 2, 0, 8, RR, &loc),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_dereg(t, key), 0);
+	ovr_mr_destroy(t);
+}
+
 /* Device-memory regions: a cookie and an offset, never a host pointer. */
 static void test_device_regions(void **state)
 {
@@ -505,6 +540,8 @@ static void test_refcount(void **state)
 	assert_int_equal(ovr_mr_put(t, key), -ERANGE); /* none held */
 	for (int i = 0; i < 3; i++)
 		assert_int_equal(ovr_mr_get(t, key), 0);
+	assert_int_equal(ovr_mr_refs(t, key), 3);
+	assert_int_equal(ovr_mr_refs(t, other), 0);
 	/* busy: refused, and the region is intact */
 	assert_int_equal(ovr_mr_dereg(t, key), -EBUSY);
 	assert_int_equal(ovr_mr_count(t), 2);
@@ -519,6 +556,7 @@ static void test_refcount(void **state)
 	assert_int_equal(ovr_mr_put(t, key), -ERANGE);
 	assert_int_equal(ovr_mr_dereg(t, key), 0);
 	assert_int_equal(ovr_mr_dereg(t, key), -EINVAL);
+	assert_int_equal(ovr_mr_refs(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_get(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_put(t, key), -EINVAL);
 	assert_int_equal(ovr_mr_get(t, 0), -EINVAL);
@@ -929,6 +967,7 @@ int main(void)
 		cmocka_unit_test(test_check_errors),
 		cmocka_unit_test(test_access_matrix),
 		cmocka_unit_test(test_top_of_space),
+		cmocka_unit_test(test_whole_space),
 		cmocka_unit_test(test_zero_length),
 		cmocka_unit_test(test_device_regions),
 		cmocka_unit_test(test_refcount),

@@ -5,7 +5,8 @@
  * consuming QP's recv CQ with its qp_num, in each QP's order, over a
  * clean and a lossy link; an empty SRQ means RNR and a wait, not an
  * error; the limit event fires once when armed; the verbs around it
- * (post_recv EINVAL, destroy EBUSY, modify, query) behave as verbs say.
+ * (post_recv EINVAL, destroy EBUSY, modify, query) behave as verbs say;
+ * a region that receives waiting in the SRQ name can be deregistered.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -354,6 +355,129 @@ static void test_srq_verbs(void **state)
 	assert_int_equal(ovr_eng_dereg_mr(e, p->n[1].key), 0);
 }
 
+/*
+ * Deregistering a region that posted receives name: it succeeds (as on
+ * hardware; pyverbs deregisters before it destroys the SRQ), and each
+ * of those receives completes LOC_PROT_ERR when a message comes for it,
+ * its sender REM_OP_ERR: receives waiting in the SRQ and in a QP's own
+ * RQ alike. A receive that does not name the region is untouched. A
+ * send still outstanding keeps the region busy, and then no receive is
+ * touched. Nothing keeps a reference afterwards.
+ */
+static void test_srq_dereg_posted(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng *e = p->n[1].eng;
+	uint64_t va = ovr_pair_va(p, 1, DST_OFF(0));
+	uint64_t va0 = ovr_pair_va(p, 0, 1u << 20);
+	uint32_t key2, key0;
+	struct ovr_eng_wc wc;
+	/* wr 20: the region only; 21: the arena's; 22: both */
+	struct ovr_eng_sge g20 = { va, 100, 0 }, g21 = { va + 200, 100, 0 },
+			   g22[2] = { { va + 400, 50, 0 },
+				      { va + 500, 50, 0 } },
+			   g30 = { va0, 100, 0 }, g31 = { va0 + 200, 100, 0 };
+
+	assert_int_equal(ovr_eng_reg_mr(e, 1, va, 4096, OVR_ACCESS_LOCAL_WRITE,
+					p->n[1].mem + DST_OFF(0), &key2),
+			 0);
+	g20.lkey = key2;
+	g21.lkey = p->n[1].key;
+	g22[0].lkey = p->n[1].key;
+	g22[1].lkey = key2;
+	assert_int_equal(ovr_eng_post_srq_recv(
+				 e, f->srq,
+				 &(struct ovr_eng_recv_wr){ 20, &g20, 1 }, 0),
+			 0);
+	assert_int_equal(ovr_eng_post_srq_recv(
+				 e, f->srq,
+				 &(struct ovr_eng_recv_wr){ 21, &g21, 1 }, 0),
+			 0);
+	assert_int_equal(ovr_eng_post_srq_recv(
+				 e, f->srq,
+				 &(struct ovr_eng_recv_wr){ 22, g22, 2 }, 0),
+			 0);
+	assert_int_equal(ovr_eng_dereg_mr(e, key2), 0);
+	assert_int_equal(ovr_eng_dereg_mr(e, key2), -EINVAL); /* gone */
+	/* QP 0 takes wr 20, QP 1 wr 21, QP 2 wr 22 */
+	for (int j = 0; j < 3; j++) {
+		assert_int_equal(post_one(p, 0, f->qpn[j][0], OVR_WR_SEND,
+					  (uint64_t)j, 0, 64, 0,
+					  OVR_SEND_SIGNALED),
+				 0);
+		assert_true(wait_cq(p, 1, 1, 1));
+		assert_true(ovr_pair_poll(p, 1, 1, &wc));
+		assert_int_equal(wc.wr_id, 20 + j);
+		assert_int_equal(wc.status,
+				 j == 1 ? OVR_WC_SUCCESS : OVR_WC_LOC_PROT_ERR);
+		assert_true(wait_cq(p, 0, 0, 1));
+		assert_true(ovr_pair_poll(p, 0, 0, &wc));
+		assert_int_equal(wc.status,
+				 j == 1 ? OVR_WC_SUCCESS : OVR_WC_REM_OP_ERR);
+	}
+	assert_memory_equal(p->n[1].mem + DST_OFF(0) + 200, p->n[0].mem, 64);
+
+	/* node 0's QPs have RQs of their own: receives 30 and 31 in QP 5
+	 * name a region of node 0 that a SEND of QP 6, waiting for a
+	 * receive at node 1 (RNR), also uses */
+	assert_int_equal(ovr_eng_reg_mr(p->n[0].eng, 1, va0, 4096,
+					OVR_ACCESS_LOCAL_WRITE,
+					p->n[0].mem + (1u << 20), &key0),
+			 0);
+	g30.lkey = key0;
+	g31.lkey = key0;
+	assert_int_equal(
+		ovr_eng_post_recv(p->n[0].eng, f->qpn[5][0],
+				  &(struct ovr_eng_recv_wr){ 30, &g30, 1 }, 0),
+		0);
+	assert_int_equal(
+		ovr_eng_post_recv(p->n[0].eng, f->qpn[5][0],
+				  &(struct ovr_eng_recv_wr){ 31, &g31, 1 }, 0),
+		0);
+	{
+		struct ovr_eng_send_wr wr = { .wr_id = 6,
+					      .opcode = OVR_WR_SEND,
+					      .send_flags = OVR_SEND_SIGNALED,
+					      .sg_list = &g30,
+					      .num_sge = 1 };
+
+		assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[6][0],
+						   &wr, p->now),
+				 0);
+	}
+	assert_false(ovr_pair_run(p, NULL, NULL, p->now + 5000000));
+	assert_int_equal(ovr_eng_dereg_mr(p->n[0].eng, key0), -EBUSY);
+	/* the SEND lands; its completion frees the region */
+	assert_int_equal(post_buf(f, 7), 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	assert_true(ovr_pair_poll(p, 0, 0, &wc));
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_int_equal(ovr_eng_dereg_mr(p->n[0].eng, key0), 0);
+	/* receive 30 was untouched by the refused dereg, and is revoked
+	 * now: a SEND for it fails; 31 behind it, revoked too, completes
+	 * with the same error when the QP flushes */
+	assert_int_equal(post_one(p, 1, f->qpn[5][1], OVR_WR_SEND, 50, 0, 64, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 0, 1, 2));
+	assert_true(ovr_pair_poll(p, 0, 1, &wc));
+	assert_int_equal(wc.wr_id, 30);
+	assert_int_equal(wc.status, OVR_WC_LOC_PROT_ERR);
+	assert_true(ovr_pair_poll(p, 0, 1, &wc));
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.status, OVR_WC_LOC_PROT_ERR);
+	assert_true(wait_cq(p, 1, 0, 1));
+	assert_true(ovr_pair_poll(p, 1, 0, &wc));
+	assert_int_equal(wc.status, OVR_WC_REM_OP_ERR);
+
+	/* no reference left behind on node 1 */
+	for (int j = 0; j < NQP; j++)
+		assert_int_equal(ovr_eng_qp_destroy(e, f->qpn[j][1]), 0);
+	assert_int_equal(ovr_eng_srq_destroy(e, f->srq), 0);
+	assert_int_equal(ovr_eng_dereg_mr(e, p->n[1].key), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +491,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_srq_verbs, setup_clean,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_srq_dereg_posted,
+						setup_clean, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

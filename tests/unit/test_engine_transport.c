@@ -825,8 +825,12 @@ static void test_post_errors(void **state)
 	for (int i = 0; i < 256; i++)
 		expect_wc(f, 0, 0, (uint64_t)i, OVR_WC_SUCCESS,
 			  OVR_WC_RDMA_WRITE);
-	/* a region in use cannot be deregistered */
+	/* a region a posted send uses cannot be deregistered (posted
+	 * receives alone give it up: test_engine_srq) */
 	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 0, 64), 0);
+	assert_int_equal(post_one(p, 1, f->qpn[1], OVR_WR_RDMA_WRITE, 2, 0, 8,
+				  0, OVR_SEND_SIGNALED),
+			 0);
 	assert_int_equal(ovr_eng_dereg_mr(p->n[1].eng, p->n[1].key), -EBUSY);
 }
 

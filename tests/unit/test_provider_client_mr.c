@@ -23,7 +23,12 @@
  *   5. a range over private and shared pieces takes the process route
  *      as a whole, every mapping left as it was;
  *   6. a read-only shared mapping registered for device writes is
- *      EACCES; for reads, the object goes read-only.
+ *      EACCES; for reads, the object goes read-only;
+ *   7. on demand (OVR_ACCESS_ON_DEMAND): the process route with
+ *      OVR_CTL_MR_ODP whatever backs the range (shared memory too), a
+ *      hole or a read-only piece allowed, ON_DEMAND not among the
+ *      rights sent; NULL + SIZE_MAX (implicit) sent as va 0, len
+ *      2^64 - 1; NULL + SIZE_MAX without ON_DEMAND is EINVAL.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -602,6 +607,55 @@ static void test_readonly_shared(void **state)
 	close(fd);
 }
 
+static void test_on_demand(void **state)
+{
+	int fd = memfd_create("app-odp", MFD_CLOEXEC);
+	struct ovr_cl_mr *mr;
+	uint8_t *p, *q;
+
+	/* shared memory: still the process route */
+	assert_int_equal(ftruncate(fd, 2 * PG), 0);
+	q = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(q != MAP_FAILED);
+	mr = ovr_cl_reg_mr(*state, 1, q, 2 * PG, 0xf | OVR_ACCESS_ON_DEMAND);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.flags, OVR_CTL_MR_PROC | OVR_CTL_MR_ODP);
+	assert_int_equal(svc.last.q.access, 0xf);
+	assert_int_equal(svc.last.q.nseg, 0);
+	assert_int_equal(svc.last.nfds, 0);
+	assert_int_equal(svc.last.q.va, (uintptr_t)q);
+	assert_int_equal(svc.last.q.span, (uintptr_t)q);
+	ovr_cl_dereg_mr(*state, mr);
+	/* a hole and a read-only page for device writes: fine on demand */
+	p = map_pages(NULL, 3);
+	munmap(p + PG, PG);
+	assert_int_equal(mprotect(p + 2 * PG, PG, PROT_READ), 0);
+	mr = ovr_cl_reg_mr(*state, 1, p + 10, 3 * PG - 20,
+			   0xf | OVR_ACCESS_ON_DEMAND);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.flags, OVR_CTL_MR_PROC | OVR_CTL_MR_ODP);
+	assert_int_equal(svc.last.q.va, (uintptr_t)(p + 10));
+	assert_int_equal(svc.last.q.len, 3 * PG - 20);
+	assert_int_equal(svc.last.q.span, (uintptr_t)p);
+	ovr_cl_dereg_mr(*state, mr);
+	/* the whole address space */
+	mr = ovr_cl_reg_mr(*state, 1, NULL, SIZE_MAX, 1 | OVR_ACCESS_ON_DEMAND);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.flags, OVR_CTL_MR_PROC | OVR_CTL_MR_ODP);
+	assert_int_equal(svc.last.q.va, 0);
+	assert_true(svc.last.q.len == UINT64_MAX);
+	assert_int_equal(svc.last.q.span, 0);
+	ovr_cl_dereg_mr(*state, mr);
+	errno = 0;
+	assert_null(ovr_cl_reg_mr(*state, 1, NULL, SIZE_MAX, 1));
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(hook_calls, 0);
+	munmap(p, PG);
+	munmap(p + 2 * PG, PG);
+	munmap(q, 2 * PG);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -614,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_shared_anon),
 		cmocka_unit_test(test_mixed_pieces),
 		cmocka_unit_test(test_readonly_shared),
+		cmocka_unit_test(test_on_demand),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
