@@ -434,6 +434,15 @@ static ssize_t put_answer(const struct ovrdma_nl_req *r,
 	return m < 0 ? m : n + m;
 }
 
+/* Is @h the kernel's answer to the GET / GET_CHARDEV @r (its reply or
+ * its error), not another message with the same sequence number? */
+static int answers(const struct ovrdma_nl_req *r, const struct nlmsghdr *h)
+{
+	uint16_t reply = r->kind == OVRDMA_NL_DEV ? TYPE_GET : TYPE_CHARDEV;
+
+	return h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == reply;
+}
+
 static int is_error(const struct nlmsghdr *h)
 {
 	const struct nlmsgerr *e = NLMSG_DATA(h);
@@ -464,7 +473,7 @@ ssize_t ovrdma_nl_rewrite(struct ovrdma_nl_sock *s, const void *in, size_t len,
 			} else if (h->nlmsg_type == NLMSG_ERROR) {
 				drop_req(s, r); /* the dump failed */
 			}
-		} else if (r) {
+		} else if (r && answers(r, h)) {
 			/* the kernel's one answer: an error for an index of
 			 * ours is replaced; anything else is its own */
 			if (is_error(h))
