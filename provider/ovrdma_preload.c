@@ -147,6 +147,8 @@ static __attribute__((constructor)) void ovrdma_preload_init(void)
 	const char *sysfs = getenv("SYSFS_PATH");
 	char path[PATH_MAX];
 
+	ovrdma_fs_resolve();
+	ovrdma_nl_resolve();
 	/* libibverbs ignores SYSFS_PATH in setuid programs */
 	if (getuid() != geteuid())
 		sysfs = NULL;

@@ -44,4 +44,10 @@ void *ovrdma_next(void **slot, const char *name);
 
 #define NEXT(fn) ((__typeof__(&fn))ovrdma_next(&next_##fn, #fn))
 
+/* Each file's NEXT()s, resolved in the constructor: before main(), not
+ * in the middle of a call (a malloc that opens files while it starts,
+ * as jemalloc's, would meet dlsym's own allocation). */
+void ovrdma_fs_resolve(void);
+void ovrdma_nl_resolve(void);
+
 #endif /* OVRDMA_PRELOAD_H */

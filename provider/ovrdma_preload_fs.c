@@ -46,6 +46,26 @@ static void *next_open, *next_open64, *next_openat, *next_openat64,
 	*next_fopen, *next_fopen64, *next_stat, *next_stat64, *next_lstat,
 	*next_lstat64, *next_access, *next_opendir;
 
+void ovrdma_fs_resolve(void)
+{
+	NEXT(open);
+	NEXT(open64);
+	NEXT(openat);
+	NEXT(openat64);
+	NEXT(__open_2);
+	NEXT(__open64_2);
+	NEXT(__openat_2);
+	NEXT(__openat64_2);
+	NEXT(fopen);
+	NEXT(fopen64);
+	NEXT(stat);
+	NEXT(stat64);
+	NEXT(lstat);
+	NEXT(lstat64);
+	NEXT(access);
+	NEXT(opendir);
+}
+
 /* What follows "@prefix/" in @path, or NULL. */
 static const char *under(const char *path, const char *prefix)
 {

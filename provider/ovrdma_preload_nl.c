@@ -74,6 +74,18 @@ static pthread_mutex_t kidx_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *next_socket, *next_close, *next_sendmsg, *next_sendto, *next_send,
 	*next_recvmsg, *next_recvfrom, *next_recv;
 
+void ovrdma_nl_resolve(void)
+{
+	NEXT(socket);
+	NEXT(close);
+	NEXT(sendmsg);
+	NEXT(sendto);
+	NEXT(send);
+	NEXT(recvmsg);
+	NEXT(recvfrom);
+	NEXT(recv);
+}
+
 static ino_t inode_of(int fd)
 {
 	struct stat st;
