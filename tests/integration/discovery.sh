@@ -14,7 +14,9 @@
 #      as on a host without RDMA; the stand-in answered every request
 #      (rdma_cm's included), the GET_CHARDEV of ovrdma7 with -EINVAL;
 #      a dump read by hand with 256-byte buffers and with MSG_PEEK
-#      comes in whole messages; iproute2's rdma lists both;
+#      comes in whole messages; iproute2's rdma lists both; the login
+#      shells' profile script leaves SYSFS_PATH unset (and sets it
+#      where the kernel has no device);
 #   2. ibv_rc_pingpong -g 0 between A and B (polling and -e) over
 #      devices found that way;
 #   3. a kernel with RDMA netlink and no device (the GPU server without
@@ -187,6 +189,20 @@ if [ "$("$check" rdmacm 2>/dev/null; echo $?)" != 77 ]; then
 		fail "librdmacm's GET_CHARDEV rdma_cm did not reach the kernel"
 fi
 
+# the profile script of login shells leaves SYSFS_PATH to the kernel's
+# devices where there are some (the interposer finds the tree through
+# OVRDMA_SYSFS); sets it where there are none
+profile() { # fake kernel root
+	FAKENL_ROOT=$1 LD_PRELOAD=$fakenl OVRDMA_SYSFS=$dir/sysfs-a \
+		sh -c '. "$1"; echo "${SYSFS_PATH:-unset} $OVRDMA_SYSFS"' sh "$build/tools/ovrdma.sh"
+}
+mkdir -p "$dir/ksys-none/class/infiniband"
+out=$(profile "$kroot")
+[ "$out" = "unset $dir/sysfs-a" ] || fail "profile.d beside a kernel device: $out"
+out=$(profile "$dir/ksys-none")
+[ "$out" = "$dir/sysfs-a $dir/sysfs-a" ] || fail "profile.d without kernel devices: $out"
+echo "profile.d: SYSFS_PATH left unset beside kernel devices, the tree without"
+
 echo "== 2. ibv_rc_pingpong over devices found through netlink"
 port=18650
 pingpong() { # extra args...
@@ -221,7 +237,6 @@ done
 	fail "QPs left after the programs exited"
 
 echo "== 3. RDMA netlink without kernel devices"
-mkdir -p "$dir/ksys-none/class/infiniband"
 nodev() { FAKENL_DEVICES= FAKENL_ROOT=$dir/ksys-none on "$@"; }
 out=$(nodev a "$check" list 2>&1) || fail "discovery_check list: $out"
 echo "$out"

@@ -18,7 +18,7 @@
  *     request is sent, so poll() and blocking reads behave.
  *   - the kernel's sysfs and device nodes of those devices:
  *     /sys/class/infiniband[_verbs][/...] and /dev/infiniband/uverbs_fake*
- *     are opened under $FAKENL_ROOT.
+ *     are opened (and stat'ed, listed) under $FAKENL_ROOT.
  *   - $FAKENL_LOG, when set, gets one line per request received.
  *
  * Written for the test from the kernel's uapi headers, on purpose
@@ -598,6 +598,16 @@ EXPORT int lstat(const char *path, struct stat *st)
 	char buf[4096];
 
 	return REAL(lstat)(fake_path(path, buf, sizeof(buf)), st);
+}
+
+/* ls(1) and other coreutils */
+EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
+		 struct statx *st)
+{
+	char buf[4096];
+
+	return REAL(statx)(dirfd, fake_path(path, buf, sizeof(buf)), flags,
+			   mask, st);
 }
 
 EXPORT int access(const char *path, int how)
