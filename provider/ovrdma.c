@@ -218,11 +218,24 @@ static void ovrdma_free_context(struct ibv_context *ibctx)
 	free(ctx);
 }
 
+/*
+ * Empty: a device is ours by ovrdma_match_device(), not by PCI ID, name
+ * or driver ID. It must exist all the same: libibverbs (rdma-core 44)
+ * walks every provider's table, unchecked, for a device the kernel
+ * reports with a driver ID (every kernel device found through netlink),
+ * and a NULL table crashed ibv_get_device_list() on hosts with mlx5 or
+ * rxe wherever ovrdma's provider was loaded before theirs.
+ */
+static const struct verbs_match_ent ovrdma_match_table[] = {
+	{ .kind = OVRDMA_MATCH_END },
+};
+
 static const struct verbs_device_ops ovrdma_dev_ops = {
 	.name = OVRDMA_PROVIDER_NAME,
 	/* class/infiniband_verbs/X/abi_version is not written: 0 */
 	.match_min_abi_version = 0,
 	.match_max_abi_version = 0,
+	.match_table = ovrdma_match_table,
 	.match_device = ovrdma_match_device,
 	.alloc_context = ovrdma_alloc_context,
 	.alloc_device = ovrdma_alloc_device,

@@ -47,7 +47,7 @@
 /* libibverbs keeps sysfs paths in 256 bytes (IBV_SYSFS_PATH_MAX): DIR +
  * "/class/infiniband/" + a 15-character name must fit. */
 #define SVC_SYSFS_PATH_MAX 192
-#define SVC_SYSFS_DEFAULT "/run/ovrdma/sysfs"
+#define SVC_SYSFS_DEFAULT OVR_CTL_SYSFS_DEFAULT
 /* what the device reports as its firmware version */
 #define SVC_FW_VERSION "ovrdma-0.1.0"
 #define SVC_PAGE 4096ull

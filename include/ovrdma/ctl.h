@@ -37,6 +37,9 @@
  * 6: on-demand registrations (OVR_CTL_MR_ODP) and ovr_ctl_dev.caps */
 #define OVR_CTL_VERSION 6u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
+/* where ovrdmad publishes its devices (sysfs =), and the interposer
+ * looks for them when nothing names the tree (docs/PROVIDER.md) */
+#define OVR_CTL_SYSFS_DEFAULT "/run/ovrdma/sysfs"
 #define OVR_CTL_MSG_MAX 65536u /* largest message either way */
 #define OVR_CTL_NAME_LEN 16u /* device names, NUL-terminated */
 

@@ -15,8 +15,11 @@
 #      EACCES;
 #   5. with nothing but the installed files (no build tree in sight):
 #      ovrdma-run ibv_devices / ibv_devinfo see ovrdma0, so does a login
-#      shell without ovrdma-run (/etc/profile.d/ovrdma.sh), and an
-#      ibv_rc_pingpong pair (busy polling and -e) runs between A and B;
+#      shell without ovrdma-run (/etc/profile.d/ovrdma.sh), so does a
+#      program with the environment of the systemd drop-in
+#      (/usr/share/ovrdma/ovrdma-app.conf; systemd-analyze verify
+#      accepts it on a service), and an ibv_rc_pingpong pair (busy
+#      polling and -e) runs between A and B;
 #   6. with an application connected, upgrading (dpkg -i again) and
 #      removing the node service are refused and change nothing; the
 #      application still finishes; without it the upgrade goes through and
@@ -141,7 +144,7 @@ for f in /usr/sbin/ovrdmad /usr/bin/ovrdmactl /usr/bin/ovrdma-run /usr/bin/ovrdm
 	/usr/lib/$multiarch/libibverbs/libovrdma-rdmav34.so \
 	/usr/lib/$multiarch/ovrdma/libovrdma-preload.so \
 	/etc/libibverbs.d/ovrdma.driver /etc/ovrdma/ovrdmad.conf \
-	/lib/systemd/system/ovrdmad.service; do
+	/lib/systemd/system/ovrdmad.service /usr/share/ovrdma/ovrdma-app.conf; do
 	[ -e "$f" ] || fail "$f not installed"
 done
 [ "$(cat /etc/libibverbs.d/ovrdma.driver)" = "driver ovrdma" ] || fail "ovrdma.driver: $(cat /etc/libibverbs.d/ovrdma.driver)"
@@ -158,6 +161,14 @@ done
 out=$(systemd-analyze verify /lib/systemd/system/ovrdmad.service 2>&1) ||
 	fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify complains: $out"
+# the drop-in for services, on a service of its own
+mkdir -p "$dir/units/app.service.d"
+printf '[Unit]\nDescription=an RDMA program\n[Service]\nExecStart=/usr/bin/ibv_devinfo\n' \
+	>"$dir/units/app.service"
+ln -s /usr/share/ovrdma/ovrdma-app.conf "$dir/units/app.service.d/ovrdma.conf"
+out=$(systemd-analyze verify "$dir/units/app.service" 2>&1 | grep -v 'ovrdmad.service') ||
+	true
+[ -z "$out" ] || fail "systemd-analyze verify, the drop-in: $out"
 echo "systemd-analyze verify ovrdmad.service: OK"
 if [ -d /run/systemd/system ]; then
 	echo "(systemd runs here: the unit may have been started; it stays inactive unconfigured)"
@@ -279,6 +290,7 @@ grep -q '^RDMAV_DRIVERS=' <<<"$env_out" &&
 grep -qx "LD_PRELOAD=/usr/lib/$multiarch/ovrdma/libovrdma-preload.so" <<<"$env_out" ||
 	fail "ovrdma-run: $(grep LD_PRELOAD <<<"$env_out")"
 grep -qx 'SYSFS_PATH=/run/ovrdma/sysfs' <<<"$env_out" || fail "ovrdma-run: $(grep SYSFS_PATH <<<"$env_out")"
+grep -qx 'OVRDMA_SYSFS=/run/ovrdma/sysfs' <<<"$env_out" || fail "ovrdma-run: $(grep OVRDMA_SYSFS <<<"$env_out")"
 out=$(ovrdma-run ibv_devices 2>&1) || fail "ibv_devices: $out"
 grep -Eq '^\s*ovrdma0\s+02000064c0a80101$' <<<"$out" || fail "ibv_devices: $out"
 out=$(ovrdma-run ibv_devinfo -d ovrdma0 2>&1) || fail "ibv_devinfo: $out"
@@ -293,6 +305,14 @@ grep -q PORT_ACTIVE <<<"$out" || fail "ibv_devinfo in a login shell: $out"
 out=$(login OVRDMA_PROFILE=0 bash -l -c 'echo "${SYSFS_PATH:-unset}"' 2>&1)
 [ "$out" = unset ] || fail "OVRDMA_PROFILE=0: the profile still set SYSFS_PATH=$out"
 echo "login shell (profile.d/ovrdma.sh): ibv_devinfo sees ovrdma0; OVRDMA_PROFILE=0 turns it off"
+# a service with the drop-in: its environment and nothing else
+dropin_env=$(sed -n 's/^Environment=//p' /usr/share/ovrdma/ovrdma-app.conf)
+[ "$(wc -l <<<"$dropin_env")" = 3 ] || fail "the drop-in's environment: $dropin_env"
+# shellcheck disable=SC2086 # one VAR=value per word, as systemd splits them
+out=$(as_member env -i PATH=/usr/bin:/bin $dropin_env ibv_devinfo -d ovrdma0 2>&1) ||
+	fail "ibv_devinfo with the drop-in's environment: $out"
+grep -q PORT_ACTIVE <<<"$out" || fail "ibv_devinfo with the drop-in's environment: $out"
+echo "a service with /usr/share/ovrdma/ovrdma-app.conf: ibv_devinfo sees ovrdma0"
 port=18700
 pingpong() { # args...
 	port=$((port + 1))
@@ -381,6 +401,7 @@ for p in ovrdma ovrdma-provider ovrdma-tools; do
 done
 left=$(ls -d /etc/ovrdma /run/ovrdma /usr/lib/$multiarch/libibverbs/libovrdma* \
 	/usr/lib/$multiarch/ovrdma /etc/libibverbs.d/ovrdma.driver /etc/profile.d/ovrdma.sh /usr/libexec/ovrdma \
+	/usr/share/ovrdma \
 	/usr/sbin/ovrdmad /usr/bin/ovrdmactl /usr/bin/ovrdma-* /lib/systemd/system/ovrdmad.service \
 	/etc/systemd/system/multi-user.target.wants/ovrdmad.service /usr/share/doc/ovrdma* \
 	"/dev/infiniband/$stale" 2>/dev/null)

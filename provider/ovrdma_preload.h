@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interposer's pieces (libovrdma-preload.so, docs/PROVIDER.md):
+ *   ovrdma_preload.c     completion channels; where the devices are
+ *                        (the tree, libibverbs' sysfs root), decided once
+ *                        in the constructor; the tree's devices read
+ *   ovrdma_preload_nl.c  NETLINK_RDMA sockets: ovrdma's devices in the
+ *                        kernel's answers (ovrdma_nl.c)
+ *   ovrdma_preload_fs.c  the tree's files under libibverbs' sysfs root,
+ *                        for devices found through netlink
+ */
+#ifndef OVRDMA_PRELOAD_H
+#define OVRDMA_PRELOAD_H
+
+#include <limits.h>
+#include <stdbool.h>
+
+#include "ovrdma_nl.h"
+
+/*
+ * Set by the constructor, before main() and before any thread, then
+ * only read.
+ */
+struct ovrdma_where {
+	/* ovrdmad's tree: $OVRDMA_SYSFS, else $SYSFS_PATH, else the
+	 * service's default; no trailing slash */
+	char tree[PATH_MAX];
+	/* libibverbs' sysfs root: $SYSFS_PATH as the constructor leaves
+	 * it, else /sys */
+	char root[PATH_MAX];
+	/* root is not the tree: the files of devices announced through
+	 * netlink are served from the tree (ovrdma_preload_fs.c) */
+	bool redirect;
+};
+
+extern struct ovrdma_where ovrdma_where;
+
+/* Reads the devices of the tree (indices not yet assigned). */
+void ovrdma_tree_devs(struct ovrdma_nl_devs *devs);
+
+/* The next definition of @name after the interposer's (libc's, or a
+ * test's stand-in): dlsym(RTLD_NEXT), resolved once. */
+void *ovrdma_next(void **slot, const char *name);
+
+#define NEXT(fn) ((__typeof__(&fn))ovrdma_next(&next_##fn, #fn))
+
+/* Each file's NEXT()s, resolved in the constructor: before main(), not
+ * in the middle of a call (a malloc that opens files while it starts,
+ * as jemalloc's, would meet dlsym's own allocation). */
+void ovrdma_fs_resolve(void);
+void ovrdma_nl_resolve(void);
+
+#endif /* OVRDMA_PRELOAD_H */
