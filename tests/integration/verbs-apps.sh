@@ -16,10 +16,15 @@
 #              and without ibv_fork_init, 1 GiB, a read-only page;
 #              on-demand paging: explicit, implicit, ibv_advise_mr), each
 #              case's verdict printed;
-#              CASE... (default: all) are its case names.
+#              CASE... (default: all) are its case names;
+#   qpx:       verbs_qpx: the extended QP API (ibv_create_qp_ex, ibv_wr_*)
+#              for every opcode over RC and SEND over UD, byte-exact;
+#              batches, wr_abort, errors, queue full, ibv_post_send in
+#              between; at 0 % loss, then RC only at 1 % loss with 1 %
+#              reordering (UD does not retransmit).
 # Server on node 1, client on node 2, each under a timeout. Both must exit
 # 0 and print PASS; afterwards no QP is left on either node.
-# usage: verbs-apps.sh TESTBED integrity|abuse|mem PROGRAM [CASE...]
+# usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]
 #   VERBS_SEED=N repeats an integrity run; OVRDMA_TESTBED_DIR /
 #   OVRDMA_TESTBED_PREFIX name the testbed (default: one of this run's own).
 set -u
@@ -31,8 +36,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "$name: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-case $mode in integrity | abuse | mem) ;; *)
-	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem PROGRAM [CASE...]"
+case $mode in integrity | abuse | mem | qpx) ;; *)
+	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]"
 	exit 2
 	;;
 esac
@@ -147,6 +152,10 @@ elif [ $mode = mem ]; then
 			fi
 		done
 	fi
+elif [ $mode = qpx ]; then
+	pair qpx-loss-0 120 "${seed[@]}"
+	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
+	pair qpx-loss-1-reorder-1 120 "${seed[@]}" --no-ud
 else
 	pair abuse 240
 fi
