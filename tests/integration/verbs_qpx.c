@@ -44,12 +44,16 @@
  *   stream  --rounds (100) batches of 6 RDMA WRITEs and 2 SENDs of 1 B to
  *           64 KB, only the last WR of each signaled, round and round
  *           the send ring;
+ *   quiet   200 batches of 8 WRITEs between two getppid(2) markers: the
+ *           thread makes no other system call between them (checked by
+ *           verbs-apps.sh under strace);
  *   ud      8 datagrams in one batch (SEND with an SGE, SEND_WITH_IMM
  *           with inline data, the address set before or after the
  *           data) and a WR without an address (EINVAL). Skipped with
  *           --no-ud (UD does not retransmit: the lossy runs).
  */
 #include <getopt.h>
+#include <sys/syscall.h>
 
 #include "verbs_common.h"
 
@@ -1054,6 +1058,51 @@ static void step_stream(unsigned int rounds)
 	       vc_prog, rounds, bytes);
 }
 
+/* 200 batches of 8 RDMA WRITEs of 4 KB, the last of each signaled and
+ * polled, between two getppid(2) markers: verbs-apps.sh runs the client
+ * under strace and the thread must make no other system call between
+ * them (nothing prints in between). A first batch before the markers
+ * wakes ovrdmad up; the testbed keeps it spinning (--spin-us). */
+static void step_quiet(void)
+{
+	struct ibv_qp_ex *x = C.x;
+	struct ibv_sge s[8];
+	struct ibv_wc wc;
+	const unsigned int rounds = 200;
+
+	for (uint32_t i = 0; i < 8; i++)
+		s[i] = one(20000 + i, 4096, 2200000 + i * 4096);
+	for (unsigned int r = 0; r <= rounds; r++) {
+		if (r == 1)
+			syscall(SYS_getppid);
+		ibv_wr_start(x);
+		for (uint32_t i = 0; i < 8; i++) {
+			x->wr_id = (uint64_t)r * 8 + i;
+			x->wr_flags = i == 7 ? IBV_SEND_SIGNALED : 0;
+			ibv_wr_rdma_write(x, C.peer.rkey,
+					  raddr((uint64_t)i * 4096));
+			ibv_wr_set_sge(x, s[i].lkey, s[i].addr, s[i].length);
+		}
+		if (ibv_wr_complete(x))
+			vc_die("quiet: ibv_wr_complete");
+		while (!ibv_poll_cq(C.cq, 1, &wc))
+			;
+		if (wc.status != IBV_WC_SUCCESS ||
+		    wc.wr_id != (uint64_t)r * 8 + 7)
+			vc_die("quiet: %s, wr_id %" PRIu64, vc_st(wc.status),
+			       wc.wr_id);
+	}
+	syscall(SYS_getppid);
+	x->wr_flags = IBV_SEND_SIGNALED;
+	C.wrs += (rounds + 1) * 8;
+	for (uint32_t i = 0; i < 8; i++)
+		expect((struct item){ .kind = K_MEM,
+				      .off = (uint64_t)i * 4096,
+				      .len = 4096,
+				      .stream = 20000 + i });
+	verify("quiet: 200 batches of 8 WRITEs between the syscall markers");
+}
+
 static void step_ud(void)
 {
 	struct ibv_qp_ex *x = C.ux;
@@ -1194,6 +1243,7 @@ static int run_client(const char *host, int port, bool ud, unsigned int rounds)
 	step_mixed();
 	step_zero();
 	step_stream(rounds);
+	step_quiet();
 	if (ud)
 		step_ud();
 	vc_send_all(oob, &quit, sizeof(quit));
