@@ -98,6 +98,7 @@ struct ovr_cl_qp {
 	size_t map_len;
 	uint32_t sq_depth, rq_depth, sq_stride, rq_stride;
 	uint32_t sq_prod, sq_done, rq_prod, rq_done;
+	uint32_t sq_stage; /* a send batch's next slot (under sq_lock) */
 	uint64_t *sq_wrid, *rq_wrid;
 	pthread_spinlock_t sq_lock, rq_lock;
 	struct ovr_cl_qp *hnext;
@@ -1347,7 +1348,31 @@ static bool state_allows_send(uint32_t st)
 	       st == OVR_QPS_ERR;
 }
 
-int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
+/*
+ * Send batches (client.h): ovr_cl_send_start() takes the QP's send side
+ * and ovr_cl_send_add() writes WQEs at sq_stage, past sq_prod, where the
+ * service does not look (it reads slots below the ring's sq_prod only);
+ * ovr_cl_send_complete() publishes them with one store-release of
+ * sq_prod and one doorbell, ovr_cl_send_abort() forgets them (their
+ * slots are written again by the next WRs). ovr_cl_post_send() is a
+ * batch of one: every send WQE is written by swqe_write() below.
+ *
+ * Room: a WR is added while fewer than max_send_wr are posted and not
+ * completed, counting the batch's (sq_stage - sq_done); sq_done only
+ * grows (ovr_cl_poll_cq, without this lock), so a stale value only
+ * refuses early. The slot at sq_stage is then not one the service may
+ * still read: those are in [sq_done, sq_prod).
+ */
+void ovr_cl_send_start(struct ovr_cl_qp *qp)
+{
+	pthread_spin_lock(&qp->sq_lock);
+	qp->sq_stage = qp->sq_prod;
+}
+
+/* One send WQE into slot @idx; the checks are ovr_cl_post_send()'s.
+ * Must hold qp->sq_lock. */
+static int swqe_write(struct ovr_cl_qp *qp, uint32_t idx,
+		      const struct ovr_cl_send_wr *wr)
 {
 	struct ovr_ring_swqe *w;
 	uint8_t *slot;
@@ -1369,13 +1394,9 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
 		total += wr->sg_list[i].length;
 	if (inl && total > qp->cap.max_inline_data)
 		return EINVAL;
-	pthread_spin_lock(&qp->sq_lock);
-	if (qp->sq_prod - qp->sq_done >= qp->cap.max_send_wr) {
-		pthread_spin_unlock(&qp->sq_lock);
+	if (idx - qp->sq_done >= qp->cap.max_send_wr)
 		return ENOMEM;
-	}
-	slot = qp->sq +
-	       (size_t)(qp->sq_prod & (qp->sq_depth - 1)) * qp->sq_stride;
+	slot = qp->sq + (size_t)(idx & (qp->sq_depth - 1)) * qp->sq_stride;
 	w = (struct ovr_ring_swqe *)slot;
 	*w = (struct ovr_ring_swqe){
 		.remote_addr = wr->remote_addr,
@@ -1406,12 +1427,50 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
 		memcpy(slot + sizeof(*w), wr->sg_list,
 		       wr->num_sge * sizeof(struct ovr_ring_sge));
 	}
-	qp->sq_wrid[qp->sq_prod & (qp->sq_depth - 1)] = wr->wr_id;
-	qp->sq_prod++;
-	atomic_store_explicit(&qp->ring->sq_prod, qp->sq_prod,
-			      memory_order_release);
+	qp->sq_wrid[idx & (qp->sq_depth - 1)] = wr->wr_id;
+	return 0;
+}
+
+int ovr_cl_send_add(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
+{
+	int rc = swqe_write(qp, qp->sq_stage, wr);
+
+	if (!rc)
+		qp->sq_stage++;
+	return rc;
+}
+
+void ovr_cl_send_complete(struct ovr_cl_qp *qp)
+{
+	bool any = qp->sq_stage != qp->sq_prod;
+
+	if (any) {
+		qp->sq_prod = qp->sq_stage;
+		/* the WQEs and their wr_ids before the index */
+		atomic_store_explicit(&qp->ring->sq_prod, qp->sq_prod,
+				      memory_order_release);
+	}
 	pthread_spin_unlock(&qp->sq_lock);
-	ring_doorbell(qp->cl, qp->db_index);
+	if (any)
+		ring_doorbell(qp->cl, qp->db_index);
+}
+
+void ovr_cl_send_abort(struct ovr_cl_qp *qp)
+{
+	pthread_spin_unlock(&qp->sq_lock);
+}
+
+int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
+{
+	int rc;
+
+	ovr_cl_send_start(qp);
+	rc = ovr_cl_send_add(qp, wr);
+	if (rc) {
+		ovr_cl_send_abort(qp);
+		return rc;
+	}
+	ovr_cl_send_complete(qp);
 	return 0;
 }
 

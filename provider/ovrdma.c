@@ -29,6 +29,7 @@ static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.create_cq = ovrdma_create_cq,
 	.create_cq_ex = ovrdma_create_cq_ex,
 	.create_qp = ovrdma_create_qp,
+	.create_qp_ex = ovrdma_create_qp_ex,
 	.create_srq = ovrdma_create_srq,
 	.dealloc_pd = ovrdma_dealloc_pd,
 	.dereg_mr = ovrdma_dereg_mr,

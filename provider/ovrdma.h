@@ -108,11 +108,16 @@ struct ovrdma_ah {
 	uint32_t handle;
 };
 
+struct ovrdma_qpx;
+
 struct ovrdma_qp {
 	struct verbs_qp vqp;
 	struct ovr_cl_qp *qp;
 	struct ibv_qp_cap cap; /* granted */
 	bool sq_sig_all;
+	/* the ibv_wr_* API's state (ovrdma_qpx.c): QPs made by
+	 * ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; else NULL */
+	struct ovrdma_qpx *x;
 };
 
 static inline struct ovrdma_device *to_odev(struct ibv_device *d)
@@ -163,6 +168,11 @@ static inline struct ovrdma_ah *to_oah(struct ibv_ah *ah)
 static inline struct ovrdma_qp *to_oqp(struct ibv_qp *qp)
 {
 	return container_of(qp, struct ovrdma_qp, vqp.qp);
+}
+
+static inline struct ovrdma_qp *to_oqp_ex(struct ibv_qp_ex *qpx)
+{
+	return container_of(qpx, struct ovrdma_qp, vqp.qp_ex);
 }
 
 /*

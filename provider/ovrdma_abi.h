@@ -134,12 +134,19 @@ struct verbs_mr {
 	int access;
 };
 
+/* verbs_qp.comp_mask: OVRDMA_VERBS_QP_EX makes ibv_qp_to_qp_ex() give
+ * the qp_ex (libibverbs' VERBS_QP_EX). */
+enum {
+	OVRDMA_VERBS_QP_XRCD = 1 << 0,
+	OVRDMA_VERBS_QP_EX = 1 << 1,
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
 		struct ibv_qp_ex qp_ex;
 	};
-	uint32_t comp_mask;
+	uint32_t comp_mask; /* OVRDMA_VERBS_QP_* */
 	struct ibv_xrcd *xrcd; /* struct verbs_xrcd in libibverbs */
 };
 

@@ -269,6 +269,7 @@ int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 
 	if (rc)
 		return -rc;
+	free(qp->x);
 	ovrdma_release(to_octx(ibqp->context), qp, &ibqp->mutex, &ibqp->cond,
 		       &ibqp->events_completed, events);
 	return 0;
@@ -278,14 +279,44 @@ int ovrdma_destroy_qp(struct ibv_qp *ibqp)
 	(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | \
 	 IBV_SEND_INLINE)
 
+int ovrdma_send_wr_check(const struct ovr_cl_send_wr *w, bool ud)
+{
+	bool inl = w->send_flags & IBV_SEND_INLINE;
+
+	if (w->send_flags & ~(unsigned int)SEND_FLAGS_SUPPORTED ||
+	    (w->num_sge && !w->sg_list))
+		return EINVAL;
+	/* UD: SEND and SEND_WITH_IMM, to an AH of this provider */
+	if (ud &&
+	    ((w->opcode != IBV_WR_SEND && w->opcode != IBV_WR_SEND_WITH_IMM) ||
+	     !w->ud_peer))
+		return EINVAL;
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return 0;
+	case IBV_WR_RDMA_READ:
+		return inl ? EINVAL : 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* one 8-byte, 8-byte aligned target, one 8-byte result */
+		return inl || w->num_sge != 1 || w->sg_list[0].length != 8 ||
+				       (w->remote_addr & 7) ?
+			       EINVAL :
+			       0;
+	default: /* LOCAL_INV, BIND_MW, TSO, driver opcodes */
+		return EINVAL;
+	}
+}
+
 /* One work request into the client's form; 0 or a positive errno. */
 static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 		   bool ud)
 {
-	bool inl = wr->send_flags & IBV_SEND_INLINE;
-
-	if (wr->send_flags & ~(unsigned int)SEND_FLAGS_SUPPORTED ||
-	    wr->num_sge < 0 || (wr->num_sge && !wr->sg_list))
+	if (wr->num_sge < 0)
 		return EINVAL;
 	*w = (struct ovr_cl_send_wr){
 		.wr_id = wr->wr_id,
@@ -295,7 +326,7 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 		.num_sge = (uint32_t)wr->num_sge,
 	};
 	if (ud) {
-		/* wr.ud: an AH of this provider, the QPN and its Q_Key */
+		/* wr.ud (a union with wr.rdma: only for UD's opcodes) */
 		if ((wr->opcode != IBV_WR_SEND &&
 		     wr->opcode != IBV_WR_SEND_WITH_IMM) ||
 		    !wr->wr.ud.ah)
@@ -307,37 +338,29 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
 		w->imm_data = wr->imm_data;
-		ovr_fallthrough;
-	case IBV_WR_SEND:
-		return 0;
+		break;
 	case IBV_WR_SEND_WITH_INV:
 		w->invalidate_rkey = wr->invalidate_rkey;
-		return 0;
+		break;
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		w->imm_data = wr->imm_data;
 		ovr_fallthrough;
 	case IBV_WR_RDMA_WRITE:
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
-		return 0;
 	case IBV_WR_RDMA_READ:
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-		return inl ? EINVAL : 0;
+		break;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		/* one 8-byte, 8-byte aligned target, one 8-byte result */
-		if (inl || wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
-		    (wr->wr.atomic.remote_addr & 7))
-			return EINVAL;
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-		return 0;
-	default: /* LOCAL_INV, BIND_MW, TSO, driver opcodes */
-		return EINVAL;
+		break;
+	default: /* refused by the check */
+		break;
 	}
+	return ovrdma_send_wr_check(w, ud);
 }
 
 int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

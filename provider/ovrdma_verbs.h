@@ -3,10 +3,11 @@
  * The verbs of the ovrdma provider (docs/PROVIDER.md section 4), as
  * ovrdma.c's ops table points at them, and what the provider's files
  * share besides. Defined in ovrdma_verbs.c, those of queue pairs and
- * shared receive queues in ovrdma_qp.c. Return conventions are
- * libibverbs': constructors return NULL with errno, ibv_post_* /
- * modify / destroy return 0 or a positive errno (post_* also set
- * *bad_wr), poll_cq a count or a negative value.
+ * shared receive queues in ovrdma_qp.c, the extended QP API
+ * (ibv_create_qp_ex and the ibv_wr_* functions) in ovrdma_qpx.c.
+ * Return conventions are libibverbs': constructors return NULL with
+ * errno, ibv_post_* / modify / destroy return 0 or a positive errno
+ * (post_* also set *bad_wr), poll_cq a count or a negative value.
  */
 #ifndef OVRDMA_PROVIDER_VERBS_H
 #define OVRDMA_PROVIDER_VERBS_H
@@ -57,6 +58,15 @@ int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		     struct ibv_send_wr **bad_wr);
 int ovrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
+/* A send WR in the client's form as verbs allows it, whichever API
+ * built it: 0 or EINVAL (ovr_cl_send_add checks state, room, SGE count
+ * and inline length). */
+int ovrdma_send_wr_check(const struct ovr_cl_send_wr *w, bool ud);
+
+/* the extended QP API (ovrdma_qpx.c); the ibv_wr_* functions are
+ * reached through the ibv_qp_ex it fills in */
+struct ibv_qp *ovrdma_create_qp_ex(struct ibv_context *ibctx,
+				   struct ibv_qp_init_attr_ex *attr);
 
 /* shared receive queues (ovrdma_qp.c) */
 struct ibv_srq *ovrdma_create_srq(struct ibv_pd *ibpd,

@@ -203,6 +203,23 @@ int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
  * (bit 31 set: the QP's own); only SEND and SEND_WITH_IMM.
  */
 int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr);
+/*
+ * A batch of send WRs that the service sees all at once (verbs'
+ * ibv_wr_start / ibv_wr_complete / ibv_wr_abort). ovr_cl_send_start
+ * takes the QP's send side until ovr_cl_send_complete or
+ * ovr_cl_send_abort (so no other thread posts to the QP meanwhile, and
+ * this thread must not call ovr_cl_post_send on it: a spinlock);
+ * ovr_cl_send_add writes one WR into the ring behind the batch's
+ * earlier ones, with ovr_cl_post_send's checks and return values, and
+ * does not make it visible (a refused WR leaves the batch as it was);
+ * ovr_cl_send_complete publishes the batch (one store of the producer
+ * index, one doorbell: no syscall while the service is awake);
+ * ovr_cl_send_abort forgets it. ovr_cl_post_send is a batch of one.
+ */
+void ovr_cl_send_start(struct ovr_cl_qp *qp);
+int ovr_cl_send_add(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr);
+void ovr_cl_send_complete(struct ovr_cl_qp *qp);
+void ovr_cl_send_abort(struct ovr_cl_qp *qp);
 int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr);
 
 /*

@@ -16,10 +16,16 @@
 #              and without ibv_fork_init, 1 GiB, a read-only page;
 #              on-demand paging: explicit, implicit, ibv_advise_mr), each
 #              case's verdict printed;
-#              CASE... (default: all) are its case names.
+#              CASE... (default: all) are its case names;
+#   qpx:       verbs_qpx: the extended QP API (ibv_create_qp_ex, ibv_wr_*)
+#              for every opcode over RC and SEND over UD, byte-exact;
+#              batches, wr_abort, errors, queue full, ibv_post_send in
+#              between; at 0 % loss, then RC only at 1 % loss with 1 %
+#              reordering (UD does not retransmit); under strace, 200
+#              batches make no system call (ovrdmad spinning).
 # Server on node 1, client on node 2, each under a timeout. Both must exit
 # 0 and print PASS; afterwards no QP is left on either node.
-# usage: verbs-apps.sh TESTBED integrity|abuse|mem PROGRAM [CASE...]
+# usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]
 #   VERBS_SEED=N repeats an integrity run; OVRDMA_TESTBED_DIR /
 #   OVRDMA_TESTBED_PREFIX name the testbed (default: one of this run's own).
 set -u
@@ -31,8 +37,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "$name: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-case $mode in integrity | abuse | mem) ;; *)
-	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem PROGRAM [CASE...]"
+case $mode in integrity | abuse | mem | qpx) ;; *)
+	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]"
 	exit 2
 	;;
 esac
@@ -58,7 +64,9 @@ counter() { # node name
 	"$tb" ctl "$1" show counters | awk -v k="$2" '$1 == k {print $2}'
 }
 
-# pair LABEL LIMIT [ARGS...]: server on node 1, client on node 2
+# pair LABEL LIMIT [ARGS...]: server on node 1, client on node 2 (the
+# client under ${wrap[@]} when set)
+wrap=()
 pair() {
 	local label=$1 limit=$2
 	shift 2
@@ -68,7 +76,7 @@ pair() {
 	f0=$(fabric_counts)
 	timeout -k 5 "$limit" "$tb" run 1 "$prog" server -p $port >"$slog" 2>&1 &
 	spid=$!
-	timeout -k 5 "$limit" "$tb" run 2 "$prog" client "$("$tb" addr 1)" \
+	timeout -k 5 "$limit" "$tb" run 2 "${wrap[@]}" "$prog" client "$("$tb" addr 1)" \
 		-p $port "$@" >"$clog" 2>&1
 	crc=$?
 	wait $spid
@@ -103,7 +111,12 @@ pair() {
 	fi
 }
 
-"$tb" up 2 >"$out/up.log" 2>&1 || {
+# qpx: ovrdmad busy-polls for a second before it sleeps, so that the
+# marked stream of verbs_qpx (below) finds it awake without a wake-up
+# write(2), as verbs-api.sh does
+up=()
+[ $mode = qpx ] && up=(--spin-us 1000000)
+"$tb" up 2 "${up[@]}" >"$out/up.log" 2>&1 || {
 	cat "$out/up.log"
 	echo "$name: FAIL: testbed did not come up"
 	exit 1
@@ -147,6 +160,43 @@ elif [ $mode = mem ]; then
 			fi
 		done
 	fi
+elif [ $mode = qpx ]; then
+	# the client's thread makes no system call between verbs_qpx's two
+	# getppid(2) markers (200 batches through ibv_wr_*), counted in an
+	# strace -f log as verbs-api.sh counts them
+	if command -v strace >/dev/null; then
+		wrap=(strace -f -qq -o "$out/qpx.strace")
+	else
+		echo "$name: no strace: the system calls of ibv_wr_* are not counted"
+	fi
+	pair qpx-loss-0 120 "${seed[@]}"
+	if [ ${#wrap[@]} -gt 0 ]; then
+		r=$(awk '
+			$2 ~ /^getppid\(/ {
+				if (tid == "")
+					tid = $1
+				if ($1 == tid && !inside++)
+					pairs++
+				else if ($1 == tid)
+					inside = 0
+				next
+			}
+			inside && $1 == tid && $2 !~ /^(---|\+\+\+)/ {
+				calls++
+				if (shown++ < 10)
+					print "  " $0
+			}
+			END { printf "pairs=%d calls=%d\n", pairs, calls }' "$out/qpx.strace")
+		echo "$name: system calls between the markers: ${r##*$'\n'}"
+		if [ "${r##*$'\n'}" != "pairs=1 calls=0" ]; then
+			echo "$name: FAIL: ibv_wr_* made system calls (or the markers are missing)"
+			echo "$r"
+			nfail=$((nfail + 1))
+		fi
+		wrap=()
+	fi
+	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
+	pair qpx-loss-1-reorder-1 120 "${seed[@]}" --no-ud
 else
 	pair abuse 240
 fi
