@@ -67,6 +67,7 @@ struct cm_chan {
 	pthread_mutex_t lock; /* ids, n, cap */
 	struct cm_uid *ids;
 	unsigned int n, cap;
+	bool closed; /* the application closed the fd */
 };
 
 static struct cm_chan *_Atomic chans[CM_MAX_FD];
@@ -184,10 +185,18 @@ void ovrdma_cm_close(int fd)
 	atomic_store_explicit(&chans[fd], NULL, memory_order_release);
 	atomic_fetch_sub(&nchans, 1);
 	pthread_mutex_unlock(&chans_lock);
-	ovr_cl_close(ch->cl); /* ovrdmad destroys the channel's ids */
+	/* ovrdmad destroys the channel's ids. The channel itself stays
+	 * (about 100 bytes): a thread of the application may still be in
+	 * GET_EVENT on it, as on the kernel's device, where it blocks on
+	 * until the process ends */
+	pthread_mutex_lock(&ch->lock);
+	ch->closed = true;
+	ovr_cl_close(ch->cl);
+	ch->cl = NULL;
 	free(ch->ids);
-	pthread_mutex_destroy(&ch->lock);
-	free(ch);
+	ch->ids = NULL;
+	ch->n = ch->cap = 0;
+	pthread_mutex_unlock(&ch->lock);
 }
 
 /* ---- ids ------------------------------------------------------------------ */
@@ -421,6 +430,14 @@ static int cmd_get_event(int fd, struct cm_chan *ch,
 		n = recv(fd, &e, sizeof(e), 0);
 		if (n < 0)
 			return -errno;
+		if (n != sizeof(e) && ch->closed) {
+			/* closed under a reader: the kernel's reader waits
+			 * until the process ends (librdmacm's programs
+			 * destroy the channel while their event thread is
+			 * in rdma_get_cm_event) */
+			for (;;)
+				pause();
+		}
 		if (n != sizeof(e))
 			return -EIO; /* ovrdmad went away */
 		memset(&r, 0, sizeof(r));

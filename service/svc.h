@@ -363,6 +363,7 @@ struct svc_counters {
 	uint64_t wqe_bad; /* malformed WQEs from applications */
 	uint64_t cm_rx, cm_tx, cm_rx_bad, cm_retx; /* CM messages */
 	uint64_t cm_ev_dropped; /* events a full channel could not take */
+	uint64_t cm_ids; /* CM ids alive (lingering ones included) */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
 	uint64_t ctx_opened, ctx_closed;

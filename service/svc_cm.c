@@ -42,6 +42,7 @@
 #define CM_RTO_MAX_NS (800ull * 1000 * 1000)
 #define CM_TRIES 10 /* sends of one message: about 5 s in all */
 #define CM_TIMEWAIT_NS (2000ull * 1000 * 1000)
+#define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
 #define CM_EPHEMERAL_LO 40000
 #define CM_EPHEMERAL_HI 60999
 
@@ -140,6 +141,24 @@ static struct svc_cm_id *id_find(struct svc *s, uint32_t id)
 	return NULL;
 }
 
+/*
+ * A free id: librdmacm indexes its ids by the handle the kernel gives
+ * (a table of 65535 entries), so handles are small; they are also the
+ * local communication ids on the wire. Cyclic, so a number comes back
+ * only after the others were used (and never while its id lingers).
+ */
+static uint32_t new_id(struct svc *s)
+{
+	uint32_t id;
+
+	do {
+		id = s->cm_next_id++;
+		if (s->cm_next_id > CM_MAX_IDS)
+			s->cm_next_id = 1;
+	} while (!id || id_find(s, id));
+	return id;
+}
+
 static struct svc_cm_id *id_of(struct svc *s, struct svc_ctx *c, uint32_t id)
 {
 	struct svc_cm_id *i = id_find(s, id);
@@ -171,6 +190,7 @@ static void id_free(struct svc *s, struct svc_cm_id *i)
 			break;
 		}
 	free(i);
+	s->cnt.cm_ids--;
 }
 
 static void event(struct svc *s, struct svc_cm_id *i, uint32_t ev,
@@ -434,7 +454,6 @@ static int do_accept(struct svc *s, struct svc_cm_id *i,
 	rc = take_conn(i, &q->conn, CM_PRIV_REP, &i->out);
 	if (rc)
 		return rc;
-	i->psn = rand24();
 	msg_init(i, &i->out, CM_REP);
 	i->out.pd_len = q->conn.private_data_len;
 	i->state = CMS_REP_SENT;
@@ -624,12 +643,12 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		     q->arg != OVR_CM_PS_IB) ||
 		    (q->arg2 != OVR_QPT_RC && q->arg2 != OVR_QPT_UD))
 			return svc_status(c, r->h, -EINVAL);
-		i = calloc(1, sizeof(*i));
+		i = s->cnt.cm_ids < CM_MAX_IDS - 1 ? calloc(1, sizeof(*i)) :
+						     NULL;
 		if (!i)
 			return svc_status(c, r->h, -ENOMEM);
-		do
-			i->id = s->cm_next_id++;
-		while (!i->id || id_find(s, i->id));
+		i->id = new_id(s);
+		s->cnt.cm_ids++;
 		i->ctx = c;
 		i->ps = (uint16_t)q->arg;
 		i->qp_type = (uint8_t)q->arg2;
@@ -736,7 +755,8 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 		    (i->qp_type == OVR_QPT_UD) == ud &&
 		    (i->dev < 0 || i->dev == dev))
 			l = i;
-	if (!l || !(i = calloc(1, sizeof(*i)))) {
+	if (!l || s->cnt.cm_ids >= CM_MAX_IDS - 1 ||
+	    !(i = calloc(1, sizeof(*i)))) {
 		memset(&rej, 0, CM_HDR_LEN);
 		rej.version = 1;
 		rej.type = ud ? CM_SIDR_REP : CM_REJ;
@@ -747,9 +767,8 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 		xmit(s, vni, dst, src, &rej);
 		return;
 	}
-	do
-		i->id = s->cm_next_id++;
-	while (!i->id || id_find(s, i->id));
+	i->id = new_id(s);
+	s->cnt.cm_ids++;
 	i->ctx = l->ctx;
 	i->ps = l->ps;
 	i->qp_type = l->qp_type;
@@ -770,6 +789,8 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	i->init_depth = m->resp_res;
 	i->retry = m->retry >> 4;
 	i->rnr_retry = m->retry & 15;
+	/* librdmacm moves the QP to RTS before it writes ACCEPT */
+	i->psn = rand24();
 	i->state = CMS_REQ_RCVD;
 	i->next = s->cm_ids;
 	s->cm_ids = i;

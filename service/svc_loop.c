@@ -149,7 +149,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
 	s->cm_next_at = UINT64_MAX;
-	s->cm_next_id = (uint32_t)svc_now() | 1u;
+	s->cm_next_id = 1;
 	s->cm_next_port = 40000;
 
 	rc = svc_dp_init(s);
