@@ -298,6 +298,13 @@ fail:
 	return NULL;
 }
 
+int ovr_cl_cm_open(struct ovr_cl *cl, int ev_fd)
+{
+	int rc = req(cl, OVR_CTL_CM_OPEN, NULL, 0, &ev_fd, 1, NULL, 0, NULL, 0);
+
+	return rc < 0 ? rc : 0;
+}
+
 int ovr_cl_list(struct ovr_cl *cl, struct ovr_ctl_dev *devs, unsigned int max)
 {
 	char buf[sizeof(struct ovr_ctl_list_rep) + 64 * sizeof(*devs)];

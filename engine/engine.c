@@ -373,3 +373,38 @@ void ovr_eng_mem(const struct ovr_eng *e, const struct ovr_eng_qp_cap *cap,
 	m->per_inflight_pkt = sizeof(struct eng_pkt);
 	m->scoreboard = e->sb_size;
 }
+
+int ovr_eng_dgram_build(void *buf, size_t cap, uint32_t sqpn, uint32_t dqpn,
+			uint32_t qkey, uint32_t tsval, const void *payload,
+			uint32_t len)
+{
+	struct ovr_wire_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.version = OVR_WIRE_VERSION;
+	p.opcode = OVR_OP_UD_SEND;
+	p.flags = OVR_F_LAST;
+	p.dqpn = dqpn;
+	p.sqpn = sqpn;
+	p.tsval = tsval | 1u;
+	p.u.ud.qkey = qkey;
+	p.payload = payload;
+	p.payload_len = len;
+	return ovr_wire_build(&p, buf, cap);
+}
+
+int ovr_eng_dgram_parse(const void *pdu, size_t len, uint32_t *qkey,
+			const uint8_t **payload, uint32_t *plen)
+{
+	struct ovr_wire_pkt p;
+	int rc = ovr_wire_parse(pdu, len, &p, NULL);
+
+	if (rc)
+		return rc;
+	if (p.opcode != OVR_OP_UD_SEND)
+		return -EINVAL;
+	*qkey = p.u.ud.qkey;
+	*payload = p.payload;
+	*plen = p.payload_len;
+	return 0;
+}

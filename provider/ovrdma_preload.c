@@ -148,6 +148,7 @@ static __attribute__((constructor)) void ovrdma_preload_init(void)
 	char path[PATH_MAX];
 
 	ovrdma_fs_resolve();
+	ovrdma_cm_resolve();
 	ovrdma_nl_resolve();
 	/* libibverbs ignores SYSFS_PATH in setuid programs */
 	if (getuid() != geteuid())

@@ -8,6 +8,8 @@
  *                        kernel's answers (ovrdma_nl.c)
  *   ovrdma_preload_fs.c  the tree's files under libibverbs' sysfs root,
  *                        for devices found through netlink
+ *   ovrdma_preload_cm.c  librdmacm's rdma_cm device: the ucma commands,
+ *                        carried to ovrdmad's connection manager
  */
 #ifndef OVRDMA_PRELOAD_H
 #define OVRDMA_PRELOAD_H
@@ -48,6 +50,14 @@ void *ovrdma_next(void **slot, const char *name);
  * in the middle of a call (a malloc that opens files while it starts,
  * as jemalloc's, would meet dlsym's own allocation). */
 void ovrdma_fs_resolve(void);
+void ovrdma_cm_resolve(void);
+
+/* rdma_cm (ovrdma_preload_cm.c): is @path librdmacm's device; open it
+ * (an fd, or -1 and errno); forget the channel on @fd if it is one
+ * (close() calls it before closing the fd). */
+bool ovrdma_cm_is_dev(const char *path);
+int ovrdma_cm_open(int flags);
+void ovrdma_cm_close(int fd);
 void ovrdma_nl_resolve(void);
 
 #endif /* OVRDMA_PRELOAD_H */

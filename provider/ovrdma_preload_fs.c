@@ -148,6 +148,9 @@ EXPORT int open(const char *path, int flags, ...)
 	char buf[PATH_MAX];
 	mode_t mode = 0;
 
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
+
 	MODE_ARG(flags, mode);
 	return NEXT(open)(redirect(path, buf, sizeof(buf)), flags, mode);
 }
@@ -157,6 +160,9 @@ EXPORT int open64(const char *path, int flags, ...)
 	char buf[PATH_MAX];
 	mode_t mode = 0;
 
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
+
 	MODE_ARG(flags, mode);
 	return NEXT(open64)(redirect(path, buf, sizeof(buf)), flags, mode);
 }
@@ -165,6 +171,9 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 {
 	char buf[PATH_MAX];
 	mode_t mode = 0;
+
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
 
 	MODE_ARG(flags, mode);
 	return NEXT(openat)(dirfd, redirect(path, buf, sizeof(buf)), flags,
@@ -176,6 +185,9 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	char buf[PATH_MAX];
 	mode_t mode = 0;
 
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
+
 	MODE_ARG(flags, mode);
 	return NEXT(openat64)(dirfd, redirect(path, buf, sizeof(buf)), flags,
 			      mode);
@@ -185,12 +197,18 @@ EXPORT int __open_2(const char *path, int flags)
 {
 	char buf[PATH_MAX];
 
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
+
 	return NEXT(__open_2)(redirect(path, buf, sizeof(buf)), flags);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
 {
 	char buf[PATH_MAX];
+
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
 
 	return NEXT(__open64_2)(redirect(path, buf, sizeof(buf)), flags);
 }
@@ -199,12 +217,18 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 {
 	char buf[PATH_MAX];
 
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
+
 	return NEXT(__openat_2)(dirfd, redirect(path, buf, sizeof(buf)), flags);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
 	char buf[PATH_MAX];
+
+	if (ovrdma_cm_is_dev(path))
+		return ovrdma_cm_open(flags);
 
 	return NEXT(__openat64_2)(dirfd, redirect(path, buf, sizeof(buf)),
 				  flags);

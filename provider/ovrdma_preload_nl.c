@@ -208,6 +208,7 @@ __attribute__((visibility("default"))) int socket(int domain, int type,
 
 __attribute__((visibility("default"))) int close(int fd)
 {
+	ovrdma_cm_close(fd); /* an rdma_cm channel's (one atomic load) */
 	if (maybe_tracked(fd)) {
 		pthread_mutex_lock(&socks_lock);
 		for (unsigned int i = 0; i < SOCKS_MAX; i++)

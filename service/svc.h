@@ -341,6 +341,8 @@ struct svc_ctx {
 	uint64_t pinned;
 	uint64_t async_dropped;
 	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
+	/* a CM event channel (CM_OPEN): the service's end of the events */
+	int cm_ev_fd;
 	struct svc_ctx *next;
 };
 
@@ -359,6 +361,9 @@ struct svc_counters {
 				 without the port */
 	uint64_t tx_loopback_full; /* ...dropped: the loopback queue was full */
 	uint64_t wqe_bad; /* malformed WQEs from applications */
+	uint64_t cm_rx, cm_tx, cm_rx_bad, cm_retx; /* CM messages */
+	uint64_t cm_ev_dropped; /* events a full channel could not take */
+	uint64_t cm_ids; /* CM ids alive (lingering ones included) */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
 	uint64_t ctx_opened, ctx_closed;
@@ -493,6 +498,12 @@ struct svc {
 	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;
+	/* the connection manager's ids, every channel's (svc_cm.c): O(N)
+	 * lookups, a list while connection counts are small */
+	struct svc_cm_id *cm_ids;
+	uint32_t cm_next_id; /* local communication ids, random start */
+	uint16_t cm_next_port; /* ephemeral ports */
+	uint64_t cm_next_at; /* earliest CM timer (UINT64_MAX: none) */
 	/* GPU memory (docs/GPU.md): the driver, loaded at the first GPU
 	 * registration; gdr_err < 0 once loading failed (not retried),
 	 * with the reason in gdr_why (logged once) */
@@ -539,6 +550,33 @@ void svc_srq_kick(struct svc *s, struct svc_srq *srq);
 /* Context @c goes: its queued process-route copies are dropped, failing
  * as copies into a process that is gone (-ESRCH). */
 void svc_proc_forget(struct svc *s, struct svc_ctx *c);
+
+/* A datagram to the connection manager's QPN elsewhere (svc_cm.c). */
+int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
+		      uint32_t dst_vip, uint32_t sqpn, uint32_t dqpn,
+		      uint32_t qkey, const void *payload, uint32_t len);
+
+/*
+ * svc_cm.c: the connection manager (docs/PROVIDER.md, "rdma_cm"). Its
+ * messages travel as datagrams between the nodes' QPN 1 (IB's GSI QP,
+ * never a QP of the engine) with the GSI's Q_Key (docs/WIRE.md,
+ * "Connection manager messages").
+ */
+#define SVC_CM_QPN 1u
+#define SVC_CM_QKEY 0x80010000u
+struct svc_cm_id;
+struct svc_req;
+int svc_do_cm_open(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+/* Context @c (a CM channel) goes: its ids are destroyed as by
+ * DESTROY_ID (peers told). */
+void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c);
+/* A CM message of @len bytes from @src_vip to @dst_vip in tenant @vni. */
+void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
+	       const uint8_t *msg, uint32_t len);
+/* Retransmissions and timeouts due at @now; returns the next deadline
+ * (UINT64_MAX: none). */
+uint64_t svc_cm_poll(struct svc *s, uint64_t now);
 
 /* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
 int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);

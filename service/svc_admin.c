@@ -465,6 +465,12 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "tx_loopback_full", k->tx_loopback_full);
 	counter(b, "tx_nobuf", k->tx_nobuf);
 	counter(b, "wqe_bad", k->wqe_bad);
+	counter(b, "cm_rx", k->cm_rx);
+	counter(b, "cm_tx", k->cm_tx);
+	counter(b, "cm_rx_bad", k->cm_rx_bad);
+	counter(b, "cm_retx", k->cm_retx);
+	counter(b, "cm_ev_dropped", k->cm_ev_dropped);
+	counter(b, "cm_ids", k->cm_ids);
 	counter(b, "cq_overflows", k->cq_overflows);
 	counter(b, "sleeps", k->sleeps);
 	counter(b, "wakeups", k->wakeups);

@@ -139,6 +139,7 @@ void svc_ctl_accept(struct svc *s)
 		c->gid = cr.gid;
 		c->dev = -1;
 		c->async_fd = -1;
+		c->cm_ev_fd = -1;
 		ev.data.u64 = (uint64_t)(uintptr_t)c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			if (c->pidfd >= 0)
@@ -224,6 +225,10 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 					 SVC_OBJ_PD };
 
 	svc_proc_forget(s, c); /* (none queued between rounds) */
+	if (c->cm_ev_fd >= 0) {
+		svc_cm_ctx_gone(s, c);
+		close(c->cm_ev_fd);
+	}
 	for (size_t k = 0; k < sizeof(order); k++)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == order[k])
@@ -306,7 +311,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_ctl_open_rep rep = { 0 };
 	int dev = -1, dbfd, fds[2], rc;
 
-	if (c->dev >= 0)
+	if (c->dev >= 0 || c->cm_ev_fd >= 0)
 		return svc_status(c, r->h, -EALREADY);
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
 		if (s->devs[i].used &&
@@ -347,6 +352,13 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_do_adm(s, c, r);
 	if (op != OVR_CTL_HELLO && !c->hello)
 		return svc_status(c, r->h, -EPROTO);
+	/* an rdma_cm event channel: no device of its own */
+	if (op == OVR_CTL_CM_OPEN)
+		return c->dev >= 0 ? svc_status(c, r->h, -EALREADY) :
+				     svc_do_cm_open(s, c, r);
+	if (op == OVR_CTL_CM)
+		return c->cm_ev_fd < 0 ? svc_status(c, r->h, -EBADF) :
+					 svc_do_cm(s, c, r);
 	if (op > OVR_CTL_OPEN && c->dev < 0)
 		return svc_status(c, r->h, -EBADF);
 	switch (op) {

@@ -455,7 +455,68 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 			len + OVR_WIRE_ENCAP_LEN);
 }
 
+/*
+ * A datagram the service itself sends (the connection manager's
+ * messages, svc_cm.c): a UD_SEND from @sqpn to @dqpn with Q_Key @qkey,
+ * in tenant @vni from @src_vip to @dst_vip, through the same overlay
+ * (tables, security groups) and loopback as the QPs' packets. 0, or
+ * -ENOBUFS / -EHOSTUNREACH (counted as the engine's would be).
+ */
+int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
+		      uint32_t dst_vip, uint32_t sqpn, uint32_t dqpn,
+		      uint32_t qkey, const void *payload, uint32_t len)
+{
+	struct ovr_vpc_flow flow;
+	void *token = NULL;
+	uint8_t *pdu;
+	int n, rc;
+
+	pdu = s->port_ops->tx_alloc(s->port, 64 + len, &token);
+	if (!pdu) {
+		s->cnt.tx_nobuf++;
+		return -ENOBUFS;
+	}
+	n = ovr_eng_dgram_build(pdu, 64 + len, sqpn, dqpn, qkey,
+				(uint32_t)svc_now(), payload, len);
+	if (n < 0) {
+		s->port_ops->tx_free(s->port, token);
+		return -EINVAL;
+	}
+	ovr_vpc_flow_init(&flow, vni, src_vip, dst_vip, sqpn, dqpn, 0);
+	rc = ovr_vpc_tx(s->vt, &flow, 0, pdu, OVR_WIRE_ENCAP_LEN, (size_t)n);
+	if (rc) {
+		s->cnt.tx_no_route++;
+		s->port_ops->tx_free(s->port, token);
+		return -EHOSTUNREACH;
+	}
+	s->cnt.tx_frames++;
+	s->cnt.tx_bytes += (uint64_t)n + OVR_WIRE_ENCAP_LEN;
+	if (!memcmp(pdu - OVR_WIRE_ENCAP_LEN, s->mac, 6)) {
+		loop_queue(s, token, pdu - OVR_WIRE_ENCAP_LEN,
+			   (uint32_t)n + OVR_WIRE_ENCAP_LEN);
+		return 0;
+	}
+	s->port_ops->tx(s->port, token, pdu - OVR_WIRE_ENCAP_LEN,
+			(uint32_t)n + OVR_WIRE_ENCAP_LEN);
+	return 0;
+}
+
 /* ---- receive ------------------------------------------------------------- */
+
+/* A datagram for the connection manager's QPN: parsed, Q_Key checked,
+ * handed to svc_cm.c with the tenant and addresses it came with. */
+static void rx_cm(struct svc *s, const struct ovr_vpc_rx *rx)
+{
+	const uint8_t *payload;
+	uint32_t qkey, len;
+
+	if (ovr_eng_dgram_parse(rx->pdu, rx->pdu_len, &qkey, &payload, &len) ||
+	    qkey != SVC_CM_QKEY) {
+		s->cnt.cm_rx_bad++;
+		return;
+	}
+	svc_cm_rx(s, rx->vni, rx->src_vip, rx->dst_vip, payload, len);
+}
 
 static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		     uint64_t now)
@@ -475,6 +536,10 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		return;
 	}
 	p = (const struct ovr_wire_prefix *)rx.pdu;
+	if ((__builtin_bswap32(p->dqpn) & 0xffffffu) == SVC_CM_QPN) {
+		rx_cm(s, &rx);
+		return;
+	}
 	qp = svc_qp_find(s, __builtin_bswap32(p->dqpn) & 0xffffffu);
 	if (!qp) {
 		/* the engine answers version probes, and PDUs of QPs that

@@ -148,6 +148,9 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
+	s->cm_next_at = UINT64_MAX;
+	s->cm_next_id = 1;
+	s->cm_next_port = 40000;
 
 	rc = svc_dp_init(s);
 	if (!rc)
@@ -364,6 +367,12 @@ int svc_run(struct svc *s)
 
 		now = svc_now();
 		work = svc_dp_round(s, now, &next);
+		if (s->cm_next_at <= now || s->cm_next_at < next) {
+			uint64_t t = svc_cm_poll(s, now);
+
+			if (t < next)
+				next = t;
+		}
 		copying = s->dev_closed != s->dev_done;
 		heartbeat(s, now);
 		ovr_vpc_quiescent();

@@ -104,6 +104,12 @@ struct ovr_cl *ovr_cl_connect(const char *path, const char *name);
 /* Destroys everything the connection created (the service does too). */
 void ovr_cl_close(struct ovr_cl *cl);
 
+/* Makes the connection an rdma_cm event channel (OVR_CTL_CM_OPEN): the
+ * service writes struct ovr_ctl_cm_event records to @ev_fd (a
+ * SOCK_SEQPACKET end, passed; the caller keeps its own copy). 0 or
+ * -errno; then CM commands go through ovr_cl_request(OVR_CTL_CM). */
+int ovr_cl_cm_open(struct ovr_cl *cl, int ev_fd);
+
 /* Devices: fills up to @max, returns how many exist or -errno. */
 int ovr_cl_list(struct ovr_cl *cl, struct ovr_ctl_dev *devs, unsigned int max);
 /* Binds the connection to device @name (once). */

@@ -34,8 +34,9 @@
  * 5: REG_MR's process route (OVR_CTL_MR_PROC): a version-4 service would
  * take the flag word for padding and refuse nseg 0 as malformed, and a
  * version-4 client would still remap private memory onto memfds;
- * 6: on-demand registrations (OVR_CTL_MR_ODP) and ovr_ctl_dev.caps */
-#define OVR_CTL_VERSION 6u
+ * 6: on-demand registrations (OVR_CTL_MR_ODP) and ovr_ctl_dev.caps;
+ * 7: the connection manager (CM_OPEN, CM) */
+#define OVR_CTL_VERSION 7u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 /* where ovrdmad publishes its devices (sysfs =), and the interposer
  * looks for them when nothing names the tree (docs/PROVIDER.md) */
@@ -69,6 +70,11 @@ enum ovr_ctl_op {
 	OVR_CTL_CREATE_AH = 21,
 	OVR_CTL_DESTROY_AH = 22,
 	OVR_CTL_REG_MR_GPU = 23, /* req fd: the allocation (kind FD only) */
+	/* the connection manager (docs/PROVIDER.md, "rdma_cm"): a
+	 * connection that says CM_OPEN instead of OPEN is one librdmacm
+	 * event channel */
+	OVR_CTL_CM_OPEN = 24, /* req fd: the service's end of the events */
+	OVR_CTL_CM = 25, /* one rdma_cm command (struct ovr_ctl_cm_req) */
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -437,6 +443,104 @@ struct ovr_ctl_comp_event {
 	uint64_t cq_handle;
 };
 
+/* ---- connection manager ------------------------------------------------- */
+
+/*
+ * An rdma_cm event channel is a control connection that said HELLO and
+ * CM_OPEN (with the service's end of a SOCK_SEQPACKET pair: one struct
+ * ovr_ctl_cm_event per message, the other end is the application's
+ * channel fd). Each CM request is one command on one id; ids belong to
+ * the connection and go with it. Addresses are IPv4, host byte order.
+ */
+#define OVR_CTL_CM_PRIV_MAX 256u /* = RDMA_MAX_PRIVATE_DATA */
+
+enum ovr_ctl_cm_cmd {
+	OVR_CM_CREATE_ID = 1, /* arg: port space, arg2: qp type; rep: id */
+	OVR_CM_DESTROY_ID = 2,
+	OVR_CM_BIND = 3, /* src */
+	OVR_CM_RESOLVE_ADDR = 4, /* src (optional), dst; arg: timeout ms */
+	OVR_CM_RESOLVE_ROUTE = 5, /* arg: timeout ms */
+	OVR_CM_QUERY = 6, /* rep: addresses, device */
+	OVR_CM_LISTEN = 7, /* arg: backlog */
+	OVR_CM_CONNECT = 8, /* conn */
+	OVR_CM_ACCEPT = 9, /* conn (the active side: the RTU) */
+	OVR_CM_REJECT = 10, /* conn.private_data; arg: reason */
+	OVR_CM_DISCONNECT = 11,
+	OVR_CM_INIT_QP_ATTR = 12, /* arg: state; rep: qp */
+	OVR_CM_NOTIFY = 13, /* arg: enum ovr_event */
+};
+
+struct ovr_ctl_cm_addr {
+	uint32_t ip; /* 0: any */
+	uint16_t port; /* 0: any (bind, listen: one is chosen) */
+	uint16_t set; /* 1: the address is given */
+};
+
+struct ovr_ctl_cm_conn {
+	uint32_t qp_num;
+	uint32_t qkey;
+	uint8_t private_data[OVR_CTL_CM_PRIV_MAX];
+	uint8_t private_data_len;
+	uint8_t srq;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t retry_count;
+	uint8_t rnr_retry_count;
+	uint8_t rsvd[2];
+};
+
+struct ovr_ctl_cm_req {
+	uint32_t cmd; /* enum ovr_ctl_cm_cmd */
+	uint32_t id;
+	uint32_t arg;
+	uint32_t arg2;
+	struct ovr_ctl_cm_addr src, dst;
+	struct ovr_ctl_cm_conn conn;
+};
+
+/* What rdma_init_qp_attr() gets: attribute mask (enum ovr_qp_attr_mask)
+ * and values, the address vector as the peer's vIP (GID ::ffff:vip). */
+struct ovr_ctl_cm_qp_attr {
+	uint32_t mask;
+	uint32_t state;
+	uint32_t access;
+	uint32_t qkey;
+	uint32_t dest_qpn;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dgid_vip;
+	uint8_t path_mtu;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t hop_limit;
+	uint8_t port_num;
+	uint8_t pkey_index;
+	uint8_t rsvd[2];
+};
+
+struct ovr_ctl_cm_rep {
+	uint32_t id;
+	uint32_t rsvd;
+	uint64_t guid; /* the device the id is bound to (0: none yet) */
+	struct ovr_ctl_cm_addr src, dst;
+	struct ovr_ctl_cm_qp_attr qp;
+};
+
+/* One event on the channel (the application's end of CM_OPEN's pair). */
+struct ovr_ctl_cm_event {
+	uint32_t id; /* CONNECT_REQUEST: the new id */
+	uint32_t listen_id; /* CONNECT_REQUEST: the listener; else 0 */
+	uint32_t event; /* enum ovr_cm_event */
+	int32_t status; /* 0, -errno, or (REJECTED) the reject reason */
+	struct ovr_ctl_cm_conn conn; /* the peer's parameters */
+	uint32_t ud_vip; /* UD ESTABLISHED: the peer's vIP */
+	uint32_t rsvd;
+};
+
 /* ---- administration ----------------------------------------------------- */
 
 struct ovr_ctl_adm_tenant_req {
@@ -486,6 +590,10 @@ _Static_assert(sizeof(struct ovr_ctl_create_srq_req) == 32, "create srq");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_rep) == 56, "srq rep");
 _Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 136, "reg mr gpu");
+_Static_assert(sizeof(struct ovr_ctl_cm_conn) == 272, "cm conn");
+_Static_assert(sizeof(struct ovr_ctl_cm_req) == 304, "cm req");
+_Static_assert(sizeof(struct ovr_ctl_cm_qp_attr) == 44, "cm qp attr");
+_Static_assert(sizeof(struct ovr_ctl_cm_event) == 296, "cm event");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==
 		       40 + 16 * OVR_CTL_MR_MAX_SEG,
 	       "reg mr");

@@ -620,6 +620,20 @@ struct ovr_eng_mem {
 void ovr_eng_mem(const struct ovr_eng *e, const struct ovr_eng_qp_cap *cap,
 		 struct ovr_eng_mem *m);
 
+/*
+ * Datagrams outside any QP: the node service's connection manager
+ * (docs/WIRE.md, "Connection manager messages") sends UD_SEND PDUs
+ * between the nodes' QPN 1 itself. Build writes one at @buf (at most
+ * @cap bytes) and returns its length, or a negative error; parse checks
+ * a received PDU of @len bytes and gives its Q_Key and payload (0), or
+ * a negative error when it is not a valid UD_SEND.
+ */
+int ovr_eng_dgram_build(void *buf, size_t cap, uint32_t sqpn, uint32_t dqpn,
+			uint32_t qkey, uint32_t tsval, const void *payload,
+			uint32_t len);
+int ovr_eng_dgram_parse(const void *pdu, size_t len, uint32_t *qkey,
+			const uint8_t **payload, uint32_t *plen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -176,4 +176,41 @@ enum ovr_event {
 	OVR_EV_QP_LAST_WQE_REACHED = 16,
 };
 
+/* ---- connection manager (= enum rdma_cm_event_type, librdmacm) ------ */
+
+enum ovr_cm_event {
+	OVR_CM_EV_ADDR_RESOLVED = 0,
+	OVR_CM_EV_ADDR_ERROR = 1,
+	OVR_CM_EV_ROUTE_RESOLVED = 2,
+	OVR_CM_EV_ROUTE_ERROR = 3,
+	OVR_CM_EV_CONNECT_REQUEST = 4,
+	OVR_CM_EV_CONNECT_RESPONSE = 5,
+	OVR_CM_EV_CONNECT_ERROR = 6,
+	OVR_CM_EV_UNREACHABLE = 7,
+	OVR_CM_EV_REJECTED = 8,
+	OVR_CM_EV_ESTABLISHED = 9,
+	OVR_CM_EV_DISCONNECTED = 10,
+	OVR_CM_EV_DEVICE_REMOVAL = 11,
+	OVR_CM_EV_TIMEWAIT_EXIT = 15,
+};
+
+/* = enum rdma_port_space */
+enum ovr_cm_ps {
+	OVR_CM_PS_IPOIB = 0x0002,
+	OVR_CM_PS_IB = 0x013f,
+	OVR_CM_PS_TCP = 0x0106,
+	OVR_CM_PS_UDP = 0x0111,
+};
+
+/* The Q_Key of RDMA_PS_UDP ids (librdmacm's RDMA_UDP_QKEY) */
+#define OVR_CM_UDP_QKEY 0x01234567u
+
+/* IB CM reject reasons (IBTA 12.6.7.2) that ovrdma gives */
+enum ovr_cm_rej_reason {
+	OVR_CM_REJ_TIMEOUT = 4, /* the peer gave up waiting for us */
+	OVR_CM_REJ_CONSUMER = 28, /* the application rejected */
+	OVR_CM_REJ_INVALID_SERVICE_ID = 8, /* no listener on that port */
+	OVR_CM_REJ_STALE_CONN = 10, /* the peer's id is gone */
+};
+
 #endif /* OVRDMA_VERBS_H */

@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# rdma_cm over ovrdma (docs/PROVIDER.md, "rdma_cm"; issue 25): unmodified
+# rdmacm-utils programs between two testbed nodes (docs/TESTBED.md), at
+# 0 % and 1 % loss, server on node 1, client on node 2, as a user runs
+# them:
+#   1. rping -s / rping -c -C N -V (data verified): both exit 0, the
+#      client prints every ping;
+#   2. ucmatose (several RC connections, data both ways, disconnect);
+#   3. udaddy (UD ids: SIDR exchange, address handles, datagrams);
+#   4. perftest's ib_write_bw -R and ib_send_lat -R (rdma_cm exchange);
+#   5. errors: rping -c to a port with no listener: REJECTED with
+#      reason 8 at once, nothing hangs;
+# then no CM id is left on either node. Every program runs under a
+# timeout, so a hang fails the test. A summary table ends the output.
+# usage: rdmacm.sh TESTBED
+set -u
+tb=$1
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "rdmacm: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+for p in rping ucmatose udaddy ib_write_bw ib_send_lat timeout; do
+	if ! command -v $p >/dev/null; then
+		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
+		exit 77
+	fi
+done
+export OVRDMA_TESTBED_DIR=/run/ovrdma-cm-test.$$
+export OVRDMA_TESTBED_PREFIX=ovrcm$$
+trap '"$tb" down >/dev/null 2>&1' EXIT
+out=$OVRDMA_TESTBED_DIR/runs
+
+nfail=0
+summary=()
+
+# pair NAME WANT_SERVER WANT_CLIENT SERVER_CMD -- CLIENT_CMD: runs the
+# server on node 1 and, a second later, the client on node 2; each
+# side's exit status must be WANT (a number, or "any").
+pair() {
+	local name=$1 ws=$2 wc=$3 srv=() cli=() n=$((${#summary[@]} + 1))
+	local t0=$SECONDS spid src crc verdict=ok
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	shift
+	cli=("$@")
+	timeout -k 5 60 "$tb" run 1 "${srv[@]}" >"$out/$n.srv" 2>&1 &
+	spid=$!
+	sleep 1
+	timeout -k 5 45 "$tb" run 2 "${cli[@]}" >"$out/$n.cli" 2>&1
+	crc=$?
+	wait "$spid"
+	src=$?
+	if [ "$ws" != any ] && [ "$src" != "$ws" ]; then
+		verdict="FAIL (server exit $src, want $ws)"
+	fi
+	if [ "$wc" != any ] && [ "$crc" != "$wc" ]; then
+		verdict="FAIL (client exit $crc, want $wc)"
+	fi
+	echo "== $name: $verdict ($((SECONDS - t0))s)"
+	if [ "$verdict" != ok ]; then
+		nfail=$((nfail + 1))
+		echo "-- server:"; tail -20 "$out/$n.srv"
+		echo "-- client:"; tail -20 "$out/$n.cli"
+	fi
+	summary+=("$(printf '%-34s %s' "$name" "$verdict")")
+	[ "$verdict" = ok ]
+}
+
+# check NAME FILE PATTERN [COUNT]: FILE has PATTERN (at least COUNT lines)
+check() {
+	local name=$1 f=$2 pat=$3 want=${4:-1} got
+	got=$(grep -c -E -- "$pat" "$f")
+	if [ "$got" -lt "$want" ]; then
+		echo "== $name: FAIL ($got lines of '$pat', want $want)"
+		tail -20 "$f"
+		nfail=$((nfail + 1))
+		summary+=("$(printf '%-34s %s' "$name" FAIL)")
+	else
+		summary+=("$(printf '%-34s %s' "$name" "ok ($got)")")
+	fi
+}
+
+run_all() { # LABEL
+	local l=$1 a1
+	a1=$("$tb" addr 1)
+	mkdir -p "$out"
+	if pair "$l rping -C 50 -V" 0 0 rping -s -a "$a1" -C 50 -V -- \
+		rping -c -a "$a1" -C 50 -V -v; then
+		check "$l rping pings verified" "$out/${#summary[@]}.cli" \
+			'^ping data: rdma-ping-' 50
+	fi
+	if pair "$l ucmatose 4 connections" 0 0 ucmatose -c 4 -C 20 -- \
+		ucmatose -s "$a1" -c 4 -C 20; then
+		check "$l ucmatose both directions" "$out/${#summary[@]}.cli" \
+			'^test complete' 1
+	fi
+	if pair "$l udaddy 2 ids" 0 0 udaddy -c 2 -C 20 -- \
+		udaddy -s "$a1" -c 2 -C 20; then
+		check "$l udaddy datagrams" "$out/${#summary[@]}.cli" \
+			'^test complete' 1
+	fi
+	pair "$l ib_write_bw -R" 0 0 ib_write_bw -R -n 500 -- \
+		ib_write_bw -R -n 500 "$a1"
+	pair "$l ib_send_lat -R" 0 0 ib_send_lat -R -n 500 -- \
+		ib_send_lat -R -n 500 "$a1"
+	# no listener on that port: REJECTED, the client fails at once
+	pair "$l rping, no listener" 0 255 sleep 3 -- \
+		rping -c -a "$a1" -p 7999 -C 1
+	check "$l no listener: rejected" "$out/${#summary[@]}.cli" \
+		'RDMA_CM_EVENT_REJECTED, error 8' 1
+}
+
+t_start=$SECONDS
+if ! "$tb" up 2 >/dev/null 2>&1; then
+	echo "rdmacm: the testbed did not come up"
+	exit 1
+fi
+mkdir -p "$out"
+run_all "loss 0 %:"
+"$tb" fabric set all loss=1% >/dev/null
+run_all "loss 1 %:"
+
+# every id went with its program
+for n in 1 2; do
+	left=$("$tb" ctl "$n" show counters 2>/dev/null |
+		awk '$1 == "cm_ids" { print $2 }')
+	if [ -n "$left" ] && [ "$left" != 0 ]; then
+		echo "== node $n: $left CM ids left"
+		nfail=$((nfail + 1))
+	fi
+done
+
+echo
+echo "rdmacm summary ($((SECONDS - t_start))s):"
+printf '  %s\n' "${summary[@]}"
+[ $nfail -eq 0 ] || { echo "rdmacm: $nfail failed"; exit 1; }
+echo "rdmacm: all passed"
