@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,8 +377,14 @@ struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->mr = ovr_cl_reg_mr(to_octx(ibpd->context)->cl, to_opd(ibpd)->handle,
 			       addr, length, (unsigned int)access);
 	if (!mr->mr) {
+		static atomic_bool said;
 		int e = errno;
 
+		/* the process route needs this process's /proc/self/mem */
+		if (e == EPERM && !atomic_exchange(&said, true))
+			fprintf(stderr,
+				"ovrdma: ibv_reg_mr %p+%zu: private memory of a process that is not dumpable cannot be registered (it may not open /proc/self/mem, through which ovrdmad reaches it); register shared memory (memfd, shm, a MAP_SHARED file) or keep the process dumpable\n",
+				addr, length);
 		free(mr);
 		errno = e;
 		return NULL;

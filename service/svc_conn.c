@@ -30,11 +30,12 @@
 
 /*
  * A pidfd for the peer of @fd, whose pid SO_PEERCRED gave: -1 when none
- * can be had (then the process route is refused: -ESRCH). The pid was
- * the peer's when it connected; the peer may have died and its pid been
- * reused since. Still connected after the pidfd was opened means it had
- * not died then (its exit would have closed the socket), so the pidfd
- * is the peer's: from then on a readable pidfd says it exited.
+ * can be had (then process-route copies learn of its exit themselves:
+ * svc_procmem_rw's -ESRCH). The pid was the peer's when it connected;
+ * the peer may have died and its pid been reused since. Still connected
+ * after the pidfd was opened means it had not died then (its exit would
+ * have closed the socket), so the pidfd is the peer's: from then on a
+ * readable pidfd says it exited.
  */
 static int peer_pidfd(int fd, pid_t pid)
 {
@@ -137,6 +138,7 @@ void svc_ctl_accept(struct svc *s)
 		c->pidfd = peer_pidfd(fd, cr.pid);
 		c->uid = cr.uid;
 		c->gid = cr.gid;
+		c->memfd = -1;
 		c->dev = -1;
 		c->async_fd = -1;
 		ev.data.u64 = (uint64_t)(uintptr_t)c;
@@ -152,7 +154,7 @@ void svc_ctl_accept(struct svc *s)
 		if (c->pidfd >= 0 &&
 		    epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->pidfd, &ev)) {
 			close(c->pidfd);
-			c->pidfd = -1; /* the process route is refused */
+			c->pidfd = -1; /* no early notice of its exit */
 		}
 		c->next = s->ctxs;
 		s->ctxs = c;
@@ -241,6 +243,8 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		close(c->async_fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->memfd >= 0)
+		close(c->memfd);
 	close(c->fd);
 	free(c->obj);
 	free(c->ra);
