@@ -671,5 +671,8 @@ int svc_sysfs_init(struct svc *s);
 void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_fini(struct svc *s);
+/* mkdir @path mode 0755 whatever the umask (0 when it is there already,
+ * left as it is), or -errno */
+int svc_mkdir_pub(const char *path);
 
 #endif /* OVRDMA_SVC_H */

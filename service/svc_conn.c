@@ -61,7 +61,8 @@ int svc_ctl_listen(struct svc *s)
 	struct epoll_event ev = { .events = EPOLLIN,
 				  .data.u64 = SVC_EV_LISTEN };
 	char dir[sizeof(a.sun_path)], *slash;
-	int fd;
+	mode_t old;
+	int fd, rc;
 
 	if (strlen(s->conf.socket) >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
@@ -70,7 +71,7 @@ int svc_ctl_listen(struct svc *s)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		mkdir(dir, 0755); /* /run/ovrdma; exists is fine */
+		svc_mkdir_pub(dir); /* /run/ovrdma; exists is fine */
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -88,13 +89,19 @@ int svc_ctl_listen(struct svc *s)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
-		int e = errno;
-
+	/* born 0600: connect() checks the socket's mode only when a client
+	 * connects, and one that got in before the chmod below would keep
+	 * its context (ovrdmad's umask may be anything) */
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64) ?
+		     -errno :
+		     0;
+	umask(old);
+	if (rc) {
 		fprintf(stderr, "ovrdmad: %s: %s\n", s->conf.socket,
-			strerror(e));
+			strerror(-rc));
 		close(fd);
-		return -e;
+		return rc;
 	}
 	if (s->conf.group[0]) {
 		struct group *g = getgrnam(s->conf.group);
