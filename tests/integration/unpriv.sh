@@ -8,7 +8,9 @@
 # programs and the provider root-owned files it may read and run. Here
 # GROUP and the user are made for the run (the packages' group is
 # `ovrdma`, which tests/integration/packaging.sh wants absent) and
-# removed after. Two testbed nodes (docs/TESTBED.md, `up --group`):
+# removed after. Two testbed nodes (docs/TESTBED.md, `up --group`), every
+# ovrdmad started under umask 077 (a hardened host's): the socket and
+# the sysfs tree must still be what the user needs.
 #   1. verbs_mem, every case, server and client as the user: memfd
 #      (reached through the descriptor it holds), a 2 MB hugetlb memfd
 #      where a page is free, a file (unlinked; and file-path, by its
@@ -102,7 +104,7 @@ step() {
 	[ "$2" != FAIL ] || nfail=$((nfail + 1))
 }
 
-"$tb" up 2 --group "$grp" >"$tmp/up.log" 2>&1 || {
+(umask 077 && "$tb" up 2 --group "$grp") >"$tmp/up.log" 2>&1 || {
 	cat "$tmp/up.log"
 	echo "unprivileged: FAIL: testbed did not come up"
 	exit 1
