@@ -568,8 +568,9 @@ uint64_t svc_mem_truncated_pages(void);
  * one, opened read-write; -EINVAL another file, -EACCES read-only. rw:
  * one preadv / pwritev (@to_app: into the application) of @iov at the
  * application's @addr: the bytes moved (the kernel stops at the first
- * page that is not there), -EFAULT when the first is not, -ESRCH when
- * the address space is gone (exit, exec), or -errno. */
+ * page that is not there; 0 only when @iov holds none), -EFAULT when
+ * the first is not, -ESRCH when the address space is gone (exit,
+ * exec), or -errno. */
 int svc_procmem_check(int fd);
 ssize_t svc_procmem_rw(int fd, bool to_app, const struct iovec *iov, int n,
 		       uint64_t addr);

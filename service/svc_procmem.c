@@ -82,8 +82,15 @@ int svc_procmem_check(int fd)
 ssize_t svc_procmem_rw(int fd, bool to_app, const struct iovec *iov, int n,
 		       uint64_t addr)
 {
+	size_t want = 0;
 	ssize_t r;
 
+	/* nothing to move (the engine copies empty pieces at times): done,
+	 * and not the 0 that says the address space is gone */
+	for (int i = 0; i < n; i++)
+		want += iov[i].iov_len;
+	if (!want)
+		return 0;
 	do
 		r = to_app ? pwritev(fd, iov, n, (off_t)addr) :
 			     preadv(fd, iov, n, (off_t)addr);
