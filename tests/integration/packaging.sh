@@ -16,7 +16,9 @@
 #   5. with nothing but the installed files (no build tree in sight):
 #      ovrdma-run ibv_devices / ibv_devinfo see ovrdma0, so does a login
 #      shell without ovrdma-run (/etc/profile.d/ovrdma.sh), and an
-#      ibv_rc_pingpong pair (busy polling and -e) runs between A and B;
+#      ibv_rc_pingpong pair (busy polling and -e) runs between A and B,
+#      A's side as an ordinary member of the group (its buffers private
+#      memory: the process route, docs/SERVICE.md section 4.2);
 #   6. with an application connected, upgrading (dpkg -i again) and
 #      removing the node service are refused and change nothing; the
 #      application still finishes; without it the upgrade goes through and
@@ -294,9 +296,10 @@ out=$(login OVRDMA_PROFILE=0 bash -l -c 'echo "${SYSFS_PATH:-unset}"' 2>&1)
 [ "$out" = unset ] || fail "OVRDMA_PROFILE=0: the profile still set SYSFS_PATH=$out"
 echo "login shell (profile.d/ovrdma.sh): ibv_devinfo sees ovrdma0; OVRDMA_PROFILE=0 turns it off"
 port=18700
-pingpong() { # args...
+pingpong() { # args...: A's side as a member of ovrdma, B's as root
 	port=$((port + 1))
-	ovrdma-run timeout 60 ibv_rc_pingpong -d ovrdma0 -g 0 -p $port "$@" >"$dir/srv.log" 2>&1 &
+	as_member ovrdma-run timeout 60 ibv_rc_pingpong -d ovrdma0 -g 0 -p $port "$@" \
+		>"$dir/srv.log" 2>&1 &
 	local sp=$! rc_c=1
 	sleep 0.3
 	for _ in 1 2 3 4 5; do
@@ -309,7 +312,7 @@ pingpong() { # args...
 	[ $rc_c -eq 0 ] || { cat "$dir/srv.log" "$dir/cli.log"; fail "ibv_rc_pingpong $* (client)"; }
 	grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$dir/cli.log" ||
 		fail "ibv_rc_pingpong $*: no result line"
-	echo "ibv_rc_pingpong $*: $(grep Mbit "$dir/cli.log")"
+	echo "ibv_rc_pingpong $* (A's side as a member of ovrdma): $(grep Mbit "$dir/cli.log")"
 }
 pingpong -s 4096 -n 200
 pingpong -s 65536 -n 100 -e
