@@ -62,9 +62,11 @@ int svc_procmem_check(int fd)
 	ssize_t n;
 	int fl;
 
+	/* procfs makes every PID/mem a regular file of mode 0600 */
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    fstatfs(fd, &sf) || (unsigned long)sf.f_type != PROC_SUPER_MAGIC)
+	    (st.st_mode & 07777) != 0600 || fstatfs(fd, &sf) ||
+	    (unsigned long)sf.f_type != PROC_SUPER_MAGIC)
 		return -EINVAL;
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, path, sizeof(path) - 1);
