@@ -53,6 +53,9 @@ struct ovr_cl {
 	pthread_t watcher;
 	pid_t watcher_pid; /* 0: none; a forked child has none */
 	int watch_stop[2];
+	/* this process's /proc/self/mem, the process route's address space
+	 * (-1 until the first such registration; under @lock) */
+	int mem_fd;
 };
 
 struct ovr_cl_cq {
@@ -270,7 +273,7 @@ struct ovr_cl *ovr_cl_connect(const char *path, const char *name)
 	if (!cl)
 		return NULL;
 	pthread_mutex_init(&cl->lock, NULL);
-	cl->async_rd = cl->async_wr = cl->wake_fd = -1;
+	cl->async_rd = cl->async_wr = cl->wake_fd = cl->mem_fd = -1;
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	cl->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (cl->fd < 0 || connect(cl->fd, (struct sockaddr *)&a, sizeof(a))) {
@@ -490,6 +493,8 @@ void ovr_cl_close(struct ovr_cl *cl)
 		close(cl->async_rd);
 	if (cl->async_wr >= 0)
 		close(cl->async_wr);
+	if (cl->mem_fd >= 0)
+		close(cl->mem_fd);
 	pthread_mutex_destroy(&cl->lock);
 	free(cl);
 }
@@ -533,10 +538,12 @@ int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd)
  * (the object route): the service maps the same pages. Otherwise - any
  * private piece (malloc, stacks, private mappings), a device file's
  * mapping, an object the process may not reopen, more pieces than a
- * request carries - the whole registration takes the process route: no
- * fd, and the service reaches the application's memory with
- * process_vm_readv / process_vm_writev, as it is at the time of each
- * copy.
+ * request carries - the whole registration takes the process route: the
+ * request carries this process's /proc/self/mem, and the service reads
+ * and writes the application's memory through it, as it is at the time
+ * of each copy. That file, not the pid, names the address space: the
+ * kernel checks this process's right to it when it is opened here, and
+ * it reaches nothing once this address space is gone (an exec).
  */
 
 struct maps_line {
@@ -770,6 +777,25 @@ static int mr_route(uint64_t start, uint64_t end, unsigned int access,
 }
 
 /*
+ * This process's /proc/self/mem, opened once per connection (the
+ * service keeps the first it gets, docs/SERVICE.md section 4.2); -EPERM
+ * when the process may not open it: it is not dumpable (prctl
+ * PR_SET_DUMPABLE 0, or it changed its user ID since its exec), and then
+ * neither may the service reach its private memory on its behalf.
+ */
+static int mem_fd(struct ovr_cl *cl)
+{
+	int fd;
+
+	pthread_mutex_lock(&cl->lock);
+	if (cl->mem_fd < 0)
+		cl->mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	fd = cl->mem_fd < 0 ? (errno == EACCES ? -EPERM : -errno) : cl->mem_fd;
+	pthread_mutex_unlock(&cl->lock);
+	return fd;
+}
+
+/*
  * On demand (OVR_ACCESS_ON_DEMAND): the process route whatever backs the
  * range, and the maps are not read. ODP's contract is that the device
  * follows the process's address space - what is mapped at an address
@@ -805,6 +831,11 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 		end = (va + len + PAGE - 1) & ~(PAGE - 1);
 		rc = mr_route(start, end, access, &q, fds, &proc);
 	}
+	if (!rc && proc) {
+		rc = mem_fd(cl); /* kept: not among the nseg closed below */
+		fds[0] = rc;
+		rc = rc < 0 ? rc : 0;
+	}
 	if (!rc) {
 		q.pd = pd;
 		q.access = access;
@@ -816,7 +847,8 @@ struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 		rc = req_exact(cl, OVR_CTL_REG_MR, &q,
 			       offsetof(struct ovr_ctl_reg_mr_req, seg) +
 				       q.nseg * sizeof(q.seg[0]),
-			       fds, (int)q.nseg, &r, sizeof(r), NULL, 0);
+			       fds, proc ? 1 : (int)q.nseg, &r, sizeof(r), NULL,
+			       0);
 	}
 	for (uint32_t i = 0; i < q.nseg; i++)
 		close(fds[i]);

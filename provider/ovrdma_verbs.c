@@ -472,8 +472,14 @@ struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->mr = ovr_cl_reg_mr(ctx->cl, to_opd(ibpd)->handle, addr, length,
 			       (unsigned int)access);
 	if (!mr->mr) {
+		static atomic_bool said;
 		int e = errno;
 
+		/* the process route needs this process's /proc/self/mem */
+		if (e == EPERM && !atomic_exchange(&said, true))
+			fprintf(stderr,
+				"ovrdma: ibv_reg_mr %p+%zu: private memory of a process that is not dumpable cannot be registered (it may not open /proc/self/mem, through which ovrdmad reaches it); register shared memory (memfd, shm, a MAP_SHARED file) or keep the process dumpable\n",
+				addr, length);
 		free(mr);
 		errno = e;
 		return NULL;

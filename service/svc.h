@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <ovrdma/ctl.h>
 #include <ovrdma/engine.h>
@@ -204,7 +205,7 @@ struct svc_devref {
 /* How the service reaches a region (ovrdmactl show mrs) */
 enum svc_mr_route {
 	SVC_MR_OBJ = 1, /* the application's shared objects, mapped */
-	SVC_MR_PROC, /* process_vm_readv / writev into the application */
+	SVC_MR_PROC, /* reads and writes of the application's /proc/self/mem */
 	SVC_MR_GPU, /* GPU memory through gdr/ */
 };
 
@@ -317,10 +318,13 @@ struct svc_ctx {
 	/* the peer's pidfd (-1: none), opened at accept while it was still
 	 * connected, in the loop's epoll set: readable means the peer
 	 * exited, and the loop sets @dead (svc_ctx_exited); process-route
-	 * copies check @dead, so that they never reach another process
-	 * that got the pid (docs/SERVICE.md section 4.2) */
+	 * copies check @dead and make no system call once it is set */
 	int pidfd;
 	bool dead;
+	/* the process route's address space: the application's
+	 * /proc/self/mem from its first process-route REG_MR (-1 until
+	 * then; svc_procmem.c, docs/SERVICE.md section 4.2) */
+	int memfd;
 	/* the process route's read-ahead of send WRs' sources (svc_dp.c,
 	 * svc_proc_src): SVC_RA_BYTES at ra (NULL until needed) hold the
 	 * application's [ra_lo, ra_hi) */
@@ -370,10 +374,10 @@ struct svc_counters {
 	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
 	uint64_t mr_route_obj; /* registrations of mapped objects */
-	uint64_t mr_route_proc; /* ...of the process route (process_vm_*) */
+	uint64_t mr_route_proc; /* ...of the process route (svc_procmem.c) */
 	uint64_t mr_odp; /* ...of those, on demand (implicit included) */
 	uint64_t mr_odp_implicit; /* ...of the whole address space */
-	uint64_t proc_copy_bytes, proc_copy_calls; /* process_vm_* copies */
+	uint64_t proc_copy_bytes, proc_copy_calls; /* its copies */
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
 	uint64_t proc_copy_queued; /* copies run at a batch close */
 	uint64_t proc_ra_hits; /* send sources copied from a read-ahead */
@@ -458,7 +462,7 @@ struct svc {
 	uint64_t dev_done; /* ovr_eng_dev_poll's */
 	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
 	/* process-route copies queued since the last batch close, run at
-	 * the close with one process_vm_writev per run of a context's
+	 * the close with one pwritev per run of a context's adjoining
 	 * copies (docs/SERVICE.md section 4.2); @pord: copies queued (any
 	 * kind) since the close, @pfault: those that failed */
 	struct svc_pcopy pq[OVR_ENG_BATCH_COPIES];
@@ -601,6 +605,18 @@ void svc_mem_untrack(void *start);
 /* pages stood in for since start, all regions */
 uint64_t svc_mem_truncated_pages(void);
 
+/* svc_procmem.c: the process route's copies, through the address-space
+ * file (/proc/PID/mem) the application passed. check: 0 when @fd is
+ * one, opened read-write; -EINVAL another file, -EACCES read-only. rw:
+ * one preadv / pwritev (@to_app: into the application) of @iov at the
+ * application's @addr: the bytes moved (the kernel stops at the first
+ * page that is not there; 0 only when @iov holds none), -EFAULT when
+ * the first is not, -ESRCH when the address space is gone (exit,
+ * exec), or -errno. */
+int svc_procmem_check(int fd);
+ssize_t svc_procmem_rw(int fd, bool to_app, const struct iovec *iov, int n,
+		       uint64_t addr);
+
 /* svc_reply.c: answering control requests */
 struct svc_req {
 	const struct ovr_ctl_hdr *h;
@@ -698,5 +714,8 @@ int svc_sysfs_init(struct svc *s);
 void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_fini(struct svc *s);
+/* mkdir @path mode 0755 whatever the umask (0 when it is there already,
+ * left as it is), or -errno */
+int svc_mkdir_pub(const char *path);
 
 #endif /* OVRDMA_SVC_H */

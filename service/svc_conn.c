@@ -30,11 +30,12 @@
 
 /*
  * A pidfd for the peer of @fd, whose pid SO_PEERCRED gave: -1 when none
- * can be had (then the process route is refused: -ESRCH). The pid was
- * the peer's when it connected; the peer may have died and its pid been
- * reused since. Still connected after the pidfd was opened means it had
- * not died then (its exit would have closed the socket), so the pidfd
- * is the peer's: from then on a readable pidfd says it exited.
+ * can be had (then process-route copies learn of its exit themselves:
+ * svc_procmem_rw's -ESRCH). The pid was the peer's when it connected;
+ * the peer may have died and its pid been reused since. Still connected
+ * after the pidfd was opened means it had not died then (its exit would
+ * have closed the socket), so the pidfd is the peer's: from then on a
+ * readable pidfd says it exited.
  */
 static int peer_pidfd(int fd, pid_t pid)
 {
@@ -60,7 +61,8 @@ int svc_ctl_listen(struct svc *s)
 	struct epoll_event ev = { .events = EPOLLIN,
 				  .data.u64 = SVC_EV_LISTEN };
 	char dir[sizeof(a.sun_path)], *slash;
-	int fd;
+	mode_t old;
+	int fd, rc;
 
 	if (strlen(s->conf.socket) >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
@@ -69,7 +71,7 @@ int svc_ctl_listen(struct svc *s)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = 0;
-		mkdir(dir, 0755); /* /run/ovrdma; exists is fine */
+		svc_mkdir_pub(dir); /* /run/ovrdma; exists is fine */
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -87,13 +89,19 @@ int svc_ctl_listen(struct svc *s)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64)) {
-		int e = errno;
-
+	/* born 0600: connect() checks the socket's mode only when a client
+	 * connects, and one that got in before the chmod below would keep
+	 * its context (ovrdmad's umask may be anything) */
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 64) ?
+		     -errno :
+		     0;
+	umask(old);
+	if (rc) {
 		fprintf(stderr, "ovrdmad: %s: %s\n", s->conf.socket,
-			strerror(e));
+			strerror(-rc));
 		close(fd);
-		return -e;
+		return rc;
 	}
 	if (s->conf.group[0]) {
 		struct group *g = getgrnam(s->conf.group);
@@ -137,6 +145,7 @@ void svc_ctl_accept(struct svc *s)
 		c->pidfd = peer_pidfd(fd, cr.pid);
 		c->uid = cr.uid;
 		c->gid = cr.gid;
+		c->memfd = -1;
 		c->dev = -1;
 		c->async_fd = -1;
 		c->cm_ev_fd = -1;
@@ -153,7 +162,7 @@ void svc_ctl_accept(struct svc *s)
 		if (c->pidfd >= 0 &&
 		    epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->pidfd, &ev)) {
 			close(c->pidfd);
-			c->pidfd = -1; /* the process route is refused */
+			c->pidfd = -1; /* no early notice of its exit */
 		}
 		c->next = s->ctxs;
 		s->ctxs = c;
@@ -246,6 +255,8 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		close(c->async_fd);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->memfd >= 0)
+		close(c->memfd);
 	close(c->fd);
 	free(c->obj);
 	free(c->ra);
@@ -330,8 +341,10 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	c->dev = dev;
 	s->devs[dev].contexts++;
 	rep.dev = s->devs[dev].d;
-	/* on demand needs the process route, which needs the pidfd */
-	rep.dev.caps = c->pidfd >= 0 ? OVR_CTL_DEV_ODP : 0;
+	/* the process route needs only the application's /proc/self/mem,
+	 * which it passes with each REG_MR (one that may not open it, not
+	 * dumpable, is told EPERM then) */
+	rep.dev.caps = OVR_CTL_DEV_ODP;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
 	fds[1] = s->wake_fd;

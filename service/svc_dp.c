@@ -937,39 +937,31 @@ static void pq_fail(struct svc *s, const struct svc_pcopy *q, int err)
 }
 
 /*
- * One process_vm_writev / readv for the copies s->pidx[@first..@k) of
- * context @c, one direction: an iovec per copy on our side (each its
- * own frame buffer), and on the application's side one per run of
- * adjoining ranges (the packets of one message land end to end), at
- * most IOV_MAX each. Returns how many copies it took; *@n: the bytes
- * the kernel moved (it stops at the first page that is not there), or
- * -errno.
+ * One pwritev / preadv of the application's address space (svc_procmem.c)
+ * for the copies s->pidx[@first..@k) of context @c, one direction: the
+ * run of them whose ranges adjoin from the first on (the packets of one
+ * message land end to end), at most IOV_MAX, an iovec per copy on our
+ * side (each its own frame buffer). Returns how many copies it took;
+ * *@n: the bytes the kernel moved (it stops at the first page that is
+ * not there), or -errno.
  */
 static uint32_t pq_call(struct svc *s, struct svc_ctx *c, bool to_dev,
 			uint32_t first, uint32_t k, ssize_t *n)
 {
-	struct iovec l[IOV_MAX], r[IOV_MAX];
-	uint32_t nl = 0, nr = 0;
+	struct iovec l[IOV_MAX];
+	uint64_t at = s->pq[s->pidx[first]].addr, end = at;
+	uint32_t nl = 0;
 
 	for (uint32_t i = first; i < k && nl < IOV_MAX; i++) {
 		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
-		char *ra = (char *)(uintptr_t)q->addr;
 
-		if (nr &&
-		    (char *)r[nr - 1].iov_base + r[nr - 1].iov_len == ra) {
-			r[nr - 1].iov_len += q->len;
-		} else {
-			if (nr == IOV_MAX)
-				break;
-			r[nr++] = (struct iovec){ ra, q->len };
-		}
+		if (q->addr != end)
+			break;
 		l[nl++] = (struct iovec){ q->host, q->len };
+		end += q->len;
 	}
 	s->cnt.proc_copy_calls++;
-	*n = to_dev ? process_vm_writev(c->pid, l, nl, r, nr, 0) :
-		      process_vm_readv(c->pid, l, nl, r, nr, 0);
-	if (*n < 0)
-		*n = -errno;
+	*n = svc_procmem_rw(c->memfd, to_dev, l, (int)nl, at);
 	return nl;
 }
 
@@ -987,7 +979,7 @@ static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
 		uint32_t took;
 		ssize_t n;
 
-		if (c->dead || c->pidfd < 0) {
+		if (c->dead || c->memfd < 0) {
 			n = -ESRCH;
 			took = k - first;
 		} else {
@@ -1016,9 +1008,10 @@ static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
 
 /*
  * Run the queued process-route copies: per context, in queue order, each
- * run of one direction in one call (a READ queued after a WRITE of the
- * same bytes reads them; contexts are separate address spaces, so their
- * order against each other does not matter).
+ * run of one direction in as few calls as its ranges allow (a READ
+ * queued after a WRITE of the same bytes reads them; contexts are
+ * separate address spaces, so their order against each other does not
+ * matter).
  */
 static void pq_run(struct svc *s)
 {
@@ -1071,7 +1064,7 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
 			 void *host, uint32_t len, uint32_t msg_len,
 			 unsigned int flags)
 {
-	struct iovec l, r;
+	struct iovec l;
 	uint32_t want;
 	ssize_t n;
 
@@ -1089,10 +1082,9 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
 	pq_run(s); /* (what is queued lands first) */
 	want = msg_len < SVC_RA_BYTES ? msg_len : SVC_RA_BYTES;
 	l = (struct iovec){ c->ra, want };
-	r = (struct iovec){ (void *)(uintptr_t)addr, want };
 	c->ra_lo = c->ra_hi = 0;
 	s->cnt.proc_copy_calls++;
-	n = process_vm_readv(c->pid, &l, 1, &r, 1, 0);
+	n = svc_procmem_rw(c->memfd, false, &l, 1, addr);
 	if (n < (ssize_t)len)
 		return false;
 	c->ra_lo = addr;
@@ -1104,15 +1096,16 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
 
 /*
  * A copy between @host and [@addr, @addr + @len) of the application of
- * context @c (the process route, docs/SERVICE.md section 4). A context
- * whose process has exited (@dead: the loop saw its pidfd readable) may
- * have its pid name another process by now: -ESRCH. A copy the engine
+ * context @c (the process route, docs/SERVICE.md section 4): through
+ * the address space it registered in (c->memfd, svc_procmem.c); -ESRCH
+ * once that is gone, or its process exited (@dead: the loop saw its
+ * pidfd readable; no system call then). A copy the engine
  * may see fail late (OVR_ENG_COPY_LATE: a responder placing a request's
  * bytes) from a frame buffer is queued (1) and runs at the batch's
  * close with the others of its context (pq_run); the engine hears of
  * its failure through dev_batch_faults. Any other runs now, after what
- * is queued (it may read what they write): one process_vm_readv /
- * writev, done when it returns (0). A short copy or EFAULT: the memory
+ * is queued (it may read what they write): one pread / pwrite, done
+ * when it returns (0). A short copy or EFAULT: the memory
  * is not there (unmapped, or never was) - -EFAULT, which the engine
  * turns into a protection error for the QP involved.
  */
@@ -1120,10 +1113,10 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 			 void *host, uint32_t len, bool to_dev,
 			 uint32_t msg_len, unsigned int flags)
 {
-	struct iovec l = { host, len }, r = { (void *)(uintptr_t)addr, len };
+	struct iovec l = { host, len };
 	ssize_t n;
 
-	if (c->pidfd < 0 || c->dead)
+	if (c->memfd < 0 || c->dead)
 		return -ESRCH;
 	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
 	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
@@ -1141,17 +1134,16 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 	}
 	pq_run(s);
 	s->cnt.proc_copy_calls++;
-	n = to_dev ? process_vm_writev(c->pid, &l, 1, &r, 1, 0) :
-		     process_vm_readv(c->pid, &l, 1, &r, 1, 0);
+	n = svc_procmem_rw(c->memfd, to_dev, &l, 1, addr);
 	if (n == (ssize_t)len) {
 		s->cnt.proc_copy_bytes += len;
 		return 0;
 	}
-	if (n >= 0 || errno == EFAULT) {
+	if (n >= 0 || n == -EFAULT) {
 		s->cnt.proc_copy_fault++;
 		return -EFAULT;
 	}
-	return -errno;
+	return (int)n;
 }
 
 static int eng_dev_fence(void *ctx)

@@ -104,7 +104,8 @@ static int put(const char *dir, const char *name, const char *fmt, ...)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -errno;
-	if (write(fd, buf, (size_t)n) != n) {
+	/* every user reads the tree, whatever ovrdmad's umask */
+	if (fchmod(fd, 0644) || write(fd, buf, (size_t)n) != n) {
 		int e = errno ? errno : EIO;
 
 		close(fd);
@@ -135,22 +136,32 @@ static int get(const char *dir, const char *name, char *buf, size_t cap)
 	return 0;
 }
 
+/* A directory every user may enter and list, whatever ovrdmad's umask
+ * (libibverbs reads the tree as the application); one that is there
+ * already is left as it is. */
+int svc_mkdir_pub(const char *p)
+{
+	if (!mkdir(p, 0755))
+		return chmod(p, 0755) ? -errno : 0;
+	return errno == EEXIST ? 0 : -errno;
+}
+
 static int mkdirs(const char *path)
 {
 	char p[PATH_MAX];
+	int rc;
 
 	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
 		return -ENAMETOOLONG;
 	for (char *c = p + 1; *c; c++)
 		if (*c == '/') {
 			*c = 0;
-			if (mkdir(p, 0755) && errno != EEXIST)
-				return -errno;
+			rc = svc_mkdir_pub(p);
+			if (rc)
+				return rc;
 			*c = '/';
 		}
-	if (mkdir(p, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return svc_mkdir_pub(p);
 }
 
 static int rm_one(const char *path, const struct stat *st, int flag,
@@ -347,8 +358,10 @@ static int make_cdev(const char *u)
 	char path[PATH_MAX], target[64];
 	ssize_t n;
 
-	if (mkdir(CDEV_DIR, 0755) && errno != EEXIST)
-		return -errno;
+	int rc = svc_mkdir_pub(CDEV_DIR);
+
+	if (rc)
+		return rc;
 	join(path, sizeof(path), CDEV_DIR, u);
 	if (!symlink("/dev/null", path))
 		return 0;

@@ -2,8 +2,9 @@
 /*
  * The verbs objects other than QPs and SRQs (svc_qp.c): protection
  * domains, memory regions (host memory as the application's shared
- * objects the service maps, or through process_vm_readv / writev; GPU
- * memory through gdr/ and the CUDA driver it loads on first use), completion
+ * objects the service maps, or through the application's /proc/self/mem;
+ * GPU memory through gdr/ and the CUDA driver it loads on first use),
+ * completion
  * channels, CQs and address handles - their control requests and their
  * destruction, which context teardown (svc_conn.c) uses too.
  */
@@ -268,9 +269,12 @@ static int mr_map(const struct ovr_ctl_reg_mr_req *q, const int *fds,
 /*
  * REG_MR's process route (docs/SERVICE.md section 4): bookkeeping only.
  * The engine reaches [va, va + len) through ops.dev_copy, whose cookie
- * names the context (svc_dp.c: process_vm_readv / writev into c->pid,
- * checked against c->pidfd); offsets are the application's addresses.
- * Nothing is copied, mapped or pinned; the pages still count against
+ * names the context (svc_dp.c: reads and writes of c->memfd, the
+ * application's /proc/self/mem, svc_procmem.c); offsets are the
+ * application's addresses. The request carries that file; the
+ * context's first one stays, and every later region of the context is
+ * in the same address space (a later one is only checked). Nothing is
+ * copied, mapped or pinned; the pages still count against
  * pinned_mb_per_context, as a NIC's registration counts against
  * RLIMIT_MEMLOCK: the limit bounds what an application registers.
  * On demand (OVR_CTL_MR_ODP) they do not, as the kernel does not charge
@@ -294,8 +298,13 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 	    (!implicit &&
 	     (q->va + q->len < q->va || q->va + q->len > UINT64_MAX - PAGE)))
 		return svc_status(c, r->h, -EINVAL);
-	if (c->pidfd < 0 || c->dead)
+	if (c->dead)
 		return svc_status(c, r->h, -ESRCH);
+	rc = svc_procmem_check(r->fds[0]);
+	if (rc)
+		return svc_status(c, r->h, rc);
+	if (c->memfd < 0)
+		c->memfd = svc_take_fd(r, 0);
 	if (!odp)
 		pages = ((q->va + q->len + PAGE - 1) & ~(uint64_t)(PAGE - 1)) -
 			q->span;
@@ -345,7 +354,7 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG) ||
 	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
 			       q->nseg * sizeof(q->seg[0]) ||
-	    r->nfds != (int)q->nseg)
+	    r->nfds != (proc ? 1 : (int)q->nseg))
 		return svc_status(c, r->h, -EINVAL);
 	pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
 	if (!pd)

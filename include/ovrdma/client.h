@@ -17,9 +17,9 @@
  * Memory registration never changes the application's mappings or
  * contents: shared memory backed by a regular file (memfd, shm,
  * hugetlbfs, files, shared anonymous memory) is passed as that object,
- * which the service maps; anything else is reached by the service with
- * process_vm_readv / process_vm_writev (docs/SERVICE.md, "How the
- * service reaches application memory").
+ * which the service maps; anything else is reached by the service
+ * through the application's own /proc/self/mem, which it passes
+ * (docs/SERVICE.md, "How the service reaches application memory").
  */
 #ifndef OVRDMA_CLIENT_H
 #define OVRDMA_CLIENT_H

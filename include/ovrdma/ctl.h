@@ -35,8 +35,11 @@
  * take the flag word for padding and refuse nseg 0 as malformed, and a
  * version-4 client would still remap private memory onto memfds;
  * 6: on-demand registrations (OVR_CTL_MR_ODP) and ovr_ctl_dev.caps;
- * 7: the connection manager (CM_OPEN, CM) */
-#define OVR_CTL_VERSION 7u
+ * 7: the connection manager (CM_OPEN, CM);
+ * 8: the process route's REG_MR carries the application's /proc/self/mem
+ * (a version-7 service would reach the pid with process_vm_*, whatever
+ * image the pid runs by then, and refuse the fd as malformed) */
+#define OVR_CTL_VERSION 8u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 /* where ovrdmad publishes its devices (sysfs =), and the interposer
  * looks for them when nothing names the tree (docs/PROVIDER.md) */
@@ -52,7 +55,7 @@ enum ovr_ctl_op {
 		3, /* req fd: async event pipe; rep fds: doorbell, wake */
 	OVR_CTL_ALLOC_PD = 4,
 	OVR_CTL_DEALLOC_PD = 5,
-	OVR_CTL_REG_MR = 6, /* req fds: one per segment */
+	OVR_CTL_REG_MR = 6, /* req fds: one per segment; process route: one */
 	OVR_CTL_DEREG_MR = 7,
 	OVR_CTL_CREATE_CHANNEL = 8, /* req fd: completion channel pipe */
 	OVR_CTL_DESTROY_CHANNEL = 9,
@@ -174,9 +177,13 @@ struct ovr_ctl_handle_req {
  * [span, span + sum of seg lengths), backed by the objects (regular
  * files) the client passes, one per segment in order: segment i maps
  * seg[i].len bytes of its fd from offset seg[i].off. The process route
- * (flags OVR_CTL_MR_PROC, version 5): nseg 0, no fd, span the first page
- * of va: the service reaches [va, va + len) in the application itself
- * with process_vm_readv / process_vm_writev, maps nothing, pins nothing.
+ * (flags OVR_CTL_MR_PROC, version 8): nseg 0, span the first page of va,
+ * and one fd: the application's /proc/self/mem, opened read-write (else
+ * -EINVAL; read-only -EACCES). The service reaches [va, va + len) in
+ * that address space by reading and writing the file, maps nothing,
+ * pins nothing; a context's first such file stays its address space for
+ * every process-route region (later ones are checked, not used), and
+ * once that address space is gone (exit, exec) copies fail.
  * On demand (OVR_CTL_MR_PROC | OVR_CTL_MR_ODP, version 6): the process
  * route, not counted against pinned_mb_per_context; va 0 with len
  * UINT64_MAX is the whole address space (implicit ODP), any other range
@@ -199,7 +206,7 @@ struct ovr_ctl_reg_mr_req {
 };
 
 enum ovr_ctl_mr_flags {
-	OVR_CTL_MR_PROC = 1u, /* the process route: nseg 0, no fd */
+	OVR_CTL_MR_PROC = 1u, /* the process route: nseg 0, /proc/self/mem */
 	OVR_CTL_MR_ODP = 2u, /* on-demand paging (with PROC) */
 };
 

@@ -352,7 +352,7 @@ int ovr_eng_reg_mr_dev(struct ovr_eng *e, uint32_t pd, uint64_t va,
 enum ovr_eng_mr_flags {
 	/*
 	 * The region is host memory the engine cannot address (another
-	 * process's, reached by the service with process_vm_readv/writev:
+	 * process's, reached by the service through its /proc/PID/mem:
 	 * docs/SERVICE.md section 4), behind ops.dev_copy like device
 	 * memory. dev_copy may queue (1) the copies made with
 	 * OVR_ENG_COPY_LATE into the open batch and run them at

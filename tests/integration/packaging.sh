@@ -19,7 +19,9 @@
 #      program with the environment of the systemd drop-in
 #      (/usr/share/ovrdma/ovrdma-app.conf; systemd-analyze verify
 #      accepts it on a service), and an ibv_rc_pingpong pair (busy
-#      polling and -e) runs between A and B;
+#      polling and -e) runs between A and B, A's side as an ordinary
+#      member of the group (its buffers private memory: the process
+#      route, docs/SERVICE.md section 4.2);
 #   6. with an application connected, upgrading (dpkg -i again) and
 #      removing the node service are refused and change nothing; the
 #      application still finishes; without it the upgrade goes through and
@@ -314,9 +316,10 @@ out=$(as_member env -i PATH=/usr/bin:/bin $dropin_env ibv_devinfo -d ovrdma0 2>&
 grep -q PORT_ACTIVE <<<"$out" || fail "ibv_devinfo with the drop-in's environment: $out"
 echo "a service with /usr/share/ovrdma/ovrdma-app.conf: ibv_devinfo sees ovrdma0"
 port=18700
-pingpong() { # args...
+pingpong() { # args...: A's side as a member of ovrdma, B's as root
 	port=$((port + 1))
-	ovrdma-run timeout 60 ibv_rc_pingpong -d ovrdma0 -g 0 -p $port "$@" >"$dir/srv.log" 2>&1 &
+	as_member ovrdma-run timeout 60 ibv_rc_pingpong -d ovrdma0 -g 0 -p $port "$@" \
+		>"$dir/srv.log" 2>&1 &
 	local sp=$! rc_c=1
 	sleep 0.3
 	for _ in 1 2 3 4 5; do
@@ -329,7 +332,7 @@ pingpong() { # args...
 	[ $rc_c -eq 0 ] || { cat "$dir/srv.log" "$dir/cli.log"; fail "ibv_rc_pingpong $* (client)"; }
 	grep -Eq '^[0-9]+ bytes in [0-9.]+ seconds = [0-9.]+ Mbit/sec$' "$dir/cli.log" ||
 		fail "ibv_rc_pingpong $*: no result line"
-	echo "ibv_rc_pingpong $*: $(grep Mbit "$dir/cli.log")"
+	echo "ibv_rc_pingpong $* (A's side as a member of ovrdma): $(grep Mbit "$dir/cli.log")"
 }
 pingpong -s 4096 -n 200
 pingpong -s 65536 -n 100 -e

@@ -23,9 +23,10 @@
  *               WRITEs into A is what B reads;
  *   memfd-huge  the same on a MFD_HUGETLB memfd (one 2 MB page; SKIP
  *               when none is free);
- *   file        a MAP_SHARED mapping of a file in /tmp, registered: a
- *               peer WRITE is in the file (pread through a fresh fd), a
- *               pwrite into the file is what a peer READ returns;
+ *   file        a MAP_SHARED mapping of a file in $TMPDIR (default
+ *               /tmp), unlinked, registered: a peer WRITE is in the file
+ *               (pread through a fresh fd), a pwrite into the file is
+ *               what a peer READ returns;
  *   fork        MAP_SHARED anonymous memory shared with a child forked
  *               before the parent registered it: the child's stores are
  *               what the peer READs, the peer's WRITE is what the child
@@ -89,10 +90,14 @@
  *               without (best effort); a list with one bad SGE does
  *               nothing; the peer READs what was stored after a
  *               prefetch.
+ *   file-path   file, the file left in place while registered: an
+ *               ordinary user's client, which may not open
+ *               /proc/self/map_files, opens it by its path.
  * Exit status: 0 when no case failed (SKIP is not a failure), 1 otherwise.
  */
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -118,7 +123,7 @@
 static const char *const case_names[] = {
 	"memfd",    "memfd-huge", "file",	  "fork",	"thread",
 	"dontneed", "munmap",	  "forkinit",	  "forknoinit", "huge1g",
-	"madv",	    "odp",	  "odp-implicit", "advise",
+	"madv",	    "odp",	  "odp-implicit", "advise",	"file-path",
 };
 #define NCASES (sizeof(case_names) / sizeof(case_names[0]))
 
@@ -620,17 +625,23 @@ static int case_memfd_huge(unsigned cn)
 	return rc;
 }
 
-static int case_file(unsigned cn)
+/* cases file and file-path (@keep: the file keeps its name while
+ * registered) */
+static int file_case(unsigned cn, bool keep)
 {
-	char path[] = "/tmp/verbs_mem.XXXXXX";
+	const char *dir = getenv("TMPDIR");
+	char path[PATH_MAX];
 	struct ibv_mr *mr = NULL;
 	uint8_t *m = MAP_FAILED, *got = NULL;
 	int fd, fd2 = -1, rc = -1;
 
+	snprintf(path, sizeof(path), "%s/verbs_mem.XXXXXX",
+		 dir && *dir ? dir : "/tmp");
 	fd = mkstemp(path);
 	if (fd < 0)
-		return failf("mkstemp: %s", strerror(errno));
-	unlink(path); /* a fresh fd comes from /proc/self/fd */
+		return failf("mkstemp %s: %s", path, strerror(errno));
+	if (!keep)
+		unlink(path); /* a fresh fd comes from /proc/self/fd */
 	got = malloc(LEN);
 	if (!got || ftruncate(fd, LEN)) {
 		failf("ftruncate: %s", strerror(errno));
@@ -679,13 +690,25 @@ out:
 	if (fd2 >= 0)
 		close(fd2);
 	close(fd);
+	if (keep)
+		unlink(path);
 	free(got);
 	if (!rc)
 		snprintf(
 			why, sizeof(why),
-			"%u bytes: the peer's RDMA WRITE is in the file (pread), pwrite() into the file is what the peer READs",
-			LEN);
+			"%u bytes%s: the peer's RDMA WRITE is in the file (pread), pwrite() into the file is what the peer READs",
+			LEN, keep ? " of a file with its path" : "");
 	return rc;
+}
+
+static int case_file(unsigned cn)
+{
+	return file_case(cn, false);
+}
+
+static int case_file_path(unsigned cn)
+{
+	return file_case(cn, true);
 }
 
 /* The fork case's child: stores or checks patterns on the parent's word. */
@@ -2143,10 +2166,10 @@ out:
 }
 
 static int (*const case_fn[NCASES])(unsigned) = {
-	case_memfd,	   case_memfd_huge, case_file,	 case_fork,
-	case_thread,	   case_dontneed,   case_munmap, case_forkinit,
-	case_forknoinit,   case_huge1g,	    case_madv,	 case_odp,
-	case_odp_implicit, case_advise,
+	case_memfd,	   case_memfd_huge, case_file,	    case_fork,
+	case_thread,	   case_dontneed,   case_munmap,    case_forkinit,
+	case_forknoinit,   case_huge1g,	    case_madv,	    case_odp,
+	case_odp_implicit, case_advise,	    case_file_path,
 };
 
 static int run_server(int port)

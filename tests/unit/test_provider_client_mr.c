@@ -28,7 +28,17 @@
  *      OVR_CTL_MR_ODP whatever backs the range (shared memory too), a
  *      hole or a read-only piece allowed, ON_DEMAND not among the
  *      rights sent; NULL + SIZE_MAX (implicit) sent as va 0, len
- *      2^64 - 1; NULL + SIZE_MAX without ON_DEMAND is EINVAL.
+ *      2^64 - 1; NULL + SIZE_MAX without ON_DEMAND is EINVAL;
+ *   8. as an ordinary user, who may not open /proc/self/map_files (this
+ *      thread without CAP_SYS_ADMIN and CAP_CHECKPOINT_RESTORE): a memfd
+ *      the application holds is passed through its descriptor, a file
+ *      through its path, and what has neither (a memfd closed after
+ *      mmap, shared anonymous memory) takes the process route;
+ *   9. a process that is not dumpable (in a child: its user ID changed,
+ *      PR_SET_DUMPABLE 0) may not open /proc/self/mem: private memory
+ *      is EPERM, shared memory still takes the object route.
+ * The process route's request carries this process's /proc/PID/mem,
+ * open read-write (docs/SERVICE.md section 4.2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,11 +50,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -119,7 +132,7 @@ static void reply(int fd, const struct ovr_ctl_hdr *q, int32_t status,
 
 static void forget_last(void)
 {
-	for (uint32_t i = 0; i < svc.last.q.nseg; i++)
+	for (int i = 0; i < svc.last.nfds; i++)
 		close(svc.last.fds[i]);
 	memset(&svc.last, 0, sizeof(svc.last));
 }
@@ -186,7 +199,9 @@ static void *service(void *arg)
 				svc.last.ino[i] =
 					fstat(fds[i], &st) ? 0 : st.st_ino;
 			}
-			if ((uint32_t)nfds != svc.last.q.nseg)
+			if (nfds != (svc.last.q.flags & OVR_CTL_MR_PROC ?
+					     1 :
+					     (int)svc.last.q.nseg))
 				reply(fd, &h, -EINVAL, NULL, 0, -1);
 			else
 				reply(fd, &h, 0, &r, sizeof(r), -1);
@@ -318,15 +333,32 @@ static void check_obj_seg(uint32_t i, uint8_t *at)
 
 /* ---- the process route ---------------------------------------------------- */
 
-/* the last REG_MR took the process route for [va, va + len) */
+/* the last REG_MR took the process route for [va, va + len): no
+ * segment, one fd, this process's /proc/PID/mem opened read-write,
+ * through which the service reads what the application holds */
 static void check_proc(const void *va, size_t len)
 {
+	char link[64], path[64], want[64];
+	uint8_t b[64];
+	ssize_t n;
+
 	assert_int_equal(svc.last.q.flags, OVR_CTL_MR_PROC);
 	assert_int_equal(svc.last.q.nseg, 0);
-	assert_int_equal(svc.last.nfds, 0);
+	assert_int_equal(svc.last.nfds, 1);
 	assert_int_equal(svc.last.q.va, (uintptr_t)va);
 	assert_int_equal(svc.last.q.len, len);
 	assert_int_equal(svc.last.q.span, (uintptr_t)va & ~(uintptr_t)(PG - 1));
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", svc.last.fds[0]);
+	n = readlink(link, path, sizeof(path) - 1);
+	assert_true(n > 0);
+	path[n] = 0;
+	snprintf(want, sizeof(want), "/proc/%d/mem", (int)getpid());
+	assert_string_equal(path, want);
+	assert_int_equal(fcntl(svc.last.fds[0], F_GETFL) & O_ACCMODE, O_RDWR);
+	n = pread(svc.last.fds[0], b, len < sizeof(b) ? len : sizeof(b),
+		  (off_t)(uintptr_t)va);
+	assert_int_equal(n, len < sizeof(b) ? len : sizeof(b));
+	assert_memory_equal(b, va, (size_t)n);
 }
 
 /* the maps lines of @n pages at @p, one string */
@@ -622,7 +654,7 @@ static void test_on_demand(void **state)
 	assert_int_equal(svc.last.q.flags, OVR_CTL_MR_PROC | OVR_CTL_MR_ODP);
 	assert_int_equal(svc.last.q.access, 0xf);
 	assert_int_equal(svc.last.q.nseg, 0);
-	assert_int_equal(svc.last.nfds, 0);
+	assert_int_equal(svc.last.nfds, 1); /* /proc/self/mem */
 	assert_int_equal(svc.last.q.va, (uintptr_t)q);
 	assert_int_equal(svc.last.q.span, (uintptr_t)q);
 	ovr_cl_dereg_mr(*state, mr);
@@ -656,6 +688,169 @@ static void test_on_demand(void **state)
 	close(fd);
 }
 
+/* ---- an ordinary user ---------------------------------------------------- */
+
+#ifndef CAP_CHECKPOINT_RESTORE
+#define CAP_CHECKPOINT_RESTORE 40
+#endif
+
+/* This thread's effective capabilities, less (@drop) or back to what
+ * *@saved holds; what opening map_files needs is the first pair */
+static void caps_map_files(bool drop, struct __user_cap_data_struct *saved)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	assert_int_equal(syscall(SYS_capget, &h, d), 0);
+	if (drop) {
+		memcpy(saved, d, sizeof(d));
+		d[0].effective &= ~(1u << CAP_SYS_ADMIN);
+		d[1].effective &= ~(1u << (CAP_CHECKPOINT_RESTORE - 32));
+	} else {
+		d[0].effective = saved[0].effective;
+		d[1].effective = saved[1].effective;
+	}
+	assert_int_equal(syscall(SYS_capset, &h, d), 0);
+}
+
+static void test_map_files_denied(void **state)
+{
+	struct __user_cap_data_struct saved[2];
+	char dir[] = "/tmp/ovrdma-clmr-user.XXXXXX", path[96], mf[80];
+	int held = memfd_create("app-held", MFD_CLOEXEC);
+	int gone = memfd_create("app-gone", MFD_CLOEXEC);
+	struct ovr_cl_mr *mr;
+	struct stat st_held, st_file;
+	uint8_t *a, *b, *c, *d;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/data", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	assert_true(fd >= 0 && held >= 0 && gone >= 0);
+	assert_int_equal(ftruncate(fd, 2 * PG), 0);
+	assert_int_equal(ftruncate(held, 2 * PG), 0);
+	assert_int_equal(ftruncate(gone, 2 * PG), 0);
+	assert_int_equal(fstat(held, &st_held), 0);
+	assert_int_equal(fstat(fd, &st_file), 0);
+	a = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, held, 0);
+	b = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	c = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, gone, 0);
+	d = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(a != MAP_FAILED && b != MAP_FAILED && c != MAP_FAILED &&
+		    d != MAP_FAILED);
+	close(fd); /* the file still has its path */
+	close(gone); /* this memfd has neither path nor descriptor */
+	fill(a, 2 * PG, 10);
+	fill(b, 2 * PG, 11);
+	fill(c, 2 * PG, 12);
+	fill(d, 2 * PG, 13);
+
+	caps_map_files(true, saved);
+	snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx",
+		 (unsigned long)(uintptr_t)a,
+		 (unsigned long)(uintptr_t)a + 2 * PG);
+	errno = 0;
+	fd = open(mf, O_RDWR | O_CLOEXEC);
+	assert_int_equal(fd, -1);
+	assert_int_equal(errno, EPERM); /* what an ordinary user gets */
+
+	mr = ovr_cl_reg_mr(*state, 1, a, 2 * PG, 0xf);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.flags, 0);
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(svc.last.ino[0], st_held.st_ino);
+	assert_int_equal(fcntl(svc.last.fds[0], F_GETFL) & O_ACCMODE, O_RDWR);
+	check_obj_seg(0, a);
+	ovr_cl_dereg_mr(*state, mr);
+
+	mr = ovr_cl_reg_mr(*state, 1, b + PG, PG, 0xf);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(svc.last.ino[0], st_file.st_ino);
+	assert_int_equal(svc.last.q.seg[0].off, PG);
+	check_obj_seg(0, b + PG);
+	ovr_cl_dereg_mr(*state, mr);
+	/* for reads only, the object goes read-only */
+	mr = ovr_cl_reg_mr(*state, 1, b, PG, 4 /* REMOTE_READ */);
+	assert_non_null(mr);
+	assert_int_equal(svc.last.q.nseg, 1);
+	assert_int_equal(fcntl(svc.last.fds[0], F_GETFL) & O_ACCMODE, O_RDONLY);
+	ovr_cl_dereg_mr(*state, mr);
+
+	mr = ovr_cl_reg_mr(*state, 1, c, 2 * PG, 0xf);
+	assert_non_null(mr);
+	check_proc(c, 2 * PG);
+	ovr_cl_dereg_mr(*state, mr);
+	mr = ovr_cl_reg_mr(*state, 1, d, 2 * PG, 0xf);
+	assert_non_null(mr);
+	check_proc(d, 2 * PG);
+	ovr_cl_dereg_mr(*state, mr);
+	caps_map_files(false, saved);
+
+	check_pat(a, 2 * PG, 10);
+	check_pat(b, 2 * PG, 11);
+	check_pat(c, 2 * PG, 12);
+	check_pat(d, 2 * PG, 13);
+	munmap(a, 2 * PG);
+	munmap(b, 2 * PG);
+	munmap(c, 2 * PG);
+	munmap(d, 2 * PG);
+	close(held);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* in a child (its own fake service and connection): exit status 0, or
+ * the number of the check that failed */
+static int not_dumpable(void)
+{
+	uint8_t *priv = map_pages(NULL, 1);
+	int m = memfd_create("app-nd", MFD_CLOEXEC);
+	struct ovr_cl *cl;
+	struct ovr_cl_mr *mr;
+	void *st;
+	uint8_t *sh;
+
+	if (m < 0 || ftruncate(m, PG) || setup(&st))
+		return 1;
+	cl = st;
+	unlink(svc.path); /* the connection stays */
+	rmdir(svc.dir);
+	sh = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+	if (sh == MAP_FAILED)
+		return 2;
+	/* a service that dropped root, as daemons do: not dumpable */
+	if (geteuid() == 0 &&
+	    (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)))
+		return 3;
+	if (prctl(PR_SET_DUMPABLE, 0) || prctl(PR_GET_DUMPABLE) != 0)
+		return 4;
+	errno = 0;
+	if (ovr_cl_reg_mr(cl, 1, priv, PG, 0xf) || errno != EPERM)
+		return 5;
+	mr = ovr_cl_reg_mr(cl, 1, sh, PG, 0xf);
+	if (!mr || svc.last.q.nseg != 1)
+		return 6;
+	return 0;
+}
+
+static void test_not_dumpable(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(not_dumpable());
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -669,6 +864,8 @@ int main(void)
 		cmocka_unit_test(test_mixed_pieces),
 		cmocka_unit_test(test_readonly_shared),
 		cmocka_unit_test(test_on_demand),
+		cmocka_unit_test(test_map_files_denied),
+		cmocka_unit_test(test_not_dumpable),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
