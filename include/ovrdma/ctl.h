@@ -136,8 +136,9 @@ struct ovr_ctl_dev {
 
 /* What the service can do for the context that OPENed the device. */
 enum ovr_ctl_dev_caps {
-	/* the process route works (the service holds a pidfd of the
-	 * application): on-demand registrations, OVR_CTL_MR_ODP */
+	/* the process route works (through the application's own
+	 * /proc/self/mem, passed with REG_MR): on-demand registrations,
+	 * OVR_CTL_MR_ODP */
 	OVR_CTL_DEV_ODP = 1u,
 };
 
