@@ -318,7 +318,13 @@ static int do_bind(struct svc *s, struct svc_cm_id *i,
 	if (q->src.port && port_used(s, i->ps, q->src.ip, q->src.port))
 		return -EADDRINUSE;
 	i->src_ip = q->src.ip;
-	i->src_port = q->src.port;
+	/* port 0: one is chosen now, as the kernel does, so that
+	 * rdma_get_src_port() after rdma_bind_addr() tells it (qperf sends
+	 * it to its client before rdma_listen) */
+	i->src_port = q->src.port ? q->src.port :
+				    ephemeral(s, i->ps, q->src.ip);
+	if (!i->src_port)
+		return -EADDRNOTAVAIL;
 	i->state = CMS_BOUND;
 	return 0;
 }
