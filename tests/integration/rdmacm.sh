@@ -10,7 +10,8 @@
 #   3. udaddy (UD ids: SIDR exchange, address handles, datagrams);
 #   4. perftest's ib_write_bw -R and ib_send_lat -R (rdma_cm exchange);
 #   5. rdma_server / rdma_client (the synchronous API: rdma_get_request
-#      migrates the new id to its own channel);
+#      migrates the new id to its own channel), rstream and riostream
+#      (rsocket), ib_read_bw -R, qperf -cm1 rc_lat (where installed);
 #   6. errors: rping -c to a port with no listener: REJECTED with
 #      reason 8 at once; to another tenant's vIP (a listener there):
 #      ADDR_ERROR -EHOSTUNREACH; a security group on the client's node
@@ -36,7 +37,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "rdmacm: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-for p in rping ucmatose udaddy ib_write_bw ib_send_lat rdma_server rdma_client timeout; do
+for p in rping ucmatose udaddy ib_write_bw ib_read_bw ib_send_lat \
+	rdma_server rdma_client rstream riostream timeout; do
 	if ! command -v $p >/dev/null; then
 		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
 		exit 77
@@ -138,6 +140,21 @@ run_all() { # LABEL LOSSY
 		'RDMA_CM_EVENT_REJECTED, error 8' 1
 	pair "$l rdma_server / rdma_client" 0 0 rdma_server -- \
 		rdma_client -s "$a1"
+	pair "$l rstream (rsocket)" 0 0 rstream -C 100 -S 4096 -- \
+		rstream -s "$a1" -C 100 -S 4096
+	pair "$l riostream (rsocket iomap)" 0 0 riostream -C 100 -S 4096 -- \
+		riostream -s "$a1" -C 100 -S 4096
+	pair "$l ib_read_bw -R" 0 0 ib_read_bw -R -n 500 -- \
+		ib_read_bw -R -n 500 "$a1"
+	# qperf's server runs until stopped; rc_bw and rc_rdma_read_bw
+	# are not here: their server asks for a QP with max_send_wr 0,
+	# which ovrdma refuses (EINVAL, also without -cm1)
+	if command -v qperf >/dev/null; then
+		pair "$l qperf -cm1 rc_lat" any 0 timeout 15 qperf -- \
+			qperf -cm1 -t 2 "$a1" rc_lat
+		check "$l qperf rc_lat measured" "$out/${#summary[@]}.cli" \
+			'latency' 1
+	fi
 	errors "$l"
 }
 
