@@ -500,6 +500,58 @@ static int cmd_get_event(int fd, struct cm_chan *ch,
 	}
 }
 
+/*
+ * MIGRATE_ID, written to the channel @ch the id moves to; c->fd is the
+ * one it leaves (librdmacm's rdma_migrate_id, and rdma_get_request on a
+ * synchronous listener). ovrdmad sends the id's events to @ch from now
+ * on; its uid and the count of events reported move along, and that
+ * count is the answer (librdmacm waits until as many were acked).
+ */
+static int cmd_migrate(struct cm_chan *ch, const struct rdma_ucm_migrate_id *c,
+		       size_t out)
+{
+	struct rdma_ucm_migrate_resp r = { 0 };
+	struct ovr_ctl_cm_req q = { .cmd = OVR_CM_MIGRATE, .id = c->id };
+	struct cm_chan *old = chan_of((int)c->fd);
+	struct ovr_ctl_cm_rep rep;
+	struct cm_uid *u, moved;
+	int rc;
+
+	if (!old)
+		return -EINVAL; /* not an rdma_cm channel (the kernel's) */
+	pthread_mutex_lock(&old->lock);
+	u = uid_find(old, c->id);
+	if (u)
+		moved = *u;
+	pthread_mutex_unlock(&old->lock);
+	if (!u)
+		return -ENOENT;
+	if (old == ch) {
+		r.events_reported = moved.events;
+		return put(c->response, &r, sizeof(r), out);
+	}
+	rc = cm_call(ch, &q, &rep);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&old->lock);
+	u = uid_find(old, c->id);
+	if (u) {
+		moved = *u;
+		old->n--;
+		memmove(u, u + 1, (size_t)(old->ids + old->n - u) * sizeof(*u));
+	}
+	pthread_mutex_unlock(&old->lock);
+	pthread_mutex_lock(&ch->lock);
+	rc = uid_add(ch, moved.id, moved.uid, moved.qp_type);
+	if (!rc)
+		ch->ids[ch->n - 1].events = moved.events;
+	pthread_mutex_unlock(&ch->lock);
+	if (rc)
+		return rc;
+	r.events_reported = moved.events;
+	return put(c->response, &r, sizeof(r), out);
+}
+
 /* The body of the command as a const @type *, or -EINVAL. */
 #define BODY(type)                      \
 	({                              \
@@ -701,10 +753,11 @@ static int cm_command(int fd, struct cm_chan *ch, uint32_t cmd,
 		q.arg = c->event;
 		return cm_call(ch, &q, &rep);
 	}
+	case RDMA_USER_CM_CMD_MIGRATE_ID:
+		return cmd_migrate(ch, BODY(struct rdma_ucm_migrate_id), out);
 	case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
 	case RDMA_USER_CM_CMD_JOIN_MCAST:
 	case RDMA_USER_CM_CMD_LEAVE_MCAST:
-	case RDMA_USER_CM_CMD_MIGRATE_ID:
 	case RDMA_USER_CM_CMD_GET_OPTION:
 		return -ENOSYS; /* not supported (docs/PROVIDER.md) */
 	default:

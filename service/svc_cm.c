@@ -318,7 +318,13 @@ static int do_bind(struct svc *s, struct svc_cm_id *i,
 	if (q->src.port && port_used(s, i->ps, q->src.ip, q->src.port))
 		return -EADDRINUSE;
 	i->src_ip = q->src.ip;
-	i->src_port = q->src.port;
+	/* port 0: one is chosen now, as the kernel does, so that
+	 * rdma_get_src_port() after rdma_bind_addr() tells it (qperf sends
+	 * it to its client before rdma_listen) */
+	i->src_port = q->src.port ? q->src.port :
+				    ephemeral(s, i->ps, q->src.ip);
+	if (!i->src_port)
+		return -EADDRNOTAVAIL;
 	i->state = CMS_BOUND;
 	return 0;
 }
@@ -624,6 +630,22 @@ int svc_do_cm_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	return svc_status(c, r->h, 0);
 }
 
+/*
+ * rdma_migrate_id: @i's events go to channel @c from now on. Only
+ * between two channels of one process (the kernel's file descriptors
+ * are the process's); events already queued on the old channel stay
+ * there (the interposer drops them, the id being gone from it).
+ */
+static int migrate(struct svc_ctx *c, struct svc_cm_id *i)
+{
+	if (!i || !i->ctx || c->cm_ev_fd < 0)
+		return -EINVAL;
+	if (i->ctx->pid != c->pid || i->ctx->uid != c->uid)
+		return -EINVAL;
+	i->ctx = c;
+	return 0;
+}
+
 int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_cm_req *q = SVC_BODY(c, r, struct ovr_ctl_cm_req);
@@ -632,7 +654,12 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct svc_cm_id *i = NULL;
 	int rc = 0;
 
-	if (q->cmd != OVR_CM_CREATE_ID) {
+	if (q->cmd == OVR_CM_MIGRATE) {
+		i = id_find(s, q->id);
+		rc = migrate(c, i);
+		if (rc)
+			return svc_status(c, r->h, rc);
+	} else if (q->cmd != OVR_CM_CREATE_ID) {
 		i = id_of(s, c, q->id);
 		if (!i)
 			return svc_status(c, r->h, -EINVAL);
@@ -674,6 +701,7 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		}
 		break;
 	case OVR_CM_QUERY:
+	case OVR_CM_MIGRATE:
 		break;
 	case OVR_CM_LISTEN:
 		rc = do_listen(s, i);

@@ -476,6 +476,9 @@ enum ovr_ctl_cm_cmd {
 	OVR_CM_DISCONNECT = 11,
 	OVR_CM_INIT_QP_ATTR = 12, /* arg: state; rep: qp */
 	OVR_CM_NOTIFY = 13, /* arg: enum ovr_event */
+	/* on the channel the id moves to: id, another channel of the same
+	 * process (rdma_migrate_id); a service without it: -EOPNOTSUPP */
+	OVR_CM_MIGRATE = 14,
 };
 
 struct ovr_ctl_cm_addr {

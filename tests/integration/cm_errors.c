@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
+ * tests/integration/rdmacm.sh runs it on two testbed nodes):
+ *
+ *   cm_errors server PORT pdata|die|hold|hold-kill
+ *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS
+ *
+ * server pdata      takes two requests: the first carries 56 bytes of
+ *                   private data (checked), is accepted after an accept
+ *                   with 197 bytes failed EINVAL, with 196 bytes; the
+ *                   second is rejected after a reject with 149 bytes
+ *                   failed EINVAL, with 148 bytes.
+ * client pdata      the other side: a connect with 57 bytes fails EINVAL,
+ *                   with 56 it connects and reads the 196 bytes of the
+ *                   REP, disconnects (DISCONNECTED); the second connect
+ *                   is REJECTED (28) with the 148 bytes of the REJ.
+ * server die        killed (SIGKILL) at its first CONNECT_REQUEST.
+ * server hold       accepts one connection and waits; hold-kill is killed
+ *                   (SIGKILL) a second after ESTABLISHED.
+ * client expect     connects and wants EVENT (an RDMA_CM_EVENT_ name less
+ *                   the prefix; DISCONNECTED: after ESTABLISHED) within
+ *                   SECONDS of the connect.
+ * client peerdead   connects, then (its peer's ovrdmad killed meanwhile)
+ *                   a SEND two seconds later must complete in error and
+ *                   rdma_disconnect must give DISCONNECTED, all within
+ *                   30 s.
+ *
+ * Exit 0 when everything happened as wanted; each step is printed.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/rdma_cma.h>
+
+#define PD_REQ 56
+#define PD_REP 196
+#define PD_REJ 148
+
+static struct rdma_event_channel *ch;
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+#define FAIL(...)                                      \
+	do {                                           \
+		fprintf(stderr, "FAIL: " __VA_ARGS__); \
+		fprintf(stderr, "\n");                 \
+		exit(1);                               \
+	} while (0)
+
+static void pattern(uint8_t *p, unsigned int n, uint8_t seed)
+{
+	for (unsigned int k = 0; k < n; k++)
+		p[k] = (uint8_t)(seed + k);
+}
+
+static int pattern_ok(const void *p, unsigned int n, uint8_t seed)
+{
+	const uint8_t *b = p;
+
+	for (unsigned int k = 0; k < n; k++)
+		if (b[k] != (uint8_t)(seed + k))
+			return 0;
+	return 1;
+}
+
+/* The next event (copied; acknowledged), or exit after @secs. */
+static struct rdma_cm_event next_event(double deadline)
+{
+	struct rdma_cm_event *e, copy;
+	static uint8_t pd[256];
+
+	for (;;) {
+		struct timeval tv;
+		fd_set fds;
+		double left = deadline - now_s();
+
+		if (left <= 0)
+			FAIL("no event in time");
+		FD_ZERO(&fds);
+		FD_SET(ch->fd, &fds);
+		tv.tv_sec = (time_t)left;
+		tv.tv_usec = (suseconds_t)((left - (double)tv.tv_sec) * 1e6);
+		if (select(ch->fd + 1, &fds, NULL, NULL, &tv) <= 0)
+			continue;
+		if (rdma_get_cm_event(ch, &e))
+			FAIL("rdma_get_cm_event: %s", strerror(errno));
+		copy = *e;
+		if (e->param.conn.private_data_len) {
+			memcpy(pd, e->param.conn.private_data,
+			       e->param.conn.private_data_len);
+			copy.param.conn.private_data = pd;
+		}
+		printf("event %s status %d pd %u\n", rdma_event_str(e->event),
+		       e->status, e->param.conn.private_data_len);
+		fflush(stdout);
+		rdma_ack_cm_event(e);
+		return copy;
+	}
+}
+
+static void want(struct rdma_cm_event *e, enum rdma_cm_event_type t)
+{
+	if (e->event != t)
+		FAIL("%s, want %s", rdma_event_str(e->event),
+		     rdma_event_str(t));
+}
+
+static void make_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+
+	if (rdma_create_qp(id, NULL, &a))
+		FAIL("rdma_create_qp: %s", strerror(errno));
+}
+
+static struct rdma_cm_id *resolve(const char *addr, const char *port)
+{
+	struct addrinfo *ai, hints = { .ai_family = AF_INET };
+	struct rdma_cm_id *id;
+	struct rdma_cm_event e;
+	double dl = now_s() + 10;
+
+	if (getaddrinfo(addr, port, &hints, &ai))
+		FAIL("getaddrinfo %s", addr);
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		FAIL("rdma_create_id: %s", strerror(errno));
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+		FAIL("rdma_resolve_addr: %s", strerror(errno));
+	freeaddrinfo(ai);
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (rdma_resolve_route(id, 2000))
+		FAIL("rdma_resolve_route: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	make_qp(id);
+	return id;
+}
+
+static int connect_pd(struct rdma_cm_id *id, unsigned int len)
+{
+	static uint8_t pd[256];
+	struct rdma_conn_param p = { .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .retry_count = 7,
+				     .rnr_retry_count = 7 };
+
+	pattern(pd, len, 1);
+	p.private_data = pd;
+	p.private_data_len = (uint8_t)len;
+	return rdma_connect(id, &p);
+}
+
+static int client_pdata(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	struct rdma_cm_event e;
+	double dl = now_s() + 20;
+
+	if (!connect_pd(id, PD_REQ + 1) || errno != EINVAL)
+		FAIL("connect with %d bytes: not EINVAL", PD_REQ + 1);
+	printf("connect with %d bytes: EINVAL\n", PD_REQ + 1);
+	if (connect_pd(id, PD_REQ))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	if (e.param.conn.private_data_len < PD_REP ||
+	    !pattern_ok(e.param.conn.private_data, PD_REP, 2))
+		FAIL("REP's private data");
+	printf("REP private data: %d bytes verified\n", PD_REP);
+	if (rdma_disconnect(id))
+		FAIL("rdma_disconnect: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+
+	id = resolve(addr, port);
+	if (connect_pd(id, PD_REQ))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_REJECTED);
+	if (e.status != 28)
+		FAIL("REJECTED status %d, want 28", e.status);
+	if (e.param.conn.private_data_len < PD_REJ ||
+	    !pattern_ok(e.param.conn.private_data, PD_REJ, 3))
+		FAIL("REJ's private data");
+	printf("REJ private data: %d bytes verified\n", PD_REJ);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return 0;
+}
+
+static int client_expect(const char *addr, const char *port, const char *ev,
+			 double secs)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	double t0 = now_s();
+	struct rdma_cm_event e;
+	char name[64];
+
+	if (connect_pd(id, 0))
+		FAIL("rdma_connect: %s", strerror(errno));
+	snprintf(name, sizeof(name), "RDMA_CM_EVENT_%s", ev);
+	e = next_event(t0 + secs);
+	if (!strcmp(ev, "DISCONNECTED")) {
+		want(&e, RDMA_CM_EVENT_ESTABLISHED);
+		e = next_event(t0 + secs);
+	}
+	if (strcmp(rdma_event_str(e.event), name))
+		FAIL("%s, want %s", rdma_event_str(e.event), name);
+	printf("%s status %d after %.0f ms\n", name, e.status,
+	       (now_s() - t0) * 1e3);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return 0;
+}
+
+static int client_peerdead(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	static char buf[64];
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct rdma_cm_event e;
+	double t0, dl;
+	int n;
+
+	if (connect_pd(id, 0))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(now_s() + 10);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	printf("established\n");
+	fflush(stdout);
+	sleep(2); /* the peer's ovrdmad is killed meanwhile */
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
+	if (!mr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	sge = (struct ibv_sge){ (uintptr_t)buf, sizeof(buf), mr->lkey };
+	t0 = now_s();
+	dl = t0 + 30;
+	if (ibv_post_send(id->qp, &wr, &bad))
+		FAIL("ibv_post_send");
+	while ((n = ibv_poll_cq(id->send_cq, 1, &wc)) == 0 && now_s() < dl)
+		usleep(1000);
+	if (n != 1 || wc.status == IBV_WC_SUCCESS)
+		FAIL("the SEND did not fail in time");
+	printf("SEND: %s after %.0f ms\n", ibv_wc_status_str(wc.status),
+	       (now_s() - t0) * 1e3);
+	if (rdma_disconnect(id))
+		FAIL("rdma_disconnect: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_DISCONNECTED);
+	printf("DISCONNECTED after %.0f ms\n", (now_s() - t0) * 1e3);
+	return 0;
+}
+
+static struct rdma_cm_id *listen_on(const char *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons((uint16_t)atoi(port)) };
+	struct rdma_cm_id *l;
+
+	if (rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(l, (struct sockaddr *)&sin) || rdma_listen(l, 8))
+		FAIL("listen: %s", strerror(errno));
+	printf("listening\n");
+	fflush(stdout);
+	return l;
+}
+
+static int server(const char *port, const char *mode)
+{
+	struct rdma_cm_id *id;
+	struct rdma_conn_param p = { .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .rnr_retry_count = 7 };
+	static uint8_t pd[256];
+	struct rdma_cm_event e;
+	double dl = now_s() + 50;
+
+	listen_on(port);
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
+	id = e.id;
+	if (!strcmp(mode, "die"))
+		raise(SIGKILL);
+	if (!strcmp(mode, "pdata")) {
+		if (e.param.conn.private_data_len < PD_REQ ||
+		    !pattern_ok(e.param.conn.private_data, PD_REQ, 1))
+			FAIL("REQ's private data");
+		printf("REQ private data: %d bytes verified\n", PD_REQ);
+	}
+	make_qp(id);
+	p.private_data = pd;
+	if (!strcmp(mode, "pdata")) {
+		pattern(pd, PD_REP + 1, 2);
+		p.private_data_len = PD_REP + 1;
+		if (!rdma_accept(id, &p) || errno != EINVAL)
+			FAIL("accept with %d bytes: not EINVAL", PD_REP + 1);
+		printf("accept with %d bytes: EINVAL\n", PD_REP + 1);
+		/* librdmacm moved the QP to ERROR when ACCEPT failed */
+		rdma_destroy_qp(id);
+		make_qp(id);
+		p.private_data_len = PD_REP;
+	}
+	if (rdma_accept(id, &p))
+		FAIL("rdma_accept: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	if (!strcmp(mode, "hold-kill")) {
+		sleep(1);
+		raise(SIGKILL);
+	}
+	if (!strcmp(mode, "hold")) {
+		/* until the process is killed, or its ovrdmad is */
+		struct rdma_cm_event *ev;
+
+		while (!rdma_get_cm_event(ch, &ev))
+			rdma_ack_cm_event(ev);
+		printf("rdma_get_cm_event: %s\n", strerror(errno));
+		return 0;
+	}
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_DISCONNECTED);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
+	pattern(pd, PD_REJ + 1, 3);
+	if (!rdma_reject(e.id, pd, PD_REJ + 1) || errno != EINVAL)
+		FAIL("reject with %d bytes: not EINVAL", PD_REJ + 1);
+	printf("reject with %d bytes: EINVAL\n", PD_REJ + 1);
+	if (rdma_reject(e.id, pd, PD_REJ))
+		FAIL("rdma_reject: %s", strerror(errno));
+	rdma_destroy_id(e.id);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ch = rdma_create_event_channel();
+	if (!ch)
+		FAIL("rdma_create_event_channel: %s", strerror(errno));
+	if (argc == 4 && !strcmp(argv[1], "server"))
+		return server(argv[2], argv[3]);
+	if (argc >= 5 && !strcmp(argv[1], "client")) {
+		if (!strcmp(argv[4], "pdata"))
+			return client_pdata(argv[2], argv[3]);
+		if (!strcmp(argv[4], "peerdead"))
+			return client_peerdead(argv[2], argv[3]);
+		if (argc == 7 && !strcmp(argv[4], "expect"))
+			return client_expect(argv[2], argv[3], argv[5],
+					     atof(argv[6]));
+	}
+	fprintf(stderr,
+		"usage: cm_errors server PORT pdata|die|hold|hold-kill\n"
+		"       cm_errors client ADDR PORT pdata|peerdead|"
+		"expect EVENT SECONDS\n");
+	return 2;
+}
