@@ -48,10 +48,11 @@
  * "/class/infiniband/" + a 15-character name must fit. */
 #define SVC_SYSFS_PATH_MAX 192
 #define SVC_SYSFS_DEFAULT "/run/ovrdma/sysfs"
-/* what the device reports as its firmware version */
-#define SVC_FW_VERSION "ovrdma-0.1.0"
 #define SVC_PAGE 4096ull
 #define SVC_CQ_MAX_DEPTH 65536u
+/* The largest memory region (max_mr_size) but the implicit one. */
+#define SVC_MR_MAX_SIZE (1ull << 40)
+#define SVC_QP_MAX_WR 16384u /* the engine's limit, per queue */
 #define SVC_SRQ_MAX_WR 16384u /* the engine's limit */
 /* With batches of GPU copies in flight an idle loop sleeps at most this
  * long, doubling from SVC_DEV_WAIT_MIN_NS while none completes: a copy of

@@ -43,17 +43,20 @@ static void dev_describe(struct svc *s, struct ovr_ctl_dev *d, uint32_t vni,
 	d->rate_bps = s->conf.rate_bps;
 	d->active_mtu = mtu > 0 ? (uint32_t)mtu : 1;
 	d->underlay_mtu = s->conf.underlay_mtu;
+	/* a context's QPs: its limit, the doorbell bits, the node's */
 	d->max_qp = s->conf.ctx_max_qp < OVR_RING_MAX_QP_PER_CTX ?
 			    s->conf.ctx_max_qp :
 			    OVR_RING_MAX_QP_PER_CTX;
-	d->max_qp_wr = 16384;
+	if (d->max_qp > s->conf.eng_max_qp)
+		d->max_qp = s->conf.eng_max_qp;
+	d->max_qp_wr = SVC_QP_MAX_WR;
 	d->max_sge = OVR_RING_SQ_MAX_SGE;
 	d->max_inline = OVR_RING_MAX_INLINE;
 	d->max_cq = s->conf.ctx_max_cq;
 	d->max_cqe = SVC_CQ_MAX_DEPTH - 1;
 	d->max_mr = s->conf.ctx_max_mr;
 	d->max_pd = s->conf.ctx_max_pd;
-	d->max_mr_size = 1ull << 40;
+	d->max_mr_size = SVC_MR_MAX_SIZE;
 	d->max_qp_rd_atom = 16;
 	d->max_qp_init_rd_atom = 16;
 	d->atomic_cap = 1; /* IBV_ATOMIC_HCA */

@@ -341,6 +341,10 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	    ((q->flags & OVR_CTL_MR_ODP) && !(q->flags & OVR_CTL_MR_PROC)))
 		return svc_status(c, r->h, -EINVAL);
 	proc = q->flags & OVR_CTL_MR_PROC;
+	/* max_mr_size, but for the implicit region (the whole space) */
+	if (q->len > SVC_MR_MAX_SIZE && !((q->flags & OVR_CTL_MR_ODP) &&
+					  q->va == 0 && q->len == UINT64_MAX))
+		return svc_status(c, r->h, -EINVAL);
 	if ((proc ? q->nseg != 0 :
 		    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG) ||
 	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
@@ -511,8 +515,8 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOENT);
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
 		return svc_status(c, r->h, -EOPNOTSUPP);
-	if (!q->len || !q->alloc_size || q->offset > q->alloc_size ||
-	    q->len > q->alloc_size - q->offset)
+	if (!q->len || q->len > SVC_MR_MAX_SIZE || !q->alloc_size ||
+	    q->offset > q->alloc_size || q->len > q->alloc_size - q->offset)
 		return svc_status(c, r->h, -EINVAL);
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
