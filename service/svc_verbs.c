@@ -651,6 +651,7 @@ void svc_cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	munmap(cq->ring, cq->map_len);
 	svc_obj_free(c, h);
 	c->ncq--;
+	c->cq_bytes -= cq->map_len;
 	free(cq);
 }
 
@@ -661,6 +662,8 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_ctl_create_cq_rep rep = { 0 };
 	struct svc_channel *ch = NULL;
 	struct svc_cq *cq;
+	uint32_t depth;
+	uint64_t len;
 	int fd, rc;
 
 	if (q->cqe == 0 || q->cqe >= SVC_CQ_MAX_DEPTH)
@@ -668,6 +671,13 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->ncq >= s->conf.ctx_max_cq)
 		return svc_limit(c, r->h, SVC_LIM_CQ, s->conf.ctx_max_cq,
 				 -ENOSPC);
+	/* the ring's pages cost memory once completions reach them:
+	 * bound what all of a context's rings could come to */
+	depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
+	len = SVC_CQ_RING_LEN(depth);
+	if (len > s->conf.ctx_max_cq_bytes - c->cq_bytes)
+		return svc_limit(c, r->h, SVC_LIM_CQ_MB,
+				 s->conf.ctx_max_cq_bytes >> 20, -ENOMEM);
 	if (q->channel != OVR_CTL_NO_CHANNEL) {
 		ch = svc_obj_get(c, q->channel, SVC_OBJ_CHANNEL);
 		if (!ch)
@@ -677,10 +687,10 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (!cq)
 		return svc_status(c, r->h, -ENOMEM);
 	cq->ctx = c;
-	cq->depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
-	cq->map_len =
-		svc_page_up(OVR_RING_CQ_ENTRIES_OFF +
-			    (uint64_t)cq->depth * sizeof(struct ovr_ring_cqe));
+	cq->depth = depth;
+	cq->map_len = len;
+	/* sized, not touched: a page is allocated when the first
+	 * completion is written to it (the client maps it the same way) */
 	cq->ring = svc_map_memfd("ovrdma-cq", cq->map_len, &fd);
 	if (!cq->ring) {
 		free(cq);
@@ -703,6 +713,7 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (ch)
 		ch->users++;
 	c->ncq++;
+	c->cq_bytes += cq->map_len;
 	rep.cq = cq->handle;
 	rep.depth = cq->depth;
 	rep.map_len = cq->map_len;
