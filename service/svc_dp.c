@@ -635,11 +635,22 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 	return ok;
 }
 
+/*
+ * A QP's new receives into the engine. In RESET they stay in the ring:
+ * receives posted before INIT are the QP's once it leaves RESET (the
+ * kick of MODIFY_QP takes them), as mlx5 keeps them in its queue; a
+ * modify to RESET drops whatever is there then (qp_state_publish).
+ */
 static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 {
 	uint32_t prod =
 		atomic_load_explicit(&qp->ring->rq_prod, memory_order_acquire);
 	bool ok = true;
+
+	/* the service writes the state word: no ordering needed */
+	if (atomic_load_explicit(&qp->ring->state, memory_order_relaxed) ==
+	    OVR_QPS_RESET)
+		return true;
 
 	if (prod - qp->rq_cons > qp->rq_depth) {
 		s->cnt.wqe_bad++;
