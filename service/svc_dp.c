@@ -457,6 +457,33 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 
 /* ---- receive ------------------------------------------------------------- */
 
+static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now);
+static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now);
+static void stall(struct svc *s, struct svc_qp *qp);
+
+/*
+ * Receives the application posted before a PDU for @qp arrived may still
+ * sit in the ring, their doorbell not taken yet (the loop was busy with
+ * other contexts, or the PDU comes back through the loopback within the
+ * round that took the sender's doorbell). A NIC finds them in memory when
+ * the packet arrives; so does this, or a datagram would be dropped and
+ * a SEND answered with an RNR NAK for a receive that was posted. Costs
+ * one load of the producer index when nothing is new.
+ */
+static void rx_take_receives(struct svc *s, struct svc_qp *qp, uint64_t now)
+{
+	if (qp->srq) {
+		if (atomic_load_explicit(&qp->srq->ring->prod,
+					 memory_order_relaxed) != qp->srq->cons)
+			srq_drain(s, qp->srq, now);
+		return;
+	}
+	if (atomic_load_explicit(&qp->ring->rq_prod, memory_order_relaxed) !=
+		    qp->rq_cons &&
+	    !rq_drain(s, qp, now))
+		stall(s, qp);
+}
+
 static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		     uint64_t now)
 {
@@ -505,6 +532,7 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		}
 		s->cnt.rx_ud++;
 		s->rx_pdu_len = rx.pdu_len;
+		rx_take_receives(s, qp, now);
 		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
 				SVC_FROM_UD | rx.src_vip);
 		return;
@@ -515,6 +543,7 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		s->cnt.rx_foreign++;
 		return;
 	}
+	rx_take_receives(s, qp, now);
 	ovr_eng_rx(s->eng, now, rx.pdu, rx.pdu_len, rx.ce);
 }
 
