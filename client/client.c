@@ -1513,18 +1513,17 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
 	return 0;
 }
 
+/* Any state, RESET included: ovrdmad keeps what is posted in RESET in
+ * the ring until the QP leaves RESET (docs/PROVIDER.md, "Receives posted
+ * in RESET"). */
 int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr)
 {
 	struct ovr_ring_rwqe *w;
 	uint8_t *slot;
-	uint32_t st;
 
 	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
 		return EIO;
 	if (qp->srq)
-		return EINVAL;
-	st = atomic_load_explicit(&qp->ring->state, memory_order_acquire);
-	if (st == OVR_QPS_RESET)
 		return EINVAL;
 	if (wr->num_sge > qp->cap.max_recv_sge)
 		return EINVAL;

@@ -124,7 +124,6 @@ SAME(OVR_EV_QP_LAST_WQE_REACHED, IBV_EVENT_QP_LAST_WQE_REACHED);
 SAME(OVR_QP_ATTR_ALL, (IBV_QP_DEST_QPN << 1) - 1);
 #undef SAME
 
-#define OVRDMA_FW_VERSION "ovrdma-0.1.0"
 /*
  * ibv_wc.sl of a UD receive. RoCE has no service level to report, and
  * mlx5 puts the received packet's L3 header type there instead (its
@@ -181,6 +180,24 @@ static uint8_t lane_speed(uint64_t rate_bps)
 	 IBV_ODP_SUPPORT_SRQ_RECV)
 #define OVRDMA_ODP_UD (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV)
 
+/*
+ * What ovrdma does of ibv_device_cap_flags: RNR NAKs, a system image GUID
+ * (the node GUID), SRQ resizing (IBV_SRQ_MAX_WR, up to 4x what create
+ * granted), and ibv_modify_qp's cur_qp_state (the engine checks it
+ * against the state it knows). No memory windows, XRC, port events,
+ * checksum offloads or the rest (docs/PROVIDER.md, "Device attributes").
+ */
+#define OVRDMA_DEVICE_CAP_FLAGS                                  \
+	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | \
+	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_CURR_QP_STATE_MOD)
+/*
+ * local_ca_ack_delay: 4.096 us x 2^15 = 134 ms, rxe's figure. The engine
+ * acknowledges within 5 us when its thread runs, but a software device's
+ * ACK waits on scheduling (an idle ovrdmad naps, a loaded machine
+ * delays it), and the value only feeds timeouts computed from it.
+ */
+#define OVRDMA_CA_ACK_DELAY 15
+
 int ovrdma_query_device_ex(struct ibv_context *ibctx,
 			   const struct ibv_query_device_ex_input *input,
 			   struct ibv_device_attr_ex *attr, size_t attr_size)
@@ -194,14 +211,18 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	if (attr_size < sizeof(*a))
 		return EINVAL;
 	memset(attr, 0, attr_size);
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", OVRDMA_FW_VERSION);
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", OVR_CTL_DEV_FW_VER);
 	a->node_guid = htobe64(d->guid);
 	a->sys_image_guid = htobe64(d->guid);
 	a->max_mr_size = d->max_mr_size;
-	a->page_size_cap = 4096; /* registration works on 4 KB pages */
+	/* registration takes any range of pages, of any size from 4 KB */
+	a->page_size_cap = ~(uint64_t)4095;
+	a->vendor_id = OVR_CTL_DEV_VENDOR_ID;
+	a->vendor_part_id = OVR_CTL_DEV_VENDOR_PART_ID;
+	a->hw_ver = OVR_CTL_DEV_HW_VER;
 	a->max_qp = (int)d->max_qp;
 	a->max_qp_wr = (int)d->max_qp_wr;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->device_cap_flags = OVRDMA_DEVICE_CAP_FLAGS;
 	a->max_sge = (int)d->max_sge;
 	a->max_sge_rd = (int)d->max_sge;
 	a->max_cq = (int)d->max_cq;
@@ -218,6 +239,7 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	a->max_srq_sge = d->max_srq ? (int)d->max_srq_sge : 0;
 	a->max_ah = (int)d->max_ah;
 	a->max_pkeys = 1;
+	a->local_ca_ack_delay = OVRDMA_CA_ACK_DELAY;
 	a->phys_port_cnt = 1;
 	if (EX_HAS(attr_size, odp_caps) && (d->caps & OVR_CTL_DEV_ODP)) {
 		attr->odp_caps.general_caps = OVRDMA_ODP_GENERAL;
@@ -226,7 +248,12 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	}
 	if (EX_HAS(attr_size, device_cap_flags_ex))
 		attr->device_cap_flags_ex = a->device_cap_flags;
-	/* no UC, no XRC: uc_odp_caps and xrc_odp_caps stay 0 */
+	/* no UC, no XRC: uc_odp_caps and xrc_odp_caps stay 0; no
+	 * completion timestamps: completion_timestamp_mask and
+	 * hca_core_clock 0; no TSO, RSS, WQs, packet pacing, raw packet
+	 * QPs, tag matching, CQ moderation, device memory, PCI atomics */
+	if (EX_HAS(attr_size, phys_port_cnt_ex))
+		attr->phys_port_cnt_ex = a->phys_port_cnt;
 	return 0;
 }
 

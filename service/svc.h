@@ -49,10 +49,21 @@
  * "/class/infiniband/" + a 15-character name must fit. */
 #define SVC_SYSFS_PATH_MAX 192
 #define SVC_SYSFS_DEFAULT OVR_CTL_SYSFS_DEFAULT
-/* what the device reports as its firmware version */
-#define SVC_FW_VERSION "ovrdma-0.1.0"
 #define SVC_PAGE 4096ull
-#define SVC_CQ_MAX_DEPTH 65536u
+/*
+ * Entries of a CQ ring at most (2^22: max_cqe 4194303, as mlx5 offers):
+ * 192 MB of ring, a memfd both sides map without touching it, so only the
+ * pages completions were written to cost memory (docs/PROVIDER.md, "CQ
+ * memory"); cq_mb_per_context bounds what a context's rings may reach.
+ */
+#define SVC_CQ_MAX_DEPTH (1u << 22)
+/* Bytes of a CQ ring of @depth entries (the memfd's length). */
+#define SVC_CQ_RING_LEN(depth)                \
+	svc_page_up(OVR_RING_CQ_ENTRIES_OFF + \
+		    (uint64_t)(depth) * sizeof(struct ovr_ring_cqe))
+/* The largest memory region (max_mr_size) but the implicit one. */
+#define SVC_MR_MAX_SIZE (1ull << 40)
+#define SVC_QP_MAX_WR 16384u /* the engine's limit, per queue */
 #define SVC_SRQ_MAX_WR 16384u /* the engine's limit */
 /* With batches of GPU copies in flight an idle loop sleeps at most this
  * long, doubling from SVC_DEV_WAIT_MIN_NS while none completes: a copy of
@@ -109,6 +120,7 @@ struct svc_conf {
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
 	uint32_t ctx_max_srq, ctx_max_ah;
 	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
+	uint64_t ctx_max_cq_bytes; /* CQ rings of a context, bytes */
 	uint32_t eng_max_qp; /* QPs of the whole node */
 	/* [gpu]: BAR copies through GDRCopy (docs/GPU.md §1.2) */
 	bool gdrcopy; /* auto (where GDRCopy is there), or off */
@@ -343,6 +355,7 @@ struct svc_ctx {
 	uint32_t nobj;
 	uint32_t nqp, ncq, nmr, npd, nsrq, nah;
 	uint64_t pinned;
+	uint64_t cq_bytes; /* its CQ rings (against cq_mb_per_context) */
 	uint64_t async_dropped;
 	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
 	/* a CM event channel (CM_OPEN): the service's end of the events */
@@ -653,7 +666,8 @@ enum svc_limit {
 	SVC_LIM_QP,
 	SVC_LIM_QP_NODE,
 	SVC_LIM_SRQ,
-	SVC_LIM_AH
+	SVC_LIM_AH,
+	SVC_LIM_CQ_MB
 };
 int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 	      enum svc_limit which, uint64_t value, int err);

@@ -29,6 +29,17 @@ static void dev_auto_name(struct svc *s, char *buf, size_t len)
 	}
 }
 
+/* The most entries a CQ of this service may be asked for: its ring must
+ * fit both SVC_CQ_MAX_DEPTH and cq_mb_per_context. */
+static uint32_t dev_max_cqe(const struct svc *s)
+{
+	uint32_t depth = SVC_CQ_MAX_DEPTH;
+
+	while (depth > 2 && SVC_CQ_RING_LEN(depth) > s->conf.ctx_max_cq_bytes)
+		depth >>= 1;
+	return depth - 1; /* cqe + 1 is rounded up to the ring's depth */
+}
+
 /* What the device @d of the vIP @vip in tenant @vni reports. */
 static void dev_describe(struct svc *s, struct ovr_ctl_dev *d, uint32_t vni,
 			 uint32_t vip, const char *name)
@@ -43,17 +54,20 @@ static void dev_describe(struct svc *s, struct ovr_ctl_dev *d, uint32_t vni,
 	d->rate_bps = s->conf.rate_bps;
 	d->active_mtu = mtu > 0 ? (uint32_t)mtu : 1;
 	d->underlay_mtu = s->conf.underlay_mtu;
+	/* a context's QPs: its limit, the doorbell bits, the node's */
 	d->max_qp = s->conf.ctx_max_qp < OVR_RING_MAX_QP_PER_CTX ?
 			    s->conf.ctx_max_qp :
 			    OVR_RING_MAX_QP_PER_CTX;
-	d->max_qp_wr = 16384;
+	if (d->max_qp > s->conf.eng_max_qp)
+		d->max_qp = s->conf.eng_max_qp;
+	d->max_qp_wr = SVC_QP_MAX_WR;
 	d->max_sge = OVR_RING_SQ_MAX_SGE;
 	d->max_inline = OVR_RING_MAX_INLINE;
 	d->max_cq = s->conf.ctx_max_cq;
-	d->max_cqe = SVC_CQ_MAX_DEPTH - 1;
+	d->max_cqe = dev_max_cqe(s);
 	d->max_mr = s->conf.ctx_max_mr;
 	d->max_pd = s->conf.ctx_max_pd;
-	d->max_mr_size = 1ull << 40;
+	d->max_mr_size = SVC_MR_MAX_SIZE;
 	d->max_qp_rd_atom = 16;
 	d->max_qp_init_rd_atom = 16;
 	d->atomic_cap = 1; /* IBV_ATOMIC_HCA */

@@ -33,6 +33,7 @@ void svc_conf_default(struct svc_conf *c)
 	c->ctx_max_srq = 256;
 	c->ctx_max_ah = 4096;
 	c->ctx_max_pinned = 0;
+	c->ctx_max_cq_bytes = 1024ull << 20;
 	c->eng_max_qp = 4096;
 	c->gdrcopy = true;
 	c->gdrcopy_h2d_max = OVR_GDR_BAR_H2D_MAX;
@@ -305,6 +306,8 @@ static int on_limits(struct conf_state *st, const char *name, const char *value)
 		c->ctx_max_ah = v;
 	else if (!strcmp(name, "pinned_mb_per_context"))
 		c->ctx_max_pinned = (uint64_t)v << 20;
+	else if (!strcmp(name, "cq_mb_per_context"))
+		c->ctx_max_cq_bytes = (uint64_t)v << 20;
 	else if (!strcmp(name, "qps"))
 		c->eng_max_qp = v;
 	else {

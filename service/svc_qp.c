@@ -170,8 +170,9 @@ static int qp_create_check(struct svc_ctx *c,
 		if ((*srq)->pd_handle != q->pd)
 			return -EINVAL;
 	}
-	if (!q->cap.max_send_wr || q->cap.max_send_wr > 16384 ||
-	    q->cap.max_recv_wr > 16384 ||
+	/* 0 WRs on either side: a receive-only or send-only QP */
+	if (q->cap.max_send_wr > SVC_QP_MAX_WR ||
+	    q->cap.max_recv_wr > SVC_QP_MAX_WR ||
 	    q->cap.max_send_sge > OVR_RING_SQ_MAX_SGE ||
 	    q->cap.max_recv_sge > OVR_RING_SQ_MAX_SGE ||
 	    q->cap.max_inline_data > OVR_RING_MAX_INLINE)
@@ -203,7 +204,10 @@ static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
 }
 
 /* The engine's QP for @q (on the objects of @qp), and in qp->cap what
- * the engine granted. */
+ * the engine granted. A side asked with 0 WRs (qperf's receive-only
+ * server, a send-only QP) gets none, as mlx5 and rxe grant: the engine
+ * keeps a slot it never fills, the client finds the queue full (ENOMEM),
+ * and the ring's side has one unused slot. */
 static int qp_engine_create(struct svc *s, struct svc_qp *qp,
 			    const struct ovr_ctl_create_qp_req *q,
 			    const struct svc_pd *pd)
@@ -235,8 +239,8 @@ static int qp_engine_create(struct svc *s, struct svc_qp *qp,
 		return rc;
 	ovr_eng_qp_query(s->eng, qp->qpn, &qa);
 	qp->cap = (struct ovr_ctl_qp_cap){
-		.max_send_wr = qa.cap.max_send_wr,
-		.max_recv_wr = qa.cap.max_recv_wr,
+		.max_send_wr = q->cap.max_send_wr ? qa.cap.max_send_wr : 0,
+		.max_recv_wr = q->cap.max_recv_wr ? qa.cap.max_recv_wr : 0,
 		.max_send_sge = qa.cap.max_send_sge,
 		.max_recv_sge = qa.cap.max_recv_sge,
 		.max_inline_data = qa.cap.max_inline_data,

@@ -70,6 +70,7 @@ int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 		[SVC_LIM_QP_NODE] = "qps (of the node)",
 		[SVC_LIM_SRQ] = "srq_per_context",
 		[SVC_LIM_AH] = "ah_per_context",
+		[SVC_LIM_CQ_MB] = "cq_mb_per_context",
 	};
 
 	if (!(c->limits_logged & (1u << which))) {

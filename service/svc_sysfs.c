@@ -311,8 +311,8 @@ static int write_ibdev(struct svc *s, const struct ovr_ctl_dev *d,
 	rc = rc ? rc : put(ibdev, "node_guid", "%s\n", guid);
 	rc = rc ? rc : put(ibdev, "sys_image_guid", "%s\n", guid);
 	rc = rc ? rc : put(ibdev, "board_id", "OVRDMA\n");
-	rc = rc ? rc : put(ibdev, "fw_ver", "%s\n", SVC_FW_VERSION);
-	rc = rc ? rc : put(ibdev, "hw_rev", "0\n");
+	rc = rc ? rc : put(ibdev, "fw_ver", "%s\n", OVR_CTL_DEV_FW_VER);
+	rc = rc ? rc : put(ibdev, "hw_rev", "%u\n", OVR_CTL_DEV_HW_VER);
 	rc = rc ? rc : put(ibdev, "hca_type", "ovrdma\n");
 	rc = rc ? rc :
 		  put(ibdev, "node_desc", "ovrdma %s vni %u\n", host, d->vni);

@@ -350,6 +350,10 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	    ((q->flags & OVR_CTL_MR_ODP) && !(q->flags & OVR_CTL_MR_PROC)))
 		return svc_status(c, r->h, -EINVAL);
 	proc = q->flags & OVR_CTL_MR_PROC;
+	/* max_mr_size, but for the implicit region (the whole space) */
+	if (q->len > SVC_MR_MAX_SIZE && !((q->flags & OVR_CTL_MR_ODP) &&
+					  q->va == 0 && q->len == UINT64_MAX))
+		return svc_status(c, r->h, -EINVAL);
 	if ((proc ? q->nseg != 0 :
 		    q->nseg == 0 || q->nseg > OVR_CTL_MR_MAX_SEG) ||
 	    r->blen != offsetof(struct ovr_ctl_reg_mr_req, seg) +
@@ -520,8 +524,8 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOENT);
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
 		return svc_status(c, r->h, -EOPNOTSUPP);
-	if (!q->len || !q->alloc_size || q->offset > q->alloc_size ||
-	    q->len > q->alloc_size - q->offset)
+	if (!q->len || q->len > SVC_MR_MAX_SIZE || !q->alloc_size ||
+	    q->offset > q->alloc_size || q->len > q->alloc_size - q->offset)
 		return svc_status(c, r->h, -EINVAL);
 	if (c->nmr >= s->conf.ctx_max_mr)
 		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
@@ -656,6 +660,7 @@ void svc_cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	munmap(cq->ring, cq->map_len);
 	svc_obj_free(c, h);
 	c->ncq--;
+	c->cq_bytes -= cq->map_len;
 	free(cq);
 }
 
@@ -666,6 +671,8 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_ctl_create_cq_rep rep = { 0 };
 	struct svc_channel *ch = NULL;
 	struct svc_cq *cq;
+	uint32_t depth;
+	uint64_t len;
 	int fd, rc;
 
 	if (q->cqe == 0 || q->cqe >= SVC_CQ_MAX_DEPTH)
@@ -673,6 +680,13 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->ncq >= s->conf.ctx_max_cq)
 		return svc_limit(c, r->h, SVC_LIM_CQ, s->conf.ctx_max_cq,
 				 -ENOSPC);
+	/* the ring's pages cost memory once completions reach them:
+	 * bound what all of a context's rings could come to */
+	depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
+	len = SVC_CQ_RING_LEN(depth);
+	if (len > s->conf.ctx_max_cq_bytes - c->cq_bytes)
+		return svc_limit(c, r->h, SVC_LIM_CQ_MB,
+				 s->conf.ctx_max_cq_bytes >> 20, -ENOMEM);
 	if (q->channel != OVR_CTL_NO_CHANNEL) {
 		ch = svc_obj_get(c, q->channel, SVC_OBJ_CHANNEL);
 		if (!ch)
@@ -682,10 +696,10 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (!cq)
 		return svc_status(c, r->h, -ENOMEM);
 	cq->ctx = c;
-	cq->depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
-	cq->map_len =
-		svc_page_up(OVR_RING_CQ_ENTRIES_OFF +
-			    (uint64_t)cq->depth * sizeof(struct ovr_ring_cqe));
+	cq->depth = depth;
+	cq->map_len = len;
+	/* sized, not touched: a page is allocated when the first
+	 * completion is written to it (the client maps it the same way) */
 	cq->ring = svc_map_memfd("ovrdma-cq", cq->map_len, &fd);
 	if (!cq->ring) {
 		free(cq);
@@ -708,6 +722,7 @@ int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (ch)
 		ch->users++;
 	c->ncq++;
+	c->cq_bytes += cq->map_len;
 	rep.cq = cq->handle;
 	rep.depth = cq->depth;
 	rep.map_len = cq->map_len;

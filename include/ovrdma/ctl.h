@@ -134,6 +134,17 @@ struct ovr_ctl_dev {
 	uint32_t rsvd;
 };
 
+/*
+ * What every ovrdma device reports as its identity (ibv_query_device and
+ * the sysfs tree, svc_sysfs.c): the vendor is an IEEE company ID with
+ * the locally administered bit (0x02 first, as the node GUIDs), "ov";
+ * the "firmware" is ovrdmad.
+ */
+#define OVR_CTL_DEV_VENDOR_ID 0x026f76u
+#define OVR_CTL_DEV_VENDOR_PART_ID 1u
+#define OVR_CTL_DEV_HW_VER 0u
+#define OVR_CTL_DEV_FW_VER "ovrdma-0.1.0"
+
 /* What the service can do for the context that OPENed the device. */
 enum ovr_ctl_dev_caps {
 	/* the process route works (through the application's own

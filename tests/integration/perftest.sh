@@ -6,7 +6,9 @@
 # 1 % loss with 1 % reordering.
 #   1. ib_{send,write,read,atomic}_{lat,bw} -x 0, server on node 1, client
 #      on node 2, with variants: completion events (-e), bidirectional
-#      (-b), 8 QPs (-q 8), sizes (-s 8, the default, an -a sweep), duration
+#      (-b), 8 QPs (-q 8), 1000 QPs at perftest's default depths (-q 1000
+#      -D 2: CQs of 128 000 and 512 000 entries), sizes (-s 8, the
+#      default, an -a sweep), duration
 #      mode (-D 2), a shared receive queue (--use-srq), post lists (-l 8,
 #      --recv_post_list), --write_with_imm where the installed perftest
 #      has it;
@@ -223,6 +225,11 @@ if [ "$quick" = 0 ]; then
 	pt both bw $L ib_write_bw -x 0 -D 2
 	pt both bw $L ib_send_bw -x 0 -D 2
 	pt both bw $L ib_read_bw -x 0 -D 2
+	# 1000 QPs; duration mode keeps perftest's default depths (a count
+	# below them shrinks them): the WRITE CQ asks 128 000 entries, the
+	# SEND receiver's 512 000 (max_cqe 4194303; it was 65535)
+	pt both bw $L ib_write_bw -x 0 -D 2 -q 1000
+	pt both bw $L ib_send_bw -x 0 -D 2 -q 1000
 	# a shared receive queue (SEND only), post lists
 	pt both lat $L ib_send_lat -x 0 -n 200 --use-srq
 	pt both bw $L ib_send_bw -x 0 -n 300 --use-srq

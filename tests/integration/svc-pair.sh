@@ -10,7 +10,7 @@
 #   5. ovrdmad killed with -9: the application gets errors, not a hang;
 #      after a restart a new run works.
 #   6. per-application limits: each enforced with its documented error
-#      (on-demand registrations not counted as pinned)
+#      (on-demand registrations not counted as pinned; CQ rings)
 #      and logged once, another application unaffected.
 #   7. UD QPs, an SRQ and address handles (svc_ud): GRH and src_qp of
 #      datagrams, SRQ_LIMIT_REACHED, datagrams for an unknown QPN or from
@@ -46,6 +46,7 @@ qp_per_context = 1100
 pd_per_context = 32
 mr_per_context = 128
 cq_per_context = 64
+cq_mb_per_context = 32
 pinned_mb_per_context = 300
 [tenant]
 vni = 100
@@ -164,7 +165,7 @@ timeout 300 "$xfer" "$dir/a.sock" "$dir/b.sock" 16 >/dev/null || fail "svc_xfer 
 echo "after restart: transfers OK"
 
 echo "== 6. per-application limits"
-"$limits" "$dir/b.sock" 32 128 300 64 1100 || fail "limits"
+"$limits" "$dir/b.sock" 32 128 300 64 1100 32 || fail "limits"
 grep -q "limit qp_per_context = 1100 reached" "$dir/b.log" ||
 	fail "the service did not log the limit it enforced"
 

@@ -2,7 +2,7 @@
 /*
  * Per-application limits of ovrdmad ([limits] in its configuration):
  *
- *   svc_limits SOCK PD MR PINNED_MB CQ QP
+ *   svc_limits SOCK PD MR PINNED_MB CQ QP [CQ_MB]
  *
  * with the values the service was configured with. One application
  * allocates PDs, CQs, QPs and MRs until each is refused, checks that
@@ -10,7 +10,8 @@
  * documented errno (ENOSPC for counts, ENOMEM for pinned memory), that
  * the device reports the limits it enforces, that freeing one makes room
  * for one more, that on-demand registrations (implicit included) are
- * not counted as pinned, and that a second application on the same
+ * not counted as pinned, that max_cqe is the largest CQ whose ring
+ * cq_mb_per_context holds and a second one is refused with ENOMEM, and that a second application on the same
  * device is not affected by the first one's use. Exit 0 when all held.
  */
 #include <errno.h>
@@ -69,9 +70,9 @@ int main(int argc, char **argv)
 	uint32_t pd2;
 	int rc = 0;
 
-	if (argc != 7) {
-		fprintf(stderr,
-			"usage: svc_limits SOCK PD MR PINNED_MB CQ QP\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: svc_limits SOCK PD MR PINNED_MB CQ QP "
+				"[CQ_MB]\n");
 		return 2;
 	}
 	lim_pd = (unsigned int)atoi(argv[2]);
@@ -113,6 +114,38 @@ int main(int argc, char **argv)
 	rc = errno;
 	CHECK(n == lim_cq && rc == ENOSPC,
 	      "%u CQs before refusal (%s), limit %u", n, strerror(rc), lim_cq);
+	if (argc == 8 && n >= 2) {
+		/* the largest CQ the rings' limit holds (48-byte entries,
+		 * a power of two of them, a 128-byte header, whole pages),
+		 * then a second one: ENOMEM */
+		uint64_t lim = (uint64_t)atoi(argv[7]) << 20, depth = 1u << 22;
+		struct ovr_cl_cq *a, *b;
+
+		while (depth > 2 &&
+		       ((128 + depth * 48 + 4095) & ~4095ull) > lim)
+			depth >>= 1;
+		CHECK(dev.max_cqe == depth - 1,
+		      "max_cqe %u with cq_mb_per_context %s, expected %llu",
+		      dev.max_cqe, argv[7], (unsigned long long)depth - 1);
+		ovr_cl_destroy_cq(cl, cqs[--n], NULL);
+		ovr_cl_destroy_cq(cl, cqs[--n], NULL);
+		a = ovr_cl_create_cq(cl, dev.max_cqe, OVR_CTL_NO_CHANNEL, 0);
+		CHECK(a && ovr_cl_cq_depth(a) == depth,
+		      "a CQ of max_cqe %u: %s", dev.max_cqe,
+		      a ? "wrong depth" : strerror(errno));
+		b = ovr_cl_create_cq(cl, dev.max_cqe, OVR_CTL_NO_CHANNEL, 0);
+		rc = errno;
+		CHECK(!b && rc == ENOMEM,
+		      "a second CQ of max_cqe past cq_mb_per_context: %s",
+		      b ? "created" : strerror(rc));
+		if (a)
+			ovr_cl_destroy_cq(cl, a, NULL);
+		b = ovr_cl_create_cq(cl, dev.max_cqe, OVR_CTL_NO_CHANNEL, 0);
+		CHECK(b != NULL, "a CQ of max_cqe once the first is gone: %s",
+		      strerror(errno));
+		if (b)
+			ovr_cl_destroy_cq(cl, b, NULL);
+	}
 
 	/* QPs */
 	for (n = 0; n < MAXOBJ; n++) {
@@ -201,9 +234,11 @@ int main(int argc, char **argv)
 	ovr_cl_close(cl);
 	if (failures)
 		return 1;
-	printf("svc_limits: pd %u, mr %u, pinned %zu MB, cq %u, qp %u: each "
-	       "enforced with the documented error; on-demand MRs not "
+	printf("svc_limits: pd %u, mr %u, pinned %zu MB, cq %u, qp %u%s%s%s: "
+	       "each enforced with the documented error; on-demand MRs not "
 	       "counted as pinned\n",
-	       lim_pd, lim_mr, pinned >> 20, lim_cq, lim_qp);
+	       lim_pd, lim_mr, pinned >> 20, lim_cq, lim_qp,
+	       argc == 8 ? ", CQ rings " : "", argc == 8 ? argv[7] : "",
+	       argc == 8 ? " MB" : "");
 	return 0;
 }

@@ -5,7 +5,9 @@
 # memif fabric at 1 % loss with 1 % reordering:
 #   1. verbs_api (tests/integration/verbs_api.c) server on node 1, client
 #      on node 2, both under strace -f: create_cq_ex / reg_dmabuf_mr
-#      checks, a QP on an ibv_cq_ex, then a WRITE stream and a SEND
+#      checks, create_qp's limits, a CQ of max_cqe entries (its ring
+#      not committed), receive-only and send-only QPs and a receive
+#      posted in RESET, a QP on an ibv_cq_ex, then a WRITE stream and a SEND
 #      stream each between two getppid(2) markers; the thread that made
 #      the markers must make no other system call between them. The
 #      nodes' ovrdmad busy-poll for a second before sleeping (--spin-us),
@@ -97,7 +99,7 @@ crc=$?
 wait "$spid"
 src=$?
 echo "verbs-api: verbs_api server exit $src, client exit $crc ($((SECONDS - t0)) s)"
-grep -h "create_qp limits" "$work/srv.log" | sed 's/^verbs_api: /verbs-api: /'
+grep -h "create_qp limits\|a CQ of" "$work/srv.log" | sed 's/^verbs_api: /verbs-api: /'
 if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
 	fail "verbs_api"
 	echo "--- server"

@@ -13,8 +13,16 @@
  *      the device reports them and refuses one more (EINVAL), its
  *      max_inline_data bound is found by bisection as libfabric does and
  *      one more is refused; create_cq above max_cqe is EINVAL;
+ *      a CQ of max_cqe entries (millions) costs neither the
+ *      application nor ovrdmad more than a few MB of shared memory
+ *      (RssShmem) while completions pass through it; a receive-only QP
+ *      (max_send_wr 0, qperf's server) and a send-only QP (max_recv_wr
+ *      0) are granted 0 on that side, posting there is ENOMEM (a full
+ *      queue), and a receive posted in RESET, before INIT, receives
+ *      the send-only QP's SEND (the two connected to each other);
  *   2. one RC QP whose CQ is an ibv_cq_ex: a WRITE_WITH_IMM and a
- *      SEND_WITH_IMM, their completions read through start_poll /
+ *      SEND_WITH_IMM (into receives the server posted in RESET, right
+ *      after ibv_create_qp), their completions read through start_poll /
  *      read_opcode / read_byte_len / read_imm_data / read_qp_num /
  *      read_wc_flags on both sides, the data checked byte by byte;
  *   3. the data path: a stream of RDMA WRITEs (a window of them, three
@@ -180,6 +188,171 @@ static void check_limits(const struct vc_dev *d, struct ibv_pd *pd)
 	ibv_destroy_cq(cq);
 }
 
+/* Shared memory process @pid touched (RssShmem), in kB; -1 unknown. */
+static long rss_shmem_kb(pid_t pid)
+{
+	char path[64], line[128];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "RssShmem: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* The ovrdmad behind @ctx: its sysfs tree names it (ovrdma_pid). */
+static pid_t service_pid(struct ibv_context *ctx)
+{
+	char path[512];
+	int pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/ovrdma_pid", ctx->device->ibdev_path);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = -1;
+	fclose(f);
+	return pid;
+}
+
+static int poll_some(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	time_t t0 = time(NULL);
+	int k = 0, rc;
+
+	while (k < n && time(NULL) - t0 < 10) {
+		rc = ibv_poll_cq(cq, n - k, wc + k);
+		if (rc < 0)
+			break;
+		k += rc;
+	}
+	return k;
+}
+
+/*
+ * A CQ of max_cqe entries and QPs with an empty side: the CQ's ring is
+ * sized, not committed (a few MB of it at most touched here, by either
+ * process, out of 48 bytes x max_cqe); a receive-only QP (max_send_wr 0)
+ * and a send-only QP (max_recv_wr 0) are granted 0 there and find that
+ * side full (ENOMEM), as mlx5 and rxe. The receive-only QP's receive is
+ * posted in RESET, before INIT, and the send-only QP's SEND lands in it
+ * (docs/PROVIDER.md, "Receives posted in RESET").
+ */
+static void check_queues(struct vc_dev *d, struct ibv_pd *pd)
+{
+	struct ibv_qp_init_attr ro = { .qp_type = IBV_QPT_RC,
+				       .cap = { 0, 4, 1, 1, 0 } },
+				so = { .qp_type = IBV_QPT_RC,
+				       .cap = { 4, 0, 1, 1, 0 } };
+	pid_t svc = service_pid(d->ctx);
+	long app0 = rss_shmem_kb(getpid()), svc0 = rss_shmem_kb(svc);
+	long app1, svc1;
+	static uint8_t buf[2][256];
+	struct ibv_qp *rq, *sq;
+	struct vc_qpinfo ri, si;
+	struct vc_path p = vc_path_default();
+	struct ibv_wc wc[4];
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	int rc, n;
+
+	cq = ibv_create_cq(d->ctx, d->attr.max_cqe, NULL, NULL, 0);
+	CHECK(cq && cq->cqe >= d->attr.max_cqe, "create_cq at max_cqe %d: %s",
+	      d->attr.max_cqe, cq ? "smaller" : strerror(errno));
+	if (!cq)
+		return;
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		die("ibv_reg_mr");
+	ro.send_cq = ro.recv_cq = so.send_cq = so.recv_cq = cq;
+	rq = ibv_create_qp(pd, &ro);
+	sq = ibv_create_qp(pd, &so);
+	CHECK(rq && ro.cap.max_send_wr == 0 && ro.cap.max_recv_wr >= 4,
+	      "receive-only QP: %s, granted %u send %u recv WRs",
+	      rq ? "ok" : strerror(errno), ro.cap.max_send_wr,
+	      ro.cap.max_recv_wr);
+	CHECK(sq && so.cap.max_recv_wr == 0 && so.cap.max_send_wr >= 4,
+	      "send-only QP: %s, granted %u send %u recv WRs",
+	      sq ? "ok" : strerror(errno), so.cap.max_send_wr,
+	      so.cap.max_recv_wr);
+	if (!rq || !sq)
+		die("ibv_create_qp with an empty side");
+	{
+		struct ibv_sge sge = { (uintptr_t)buf[0], 256, mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 7,
+					  .sg_list = &sge,
+					  .num_sge = 1 },
+				   *bad = NULL;
+
+		rc = ibv_post_recv(sq, &wr, &bad);
+		CHECK(rc == ENOMEM && bad == &wr,
+		      "post_recv on max_recv_wr 0: %s", strerror(rc));
+		/* in RESET: kept until the QP leaves it */
+		rc = ibv_post_recv(rq, &wr, &bad);
+		CHECK(rc == 0, "post_recv in RESET: %s", strerror(rc));
+	}
+	vc_qpinfo_of(d, rq, 1, &ri);
+	vc_qpinfo_of(d, sq, 2, &si);
+	p.access = IBV_ACCESS_LOCAL_WRITE;
+	if (vc_connect(d, rq, ri.psn, &si, &p, true) ||
+	    vc_connect(d, sq, si.psn, &ri, &p, true))
+		die("connect the receive-only and send-only QPs");
+	{
+		struct ibv_sge sge = { (uintptr_t)buf[1], 100, mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 8,
+					  .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad = NULL;
+
+		memset(buf[1], 0x5a, 100);
+		rc = ibv_post_send(rq, &wr, &bad);
+		CHECK(rc == ENOMEM && bad == &wr,
+		      "post_send on max_send_wr 0: %s", strerror(rc));
+		rc = ibv_post_send(sq, &wr, &bad);
+		CHECK(rc == 0, "post_send on the send-only QP: %s",
+		      strerror(rc));
+	}
+	n = poll_some(cq, wc, 2);
+	CHECK(n == 2 && wc[0].status == IBV_WC_SUCCESS &&
+		      wc[1].status == IBV_WC_SUCCESS,
+	      "%d of 2 completions (%s, %s)", n,
+	      n > 0 ? vc_st(wc[0].status) : "-",
+	      n > 1 ? vc_st(wc[1].status) : "-");
+	for (int i = 0; i < n; i++)
+		if (wc[i].opcode == IBV_WC_RECV)
+			CHECK(wc[i].wr_id == 7 && wc[i].byte_len == 100 &&
+				      wc[i].qp_num == rq->qp_num &&
+				      buf[0][0] == 0x5a && buf[0][99] == 0x5a,
+			      "the receive posted in RESET: wr_id %llu len %u",
+			      (unsigned long long)wc[i].wr_id, wc[i].byte_len);
+	app1 = rss_shmem_kb(getpid());
+	svc1 = rss_shmem_kb(svc);
+	CHECK(app0 >= 0 && app1 - app0 < 8192,
+	      "a CQ of %d entries: the application's RssShmem grew %ld kB",
+	      cq->cqe, app1 - app0);
+	CHECK(svc0 >= 0 && svc1 - svc0 < 8192,
+	      "a CQ of %d entries: ovrdmad's (pid %d) RssShmem grew %ld kB",
+	      cq->cqe, (int)svc, svc1 - svc0);
+	printf("verbs_api: a CQ of %d entries (%llu MB of ring): RssShmem "
+	       "+%ld kB here, +%ld kB in ovrdmad; receive-only and send-only "
+	       "QPs, a receive posted in RESET: ok\n",
+	       cq->cqe, (unsigned long long)((uint64_t)cq->cqe * 48 >> 20),
+	       app1 - app0, svc1 - svc0);
+	CHECK(!ibv_destroy_qp(rq) && !ibv_destroy_qp(sq) &&
+		      !ibv_destroy_cq(cq) && !ibv_dereg_mr(mr),
+	      "destroying the QPs, the CQ, the MR");
+}
+
 static void check_local(struct ibv_context *ctx, struct ibv_pd *pd)
 {
 	struct ibv_cq_init_attr_ex a = { .cqe = 16 };
@@ -271,7 +444,9 @@ static uint8_t pattern(uint64_t i, size_t k)
 	return (uint8_t)((i * 131u + k * 7u + (k >> 8)) ^ (i >> 3));
 }
 
-static void setup(struct side *s, const char *dev)
+static void post_recv(struct side *s, unsigned int i);
+
+static void setup(struct side *s, const char *dev, bool server)
 {
 	struct ibv_cq_init_attr_ex ca = {
 		.cqe = 2 * (SQ_DEPTH + RQ_DEPTH),
@@ -292,6 +467,7 @@ static void setup(struct side *s, const char *dev)
 		die("ibv_alloc_pd");
 	check_local(s->dev.ctx, s->pd);
 	check_limits(&s->dev, s->pd);
+	check_queues(&s->dev, s->pd);
 
 	s->ch = ibv_create_comp_channel(s->dev.ctx);
 	if (!s->ch)
@@ -314,6 +490,11 @@ static void setup(struct side *s, const char *dev)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->mr)
 		die("ibv_reg_mr");
+	/* the QP is in RESET: phase 2's receives, posted before INIT */
+	if (server) {
+		post_recv(s, 0);
+		post_recv(s, 1);
+	}
 	vc_qpinfo_of(&s->dev, s->qp, (uint32_t)getpid() & 0xffffff, &s->me.qp);
 	s->me.rkey = s->mr->rkey;
 	s->me.addr = (uintptr_t)s->buf;
@@ -414,8 +595,7 @@ static void phase_cq_ex(struct side *s, int fd, bool server)
 	struct cqe_ex e;
 
 	if (server) {
-		post_recv(s, 0);
-		post_recv(s, 1);
+		/* receives 0 and 1 were posted in RESET (setup) */
 		sync_byte(fd, 'a');
 		poll_ex(s, &e);
 		CHECK(e.status == IBV_WC_SUCCESS &&
@@ -1013,7 +1193,7 @@ int main(int argc, char **argv)
 		goto usage;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
-	setup(&s, dev);
+	setup(&s, dev, server);
 	fd = server ? vc_tcp_server(port) :
 		      vc_tcp_client(argv[optind + 1], port);
 	vc_send_all(fd, &s.me, sizeof(s.me));

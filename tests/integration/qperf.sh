@@ -1,0 +1,162 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# qperf (Debian's qperf package) between two testbed nodes through the
+# memif fabric at 1 % loss, server on node 1, client on node 2, every run
+# under a timeout (docs/PROVIDER.md, "qperf"). Its RC and UD tests -
+# rc_bw, rc_lat, rc_rdma_read_bw/lat, rc_rdma_write_bw/lat,
+# rc_compare_swap_mr, rc_fetch_add_mr, ud_bw, ud_lat - each plain and with
+# -cm1 (the connection through rdma_cm), checked against what RoCE
+# hardware does with them:
+#   - plain, qperf connects by LID only (no GRH in the address vector):
+#     RoCE refuses that (the kernel's and mlx5's EINVAL), and so does
+#     ovrdma, at the same step: RC "failed to modify QP to RTR", UD
+#     "failed to create address handle: Invalid argument" - after every
+#     verb before it worked (the receive-only QP of rc_bw's server, the
+#     completion channel, the region);
+#   - with -cm1, RC runs pass on RoCE; ovrdma has no rdma_cm yet (its own
+#     issue): "rdma_create_event_channel failed" is accepted as that, a
+#     run that gets further must print its result (then it passes);
+#     qperf ignores -cm1 for UD.
+# Then the same ten again with GRH_LIB (libqperf_grh.so, qperf_grh.c)
+# preloaded on both sides: it completes the address vectors with the
+# peer's GID as rdma_cm would resolve it, so qperf's own traffic runs -
+# rc_bw's receive-only server, completion channels, READ, WRITE, atomics,
+# datagrams - and each must pass, RC at 1 % loss, UD without loss (a
+# datagram lost stalls qperf's ud_lat ping-pong; UD does not retry).
+# Anything else fails the test, and so does a server that no longer
+# answers (qperf's conf at the end). A table of the runs ends the output.
+# usage: qperf.sh TESTBED GRH_LIB
+set -u
+tb=$1 grh=$2
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "qperf: needs root (network namespaces, DPDK); skipped"
+	exit 77
+fi
+for p in qperf ss; do
+	command -v $p >/dev/null || {
+		echo "qperf: $p missing (apt-get install qperf iproute2: tools/install-deps); skipped"
+		exit 77
+	}
+done
+export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-qperf-test.$$}
+export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrqp$$}
+out=$OVRDMA_TESTBED_DIR.logs
+spid=
+cleanup() {
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	"$tb" down >/dev/null 2>&1
+}
+trap cleanup EXIT
+rm -rf "$out"
+mkdir -p "$out"
+"$tb" up 2 --loss 1% --reorder 1%/50us >"$out/up.log" 2>&1 || {
+	cat "$out/up.log"
+	echo "qperf: FAIL: testbed did not come up"
+	exit 1
+}
+addr=$("$tb" addr 1)
+
+# one server for every run (qperf serves its clients one after another);
+# ENV: more environment for it
+server() { # ENV...
+	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
+	for _ in $(seq 100); do
+		"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':19765 ' || break
+		sleep 0.1
+	done
+	env "$@" timeout -k 5 600 "$tb" run 1 qperf >>"$out/server.log" 2>&1 &
+	spid=$!
+	for _ in $(seq 100); do
+		"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':19765 ' && return
+		sleep 0.1
+	done
+}
+server
+
+# What a run's output says: pass (a result line), lid (RoCE's refusal of
+# an address vector without GRH), no_rdma_cm, or other.
+classify() { # log
+	if grep -Eq '^ +(bw|latency|msg_rate|recv_bw) += ' "$1"; then
+		echo pass
+	elif grep -q 'failed to modify QP to RTR' "$1" ||
+		grep -q 'failed to create address handle: Invalid argument' "$1"; then
+		echo lid
+	elif grep -q 'rdma_create_event_channel failed' "$1"; then
+		echo no_rdma_cm
+	else
+		echo other
+	fi
+}
+
+tests=(rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw
+	rc_rdma_write_lat rc_compare_swap_mr rc_fetch_add_mr ud_bw ud_lat)
+nfail=0 npass=0
+summary=()
+for mode in plain -cm1 grh; do
+	if [ $mode = grh ]; then
+		server LD_PRELOAD="$grh" QPERF_GRH_PEER="$("$tb" addr 2)"
+	fi
+	for t in "${tests[@]}"; do
+		log=$out/$t$mode.log
+		args=(-t 2)
+		[ $mode = -cm1 ] && args+=("$mode")
+		env=()
+		[ $mode = grh ] && env=(LD_PRELOAD="$grh" QPERF_GRH_PEER="$addr")
+		case $mode/$t in
+		grh/rc_*) "$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null ;;
+		grh/ud_*) "$tb" fabric set all loss=0 reorder=0 >/dev/null ;;
+		esac
+		t0=$SECONDS
+		env "${env[@]}" timeout -k 5 60 "$tb" run 2 qperf "${args[@]}" \
+			"$addr" "$t" >"$log" 2>&1
+		rc=$?
+		got=$(classify "$log")
+		# what RoCE hardware gives; pass for -cm1 RC once rdma_cm is
+		# there; pass with the GRH supplied
+		case $mode/$t in
+		grh/*) want="pass" ;;
+		*/ud_*) want="lid" ;;
+		plain/*) want="lid" ;;
+		*) want="pass no_rdma_cm" ;;
+		esac
+		[ "$got" = pass ] && [ $rc -ne 0 ] && got="other"
+		res=$(grep -E '^ +(bw|latency|msg_rate|send_bw|recv_bw) += ' \
+			"$log" | sed -E 's/^ +//; s/ +/ /g' | paste -sd, -)
+		what=$(grep -m1 -E 'failed|error' "$log")
+		if [[ " $want " == *" $got "* ]]; then
+			verdict=ok
+			[ "$got" = pass ] && npass=$((npass + 1))
+		else
+			verdict=FAIL
+			nfail=$((nfail + 1))
+			echo "qperf: FAIL: qperf ${args[*]} $t: $got (exit $rc), expected ${want// / or }"
+			cat "$log"
+		fi
+		summary+=("$(printf '%-20s %-6s %-5s %-11s %3ds %s' "$t" "$mode" \
+			"$verdict" "$got" $((SECONDS - t0)) "${res:-$what}")")
+	done
+done
+
+# the server answered every client and still does
+timeout -k 5 30 "$tb" run 2 qperf "$addr" conf >"$out/conf.log" 2>&1
+if ! grep -q 'loc_node' "$out/conf.log"; then
+	echo "qperf: FAIL: the server no longer answers (qperf conf)"
+	cat "$out/conf.log"
+	nfail=$((nfail + 1))
+fi
+
+echo
+echo "qperf: $(qperf --version 2>&1 | head -1) through the testbed, memif fabric, 1 % loss"
+echo "qperf: lid = RoCE's refusal of an address vector without GRH (qperf addresses by LID);"
+echo "qperf: no_rdma_cm = -cm1 needs rdma_cm, which ovrdma does not offer yet;"
+echo "qperf: grh = the address vector completed by libqperf_grh.so as rdma_cm would (RC at 1 % loss, UD at none)"
+printf '%-20s %-6s %-5s %-11s %4s %s\n' test mode ok outcome time "result or message"
+printf '%s\n' "${summary[@]}"
+echo "qperf: ${#summary[@]} runs, $npass passed, $nfail failed"
+if [ $nfail -gt 0 ]; then
+	echo "--- server"
+	cat "$out/server.log"
+	exit 1
+fi
+rm -rf "$out"
