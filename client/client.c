@@ -102,6 +102,8 @@ struct ovr_cl_qp {
 	uint32_t sq_depth, rq_depth, sq_stride, rq_stride;
 	uint32_t sq_prod, sq_done, rq_prod, rq_done;
 	uint32_t sq_stage; /* a send batch's next slot (under sq_lock) */
+	/* it left RESET once: a receive posted in RESET again is EINVAL */
+	_Atomic bool left_reset;
 	uint64_t *sq_wrid, *rq_wrid;
 	pthread_spinlock_t sq_lock, rq_lock;
 	struct ovr_cl_qp *hnext;
@@ -1248,6 +1250,9 @@ int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		/* RESET discards all work without completions */
 		qp->sq_done = qp->sq_prod;
 		qp->rq_done = qp->rq_prod;
+	} else if (!rc && (mask & OVR_QP_STATE)) {
+		atomic_store_explicit(&qp->left_reset, true,
+				      memory_order_relaxed);
 	}
 	return rc;
 }
@@ -1513,9 +1518,10 @@ int ovr_cl_post_send(struct ovr_cl_qp *qp, const struct ovr_cl_send_wr *wr)
 	return 0;
 }
 
-/* Any state, RESET included: ovrdmad keeps what is posted in RESET in
- * the ring until the QP leaves RESET (docs/PROVIDER.md, "Receives posted
- * in RESET"). */
+/* Any state, RESET included while the QP has never left it: ovrdmad
+ * keeps what is posted in RESET in the ring until the QP leaves RESET
+ * (docs/PROVIDER.md, "Receives posted in RESET"); a QP modified back to
+ * RESET refuses receives (EINVAL), as rdma-core's test_qpex expects. */
 int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr)
 {
 	struct ovr_ring_rwqe *w;
@@ -1524,6 +1530,10 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr)
 	if (atomic_load_explicit(&qp->cl->dead, memory_order_relaxed))
 		return EIO;
 	if (qp->srq)
+		return EINVAL;
+	if (atomic_load_explicit(&qp->left_reset, memory_order_relaxed) &&
+	    atomic_load_explicit(&qp->ring->state, memory_order_acquire) ==
+		    OVR_QPS_RESET)
 		return EINVAL;
 	if (wr->num_sge > qp->cap.max_recv_sge)
 		return EINVAL;
