@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <linux/netlink.h>
+#include <stdbool.h>
 #include <rdma/rdma_netlink.h>
 #include <string.h>
 
@@ -252,6 +253,12 @@ static int attr_u32(const struct nlattr *a, uint32_t *v)
 	return 1;
 }
 
+/* NLMSG_OK for an int count, without its signed / unsigned comparison */
+static inline bool nl_ok(const struct nlmsghdr *h, int left)
+{
+	return left >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+	       h->nlmsg_len <= (unsigned int)left;
+}
 /* Is the string attribute @a exactly @s? */
 static int attr_is(const struct nlattr *a, const char *s)
 {
@@ -297,7 +304,7 @@ int ovrdma_nl_note_requests(struct ovrdma_nl_sock *s, const void *buf,
 	int left = (int)(len > INT32_MAX ? INT32_MAX : len);
 	int noted = 0;
 
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (; nl_ok(h, left); h = NLMSG_NEXT(h, left)) {
 		const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
 		uint32_t idx;
 		int rc = 0;
@@ -459,7 +466,7 @@ ssize_t ovrdma_nl_rewrite(struct ovrdma_nl_sock *s, const void *in, size_t len,
 	int left = (int)(len > INT32_MAX ? INT32_MAX : len);
 	size_t olen = 0;
 
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (; nl_ok(h, left); h = NLMSG_NEXT(h, left)) {
 		struct ovrdma_nl_req *r = find_req(s, h->nlmsg_seq);
 		ssize_t n = 0;
 
@@ -503,7 +510,7 @@ size_t ovrdma_nl_chunk(const void *buf, size_t len, size_t max)
 	int left = (int)(len > INT32_MAX ? INT32_MAX : len);
 	size_t used = 0;
 
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (; nl_ok(h, left); h = NLMSG_NEXT(h, left)) {
 		size_t n = NLMSG_ALIGN(h->nlmsg_len);
 
 		if (n > len - used)

@@ -135,7 +135,9 @@ static int nl_walk(const unsigned char *buf, int len, uint32_t seq)
 {
 	const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
 
-	for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+	for (; (len >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+		h->nlmsg_len <= (unsigned int)len);
+	     h = NLMSG_NEXT(h, len)) {
 		const struct nlattr *a = NLMSG_DATA(h);
 		int left = (int)(h->nlmsg_len - NLMSG_HDRLEN);
 		uint32_t index = 0;

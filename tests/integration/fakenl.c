@@ -327,7 +327,9 @@ static void receive(struct fsock *s, const void *buf, size_t len)
 	const struct nlmsghdr *h = buf;
 	int left = (int)len;
 
-	for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+	for (; (left >= (int)sizeof(*h) && h->nlmsg_len >= sizeof(*h) &&
+		h->nlmsg_len <= (unsigned int)left);
+	     h = NLMSG_NEXT(h, left)) {
 		struct msg m = { .len = 0 };
 
 		answer(&m, h, s->portid);
