@@ -107,6 +107,8 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	bool late;
 	int rc;
 
+	if (!len)
+		return true; /* nothing to move (an empty piece of a message) */
 	/* a batch lists ENG_BATCH_QPS and OVR_ENG_BATCH_COPIES: a QP or a
 	 * copy more, and the next one starts */
 	if (e->bat && ((!qp->dev_listed && bat_open(e)->nqp == ENG_BATCH_QPS) ||

@@ -87,8 +87,9 @@ ssize_t svc_procmem_rw(int fd, bool to_app, const struct iovec *iov, int n,
 	size_t want = 0;
 	ssize_t r;
 
-	/* nothing to move (the engine copies empty pieces at times): done,
-	 * and not the 0 that says the address space is gone */
+	/* nothing to move (the engine skips empty pieces itself since
+	 * eng_dev_copy checks the length; kept as a defence): done, and not
+	 * the 0 that says the address space is gone */
 	for (int i = 0; i < n; i++)
 		want += iov[i].iov_len;
 	if (!want)

@@ -33,9 +33,9 @@ py=/usr/bin/python3
 # message as unittest prints it), WHY what docs/PROVIDER.md says. A test
 # listed may also pass (the run names those: a line may go, unless the
 # test picks what it creates at random, as test_qp's _ex tests do); a
-# skip not listed fails the run. "not implemented yet (issue 24)": the extended QP
-# and CQ, rereg_mr, memory windows, parent domains, XRC, resize_cq - the
-# lines go as those land.
+# skip not listed fails the run. "not implemented yet (issue 24)": the extended
+# QP beyond send_ops_flags, the extended CQ, rereg_mr, memory windows, parent
+# domains, XRC, resize_cq - the lines go as those land.
 expected='
 test_qpex.test_qp_ex_rc_atomic_write | Extended QP is not supported on this device | ATOMIC_WRITE (IBTA 1.5): not an operation of ovrdma'"'"'s wire or engine (docs/PROVIDER.md, "The extended QP API")
 test_shared_pd.* | Extended QP is not supported on this device | not implemented yet (issue 24): the extended QP
