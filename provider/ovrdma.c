@@ -24,7 +24,9 @@ static void ovrdma_free_context(struct ibv_context *ibctx);
  * EOPNOTSUPP (or ENOSYS). */
 static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.advise_mr = ovrdma_advise_mr,
+	.alloc_parent_domain = ovrdma_alloc_parent_domain,
 	.alloc_pd = ovrdma_alloc_pd,
+	.alloc_td = ovrdma_alloc_td,
 	.create_ah = ovrdma_create_ah,
 	.create_cq = ovrdma_create_cq,
 	.create_cq_ex = ovrdma_create_cq_ex,
@@ -32,6 +34,7 @@ static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.create_qp_ex = ovrdma_create_qp_ex,
 	.create_srq = ovrdma_create_srq,
 	.dealloc_pd = ovrdma_dealloc_pd,
+	.dealloc_td = ovrdma_dealloc_td,
 	.dereg_mr = ovrdma_dereg_mr,
 	.destroy_ah = ovrdma_destroy_ah,
 	.destroy_cq = ovrdma_destroy_cq,

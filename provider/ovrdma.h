@@ -75,9 +75,34 @@ struct ovrdma_context {
 	struct ovrdma_mr *odp[OVRDMA_ODP_BUCKETS];
 };
 
+/*
+ * A protection domain, or a parent domain (ibv_alloc_parent_domain(3),
+ * docs/PROVIDER.md "Parent and thread domains"): one that names @prot,
+ * the protection domain it stands for, whose @handle it carries, so
+ * that every verb taking a PD uses a parent domain as its protection
+ * domain. @parents counts the parent domains over a protection domain
+ * (ibv_dealloc_pd EBUSY while there are any).
+ */
+struct ovrdma_td;
+
 struct ovrdma_pd {
 	struct ibv_pd ibv_pd;
 	uint32_t handle;
+	_Atomic uint32_t parents;
+	struct ovrdma_pd *prot; /* NULL: a protection domain */
+	struct ovrdma_td *td;
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
+};
+
+/* A thread domain (ibv_alloc_td(3)): @parents counts the parent domains
+ * naming it (ibv_dealloc_td EBUSY while there are any). */
+struct ovrdma_td {
+	struct ibv_td ibv_td;
+	_Atomic uint32_t parents;
 };
 
 struct ovrdma_mr {

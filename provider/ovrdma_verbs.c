@@ -300,14 +300,123 @@ struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx)
 	return &pd->ibv_pd;
 }
 
+/*
+ * ibv_dealloc_pd(3): a parent domain goes without asking the service
+ * (it is only the provider's); a protection domain is refused (EBUSY)
+ * while a parent domain names it, as mlx5 does, and otherwise as the
+ * service says (EBUSY while its MRs, QPs, SRQs or AHs live).
+ */
 int ovrdma_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct ovrdma_pd *pd = to_opd(ibpd);
-	int rc = ovr_cl_dealloc_pd(to_octx(ibpd->context)->cl, pd->handle);
+	int rc;
 
+	if (pd->prot) {
+		atomic_fetch_sub(&pd->prot->parents, 1);
+		if (pd->td)
+			atomic_fetch_sub(&pd->td->parents, 1);
+		free(pd);
+		return 0;
+	}
+	if (atomic_load(&pd->parents))
+		return EBUSY;
+	rc = ovr_cl_dealloc_pd(to_octx(ibpd->context)->cl, pd->handle);
 	if (rc)
 		return -rc;
 	free(pd);
+	return 0;
+}
+
+/*
+ * Parent domains (ibv_alloc_parent_domain(3); docs/PROVIDER.md "Parent
+ * and thread domains"). A parent domain is its protection domain for
+ * every verb (it carries that domain's handle), with a thread domain
+ * and the application's allocators attached. The allocators are kept
+ * and never called: what a device reads of a QP, CQ or SRQ is, on
+ * ovrdma, the ring the service allocates and maps (shared memory the
+ * application's allocator cannot provide: the service cannot map its
+ * private memory), and the provider has no other buffer per resource -
+ * so every resource is allocated as if the allocator had answered
+ * IBV_ALLOCATOR_USE_DEFAULT, which the man page allows for any of them.
+ * EINVAL: no PD, a PD that is itself a parent domain, one of another
+ * context, a thread domain of another context, an unknown comp_mask
+ * bit, or ALLOCATORS without both functions.
+ */
+struct ibv_pd *
+ovrdma_alloc_parent_domain(struct ibv_context *ibctx,
+			   struct ibv_parent_domain_init_attr *attr)
+{
+	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	struct ovrdma_pd *prot, *pd;
+
+	if (!attr || !attr->pd || attr->pd->context != ibctx ||
+	    (attr->comp_mask & ~known) ||
+	    (attr->td && attr->td->context != ibctx) ||
+	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	     (!attr->alloc || !attr->free))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	prot = to_opd(attr->pd);
+	if (prot->prot) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->prot = prot;
+	pd->handle = prot->handle;
+	pd->ibv_pd.context = ibctx;
+	pd->ibv_pd.handle = prot->handle;
+	if (attr->td) {
+		pd->td = container_of(attr->td, struct ovrdma_td, ibv_td);
+		atomic_fetch_add(&pd->td->parents, 1);
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		pd->alloc = attr->alloc;
+		pd->free = attr->free;
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	atomic_fetch_add(&prot->parents, 1);
+	return &pd->ibv_pd;
+}
+
+/*
+ * Thread domains (ibv_alloc_td(3)): a promise that the resources of
+ * its parent domains are used by one thread at a time, which lets mlx5
+ * post without its locks. ovrdma accepts the promise and does not act
+ * on it: posting and polling keep their per-QP and per-CQ spinlocks
+ * (client/client.c; uncontended, one atomic operation each), so a
+ * thread domain changes nothing but is never refused. EINVAL: a
+ * comp_mask bit (none is defined).
+ */
+struct ibv_td *ovrdma_alloc_td(struct ibv_context *ibctx,
+			       struct ibv_td_init_attr *attr)
+{
+	struct ovrdma_td *td;
+
+	if (!attr || attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td)
+		return NULL;
+	td->ibv_td.context = ibctx;
+	return &td->ibv_td;
+}
+
+/* ibv_dealloc_td(3): EBUSY while a parent domain names it. */
+int ovrdma_dealloc_td(struct ibv_td *ibtd)
+{
+	struct ovrdma_td *td = container_of(ibtd, struct ovrdma_td, ibv_td);
+
+	if (atomic_load(&td->parents))
+		return EBUSY;
+	free(td);
 	return 0;
 }
 
@@ -686,7 +795,8 @@ static int advise_check(struct ovrdma_context *ctx, struct ibv_pd *ibpd,
 	const struct ovrdma_mr *mr = odp_find(ctx, sg->lkey);
 	uint64_t base, size;
 
-	if (!mr || mr->vmr.ibv_mr.pd != ibpd)
+	/* (a parent domain is its protection domain: the same handle) */
+	if (!mr || to_opd(mr->vmr.ibv_mr.pd)->handle != to_opd(ibpd)->handle)
 		return ENOENT;
 	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
 	    !(mr->vmr.access & IBV_ACCESS_LOCAL_WRITE))
@@ -1026,9 +1136,11 @@ struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	/* a parent domain only carries allocators and thread hints here */
+	/* a parent domain only carries allocators and thread hints here;
+	 * a protection domain is not one (EINVAL, as mlx5) */
 	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
-	    (!attr->parent_domain || attr->parent_domain->context != ibctx)) {
+	    (!attr->parent_domain || attr->parent_domain->context != ibctx ||
+	     !to_opd(attr->parent_domain)->prot)) {
 		errno = EINVAL;
 		return NULL;
 	}

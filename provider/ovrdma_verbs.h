@@ -24,6 +24,12 @@ int ovrdma_query_port(struct ibv_context *ibctx, uint8_t port,
 /* protection domains and memory */
 struct ibv_pd *ovrdma_alloc_pd(struct ibv_context *ibctx);
 int ovrdma_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_pd *
+ovrdma_alloc_parent_domain(struct ibv_context *ibctx,
+			   struct ibv_parent_domain_init_attr *attr);
+struct ibv_td *ovrdma_alloc_td(struct ibv_context *ibctx,
+			       struct ibv_td_init_attr *attr);
+int ovrdma_dealloc_td(struct ibv_td *ibtd);
 struct ibv_mr *ovrdma_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 			     uint64_t hca_va, int access);
 struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,

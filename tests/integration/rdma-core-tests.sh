@@ -50,7 +50,6 @@ test_mr.test_mr_rereg_* | Rereg MR is not supported* | not implemented yet (issu
 test_mr.test_*mw* | Reg MR with MW access is not supported | not implemented yet (issue 24): memory windows
 test_mr.test_reg_mw_wrong_type | Create memory window of type 3 is not supported | not implemented yet (issue 24): memory windows
 test_qpex.test_qp_ex_*bind_mw | Create custom mr with additional access flags * is not supported | not implemented yet (issue 24): memory windows (MW_BIND)
-test_parent_domain.* | Parent Domain is not supported on this device | not implemented yet (issue 24): parent domains with allocators
 test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC
 test_cq.test_resize_cq | Resize CQ is not supported | not implemented yet (issue 24): ibv_resize_cq
 test_qp.test_*uc_qp* | Create UC QP with* attrs is not supported | UC QPs: ovrdma runs RC and UD

@@ -424,11 +424,120 @@ static void check_local(struct ibv_context *ctx, struct ibv_pd *pd)
 	close(fd);
 }
 
+/*
+ * Thread and parent domains (docs/PROVIDER.md "Parent and thread
+ * domains"): the errors ibv_alloc_td(3) / ibv_alloc_parent_domain(3)
+ * name, EBUSY for a thread or protection domain that a parent domain
+ * names, and a parent domain standing for its protection domain: an MR
+ * registered through one is used by a QP of the other (the data path of
+ * phase 2 runs, on the server, on a parent domain built here). The
+ * application's allocators are never called (ovrdma's rings are the
+ * service's): counted.
+ */
+static unsigned int pd_alloc_calls, pd_free_calls;
+static struct ibv_td *side_td;
+
+static void *pd_alloc(struct ibv_pd *pd, void *pd_context, size_t size,
+		      size_t alignment, uint64_t resource_type)
+{
+	(void)pd, (void)size, (void)alignment, (void)resource_type;
+	CHECK(pd_context == &pd_alloc_calls, "allocator's pd_context");
+	pd_alloc_calls++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+
+static void pd_free(struct ibv_pd *pd, void *pd_context, void *ptr,
+		    uint64_t resource_type)
+{
+	(void)pd, (void)pd_context, (void)ptr, (void)resource_type;
+	pd_free_calls++;
+}
+
+static struct ibv_pd *check_domains(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct ibv_parent_domain_init_attr pa = { .pd = pd };
+	struct ibv_td_init_attr ta = { .comp_mask = 1 };
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = 16, .comp_mask = IBV_CQ_INIT_ATTR_MASK_PD
+	};
+	struct ibv_pd *par, *p2;
+	struct ibv_cq_ex *cqx;
+	struct ibv_td *td;
+	int rc;
+
+	errno = 0;
+	td = ibv_alloc_td(ctx, &ta);
+	CHECK(!td && errno == EINVAL, "alloc_td comp_mask 1: %p %s", (void *)td,
+	      strerror(errno));
+	ta.comp_mask = 0;
+	td = ibv_alloc_td(ctx, &ta);
+	if (!td)
+		die("ibv_alloc_td");
+	side_td = td;
+
+	pa.pd = NULL;
+	errno = 0;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(!par && errno == EINVAL, "parent domain without a PD: %p %s",
+	      (void *)par, strerror(errno));
+	pa.pd = pd;
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+	pa.alloc = pd_alloc; /* and no free */
+	errno = 0;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(!par && errno == EINVAL,
+	      "parent domain, alloc without free: %p %s", (void *)par,
+	      strerror(errno));
+	pa.comp_mask = 1u << 5;
+	errno = 0;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(!par && errno == EINVAL, "parent domain comp_mask 0x20: %p %s",
+	      (void *)par, strerror(errno));
+
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+		       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.free = pd_free;
+	pa.pd_context = &pd_alloc_calls;
+	pa.td = td;
+	par = ibv_alloc_parent_domain(ctx, &pa);
+	if (!par)
+		die("ibv_alloc_parent_domain");
+	CHECK(par->context == ctx && par->handle == pd->handle,
+	      "a parent domain's ibv_pd fields");
+
+	pa.pd = par;
+	pa.td = NULL;
+	errno = 0;
+	p2 = ibv_alloc_parent_domain(ctx, &pa);
+	CHECK(!p2 && errno == EINVAL, "parent domain of a parent domain: %p %s",
+	      (void *)p2, strerror(errno));
+
+	rc = ibv_dealloc_td(td);
+	CHECK(rc == EBUSY, "dealloc_td under a parent domain: %d", rc);
+	rc = ibv_dealloc_pd(pd);
+	CHECK(rc == EBUSY, "dealloc_pd under a parent domain: %d", rc);
+
+	ca.parent_domain = pd; /* a protection domain is not a parent */
+	errno = 0;
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	CHECK(!cqx && errno == EINVAL,
+	      "create_cq_ex with a PD as parent: %p %s", (void *)cqx,
+	      strerror(errno));
+	ca.parent_domain = par;
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	CHECK(cqx, "create_cq_ex with a parent domain: %s", strerror(errno));
+	if (cqx)
+		CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)) == 0,
+		      "destroy_cq (parent domain's)");
+	return par;
+}
+
 /* ---- 2. the QP ----------------------------------------------------------- */
 
 struct side {
 	struct vc_dev dev;
-	struct ibv_pd *pd;
+	struct ibv_pd *pd; /* the server's: a parent domain over @prot */
+	struct ibv_pd *prot;
 	struct ibv_cq_ex *cqx;
 	struct ibv_cq *cq; /* the same CQ */
 	struct ibv_comp_channel *ch; /* the CQ's */
@@ -462,12 +571,14 @@ static void setup(struct side *s, const char *dev, bool server)
 			 .max_inline_data = 64 },
 	};
 	vc_open(&s->dev, dev);
-	s->pd = ibv_alloc_pd(s->dev.ctx);
+	s->prot = s->pd = ibv_alloc_pd(s->dev.ctx);
 	if (!s->pd)
 		die("ibv_alloc_pd");
 	check_local(s->dev.ctx, s->pd);
 	check_limits(&s->dev, s->pd);
 	check_queues(&s->dev, s->pd);
+	if (server)
+		s->pd = check_domains(s->dev.ctx, s->prot);
 
 	s->ch = ibv_create_comp_channel(s->dev.ctx);
 	if (!s->ch)
@@ -486,7 +597,9 @@ static void setup(struct side *s, const char *dev, bool server)
 	if (!s->buf)
 		die("aligned_alloc");
 	memset(s->buf, 0, s->len);
-	s->mr = ibv_reg_mr(s->pd, s->buf, s->len,
+	/* (the server's QP is on the parent domain, its MR on the
+	 * protection domain under it: one domain to the device) */
+	s->mr = ibv_reg_mr(s->prot, s->buf, s->len,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!s->mr)
 		die("ibv_reg_mr");
@@ -1209,7 +1322,14 @@ int main(int argc, char **argv)
 	CHECK(ibv_destroy_cq(s.cq) == 0, "destroy_cq");
 	CHECK(ibv_destroy_comp_channel(s.ch) == 0, "destroy_comp_channel");
 	CHECK(ibv_dereg_mr(s.mr) == 0, "dereg_mr");
-	CHECK(ibv_dealloc_pd(s.pd) == 0, "dealloc_pd");
+	if (s.pd != s.prot) {
+		CHECK(pd_alloc_calls == 0 && pd_free_calls == 0,
+		      "a parent domain's allocators called: %u, %u",
+		      pd_alloc_calls, pd_free_calls);
+		CHECK(ibv_dealloc_pd(s.pd) == 0, "dealloc_pd (parent domain)");
+		CHECK(ibv_dealloc_td(side_td) == 0, "dealloc_td");
+	}
+	CHECK(ibv_dealloc_pd(s.prot) == 0, "dealloc_pd");
 	CHECK(ibv_close_device(s.dev.ctx) == 0, "close_device");
 	free(s.buf);
 	printf("verbs_api: %s: %s (%u WRITEs, %u SENDs, %zu event steps)\n",
