@@ -41,6 +41,11 @@
  * next to it). An ovrdmad busy-polls while it has work and spin_us after
  * it, so its CPU time is what the node spends on the traffic, polling
  * included. Phases last seconds: ticks of 10 ms make it a percent at most.
+ * Busy cycles (bcyc_op, issue 26's measure on a machine whose scheduler
+ * sets every absolute figure): the same CPU time, only the share of it
+ * that went to loop rounds which did work - each ovrdmad's busy_ns and
+ * poll_ns counters (read through `show counters` on the connections,
+ * which needs root) split its CPU time in the ratio of their wall times.
  *
  * Besides the tables every figure is printed as a line "result MODE key
  * value ...", for bench/svc-bench.sh.
@@ -167,8 +172,53 @@ static double proc_cpu_s(int pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* the two ovrdmads' control connections (A's and B's), for busy_ns */
+static struct ovr_cl *busy_cl[2];
+
+/* One counter of `show counters` text @text, in seconds (ns counters);
+ * -1 when absent. */
+static double counter_s(const char *text, const char *name)
+{
+	unsigned long long v;
+	char key[40];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s ", name);
+	p = strstr(text, key);
+	if (!p || sscanf(p + strlen(key), "%llu", &v) != 1)
+		return -1;
+	return (double)v * 1e-9;
+}
+
+/*
+ * ovrdmad's busy and polling time so far (its counters busy_ns and
+ * poll_ns: loop rounds that did work, and rounds that found none and
+ * did not sleep; docs/OPERATIONS.md), in seconds, through `show
+ * counters` on @cl (an administrative request: root); -1 when they
+ * cannot be read.
+ */
+static void svc_busy_s(struct ovr_cl *cl, double *busy, double *poll)
+{
+	static char text[OVR_CTL_MSG_MAX];
+	struct ovr_ctl_adm_show_req q = { 0 };
+	int n;
+
+	*busy = *poll = -1;
+	if (!cl)
+		return;
+	snprintf(q.what, sizeof(q.what), "counters");
+	n = ovr_cl_request(cl, OVR_CTL_ADM_SHOW, &q, sizeof(q), text,
+			   sizeof(text) - 1);
+	if (n < 0)
+		return;
+	text[n] = 0;
+	*busy = counter_s(text, "busy_ns");
+	*poll = counter_s(text, "poll_ns");
+}
+
 struct cpu_mark {
 	double svc[2]; /* the two ovrdmads */
+	double busy[2], poll[2]; /* ...their busy_ns and poll_ns */
 	double app; /* this process */
 };
 
@@ -176,8 +226,11 @@ static void cpu_mark(struct cpu_mark *m)
 {
 	struct timespec ts;
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		m->svc[i] = cpu_pid[i] ? proc_cpu_s(cpu_pid[i]) : -1;
+		svc_busy_s(cpu_pid[i] ? busy_cl[i] : NULL, &m->busy[i],
+			   &m->poll[i]);
+	}
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	m->app = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
@@ -205,6 +258,27 @@ static void cpu_report(const struct cpu_mark *a, const struct cpu_mark *b,
 	printf(" cpu_a %.3f cpu_b %.3f cyc_a %.0f cyc_b %.0f cyc_op %.0f",
 	       s[0] / wall_s, s[1] / wall_s, s[0] * tsc_hz / ops,
 	       s[1] * tsc_hz / ops, *cyc_total);
+	/*
+	 * Busy: the rounds that did work. Their wall time (busy_a, busy_b
+	 * per second) counts a round the thread spent descheduled whole;
+	 * so the cycles per operation are the CPU time split between busy
+	 * and polling rounds in the ratio of their wall times (bcyc_op),
+	 * the CPU of naps' system calls going with them.
+	 */
+	double busy[2], cyc = 0;
+
+	for (int i = 0; i < 2; i++) {
+		double bz = b->busy[i] - a->busy[i];
+		double pl = b->poll[i] - a->poll[i];
+
+		if (a->busy[i] < 0 || b->busy[i] < 0 || a->poll[i] < 0 ||
+		    b->poll[i] < 0 || bz + pl <= 0)
+			return;
+		busy[i] = bz;
+		cyc += s[i] * bz / (bz + pl) * tsc_hz / ops;
+	}
+	printf(" busy_a %.3f busy_b %.3f bcyc_op %.0f", busy[0] / wall_s,
+	       busy[1] / wall_s, cyc);
 }
 
 /* The TSC rate against CLOCK_MONOTONIC over 200 ms (x86 only). */
@@ -776,6 +850,8 @@ int main(int argc, char **argv)
 		connect_qp(&a, &b);
 		connect_qp(&b, &a);
 	}
+	busy_cl[0] = a.cl;
+	busy_cl[1] = b.cl;
 	if (lat)
 		run_lat(&a, &b);
 	if (bw)

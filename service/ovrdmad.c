@@ -482,6 +482,9 @@ static int tel_counters(const char *cmd, const char *params,
 	T(cq_overflows);
 	T(sleeps);
 	T(wakeups);
+	T(busy_rounds);
+	T(busy_ns);
+	T(poll_ns);
 	T(ctx_opened);
 	T(ctx_closed);
 #undef T

@@ -383,6 +383,12 @@ struct svc_counters {
 	uint64_t cm_ids; /* CM ids alive (lingering ones included) */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
+	/* loop rounds that did work, and the time from their start to the
+	 * next round's (svc_loop.c): the dataplane's busy time, idle polling
+	 * and naps left out; and the time of rounds that found nothing and
+	 * did not sleep (polling). Wall time: a round during which the
+	 * thread was descheduled counts whole. */
+	uint64_t busy_rounds, busy_ns, poll_ns;
 	uint64_t ctx_opened, ctx_closed;
 	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
@@ -512,6 +518,8 @@ struct svc {
 	uint64_t last_heartbeat;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;
+	/* the loop's last round (busy_ns, poll_ns) */
+	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
 	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;

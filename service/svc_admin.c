@@ -488,6 +488,9 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "cq_overflows", k->cq_overflows);
 	counter(b, "sleeps", k->sleeps);
 	counter(b, "wakeups", k->wakeups);
+	counter(b, "busy_rounds", k->busy_rounds);
+	counter(b, "busy_ns", k->busy_ns);
+	counter(b, "poll_ns", k->poll_ns);
 	counter(b, "contexts", s->nctx);
 	counter(b, "contexts_opened", k->ctx_opened);
 	counter(b, "contexts_closed", k->ctx_closed);

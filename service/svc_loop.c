@@ -393,11 +393,20 @@ int svc_run(struct svc *s)
 	/* naps end when asked (nap_wait), not up to 50 us later */
 	prctl(PR_SET_TIMERSLACK, 1000ul);
 	while (!s->stop) {
-		uint64_t next;
+		uint64_t next, prev = now;
 		bool work, copying;
 
 		now = svc_now();
+		/* the round before, up to now: busy if it did work, polling
+		 * if it did not and did not sleep (busy_ns, poll_ns) */
+		if (s->last_round == SVC_ROUND_BUSY) {
+			s->cnt.busy_rounds++;
+			s->cnt.busy_ns += now - prev;
+		} else if (s->last_round == SVC_ROUND_POLL) {
+			s->cnt.poll_ns += now - prev;
+		}
 		work = svc_dp_round(s, now, &next);
+		s->last_round = work ? SVC_ROUND_BUSY : SVC_ROUND_POLL;
 		if (s->cm_next_at <= now || s->cm_next_at < next) {
 			uint64_t t = svc_cm_poll(s, now);
 
@@ -425,6 +434,7 @@ int svc_run(struct svc *s)
 						s->dev_wait_ns * 2;
 			}
 			svc_sleep(s, next);
+			s->last_round = SVC_ROUND_SLEPT;
 			idle_since = last_ctl = svc_now();
 		}
 	}
