@@ -6,6 +6,7 @@
 #
 #   bench/svc-bench.sh [--runs N] [--iters N] [--seconds T] [--no-reg]
 #                      [--cc NAME] [--mem private|shared|both]
+#                      [--fabric memif|direct]
 #
 # --cc NAME: every ovrdmad runs congestion controller NAME (ovr, dcqcn,
 # timely, swift, fixed; the testbed's --cc), instead of the default.
@@ -15,6 +16,16 @@
 # and the table has a column per route and their ratio; the route that
 # goes first alternates from run to run. Without it, as
 # before: anonymous private memory, no route column.
+# --fabric direct (with --mem): the two nodes' memif ports wired to each
+# other, no fabric emulator (ovrdma-testbed up --fabric direct): the
+# 1 %-loss phase and the fabric's own capacity (steps 3 and 5) are
+# skipped, as there is no fabric to impair or measure.
+# With --mem, each route also gets 8-byte RDMA WRITEs at window 64 (the
+# message rate) and, from ovrdmad's busy_ns / poll_ns counters, the
+# dataplane's busy cycles per operation (bench-svc's bcyc_op), set
+# against the engine alone on the same machine (bench-engine --quick
+# small large, run once first: ns per 8 B WRITE and per 4 KB packet of a
+# 64 KB WRITE, both engines) - the 2-core measure of issue 26.
 #
 # Each run:
 #  1. tools/ovrdma-testbed up 2 (memif fabric, no impairment) under a
@@ -59,7 +70,7 @@ prefix=$OVRDMA_TESTBED_PREFIX
 # header, 4 B of CRC (docs/WIRE.md), 78 B of Ethernet/IPv4/UDP/VXLAN-GPE
 # (docs/VPC.md). The bw phase checks it against the fabric's counters.
 DATA_FRAME=4238
-runs=3 iters=20000 seconds=3 reg=1 cc="" mem=""
+runs=3 iters=20000 seconds=3 reg=1 cc="" mem="" fabric=memif
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -68,6 +79,13 @@ while [ $# -gt 0 ]; do
 	--seconds) seconds=$2 && shift ;;
 	--no-reg) reg=0 ;;
 	--cc) cc=$2 && shift ;;
+	--fabric)
+		case "$2" in
+		memif | direct) fabric=$2 ;;
+		*) echo "svc-bench: --fabric memif|direct" >&2 && exit 2 ;;
+		esac
+		shift
+		;;
 	--mem)
 		case "$2" in
 		private | shared) mem=$2 ;;
@@ -84,6 +102,10 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
+[ "$fabric" = memif ] || [ -n "$mem" ] || {
+	echo "svc-bench: --fabric direct needs --mem (the per-route table)" >&2
+	exit 2
+}
 [ "$(id -u)" -eq 0 ] || {
 	echo "svc-bench: needs root (namespaces, DPDK)" >&2
 	exit 1
@@ -171,14 +193,25 @@ svc_phases() {
 		esac || fail "node $n: lat's buffers took the wrong route" \
 			"(${m:-default} memory; $out/routes.$sfx)"
 	done
-	f0=$(counter p0.rx)
-	b0=$(counter p0.rx_bytes)
+	[ "$fabric" = direct ] || {
+		f0=$(counter p0.rx)
+		b0=$(counter p0.rx_bytes)
+	}
 	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
 		--seconds "$seconds" --windows 1,8,64 bw >"$out/bw.$sfx" 2>&1 ||
 		fail "bench-svc bw (see $out/bw.$sfx)"
 	# A's frames into the fabric during bw: data PDUs, nearly all
-	echo "frame $((($(counter p0.rx_bytes) - b0) / ($(counter p0.rx) - f0)))" \
-		>>"$out/bw.$sfx"
+	[ "$fabric" = direct ] ||
+		echo "frame $((($(counter p0.rx_bytes) - b0) / ($(counter p0.rx) - f0)))" \
+			>>"$out/bw.$sfx"
+	if [ -n "$m" ]; then
+		# the message rate: 8-byte WRITEs, window 64
+		run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" \
+			"${memo[@]}" --seconds "$seconds" --windows 64 --size 8 \
+			--tag rate8 bw >"$out/rate.$sfx" 2>&1 ||
+			fail "bench-svc bw of 8 B (see $out/rate.$sfx)"
+	fi
+	[ "$fabric" = direct ] && return 0
 
 	"$tb" fabric set all loss=0.01 >/dev/null || fail "fabric set loss"
 	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
@@ -190,7 +223,7 @@ svc_phases() {
 
 svc_run() { # RUN
 	local r=$1 d=$OVRDMA_TESTBED_DIR pa pb s1 s2 m regm=()
-	run "$tb" up 2 ${cc:+--cc "$cc"} >"$out/up.$r" 2>&1 ||
+	run "$tb" up 2 ${cc:+--cc "$cc"} --fabric "$fabric" >"$out/up.$r" 2>&1 ||
 		fail "testbed up (see $out/up.$r)"
 	pa=$(cat "$d/n1/ovrdmad.pid")
 	pb=$(cat "$d/n2/ovrdmad.pid")
@@ -300,20 +333,35 @@ minmax() { # values on stdin -> "min-max"
 		"congestion control ${cc:-default}," \
 		"memory ${mem:-default}"
 } | tee "$out/about"
+# the engines alone, once (--mem): cycles per 8 B WRITE (ring rig, SGE)
+# and per 4 KB packet of a 64 KB WRITE, both engines, at the TSC rate
+eng8= eng4k=
+if [ -n "$mem" ] && [ -x "$OVRDMA_BUILD/bench/bench-engine" ]; then
+	"$OVRDMA_BUILD/bench/bench-engine" --quick small large >"$out/engine" 2>&1
+	mhz0=$(awk -F': ' '/cpu MHz/ { print $2; exit }' /proc/cpuinfo)
+	eng8=$(awk -F'|' -v f="$mhz0" '$2 ~ /RDMA_WRITE 8 B, SGE/ && $3 ~ /engine alone/ {
+		gsub(/ /, "", $7); printf "%.0f", $7 * f / 1000 }' "$out/engine")
+	eng4k=$(awk -F'|' -v f="$mhz0" '$2 ~ /RDMA_WRITE 64 KB/ && $3 ~ /engine alone/ {
+		gsub(/ /, "", $6); printf "%.0f", $6 * f / 1000 }' "$out/engine")
+	echo "engines alone: $eng8 cycles per 8 B WRITE, $eng4k per 4 KB packet" |
+		tee -a "$out/about"
+fi
 for r in $(seq "$runs"); do
 	echo "run $r/$runs: load average $(cut -d' ' -f1-3 /proc/loadavg)" |
 		tee -a "$out/about"
 	svc_run "$r"
-	raw_run "$r"
+	[ "$fabric" = direct ] || raw_run "$r"
 	for m in ${mem:--}; do
 		x=$m.$r
 		[ "$m" = - ] && x=$r && m=
 		echo "  ${m:+$m: }lat p50 $(field "$out/lat.$x" lat - - p50_us) us," \
 			"bw w64 $(field "$out/bw.$x" bw window 64 gbps) Gbit/s," \
-			"at 1 % loss $(field "$out/loss.$x" bw window 64 gbps) Gbit/s"
+			"$([ "$fabric" = direct ] || echo "at 1 % loss $(field "$out/loss.$x" bw window 64 gbps) Gbit/s")" \
+			"${m:+8 B at w64 $(field "$out/rate.$x" bw window 64 mops) Mops}"
 	done
-	echo "  fabric $(plain "$out/raw$DATA_FRAME.$r" pps) frames/s of $DATA_FRAME B," \
-		"$(plain "$out/raw64.$r" pps) of 64 B"
+	[ "$fabric" = direct ] ||
+		echo "  fabric $(plain "$out/raw$DATA_FRAME.$r" pps) frames/s of $DATA_FRAME B," \
+			"$(plain "$out/raw64.$r" pps) of 64 B"
 done
 
 # ---- the table per route (--mem) ------------------------------------------------
@@ -374,10 +422,25 @@ route_table() {
 		mrow "ovrdmad cycles per 4 KB packet (A + B), window $w" "%.0f" \
 			bw bw window "$w" cyc_op "$pk"
 	done
-	mrow "64 KB RDMA WRITE, window 64, 1 % loss: Gbit/s" "%.2f" \
-		loss bw window 64 gbps
-	mrow "ovrdmad cycles per 4 KB packet, window 64, 1 % loss" "%.0f" \
-		loss bw window 64 cyc_op "$pk"
+	if [ "$fabric" != direct ]; then
+		mrow "64 KB RDMA WRITE, window 64, 1 % loss: Gbit/s" "%.2f" \
+			loss bw window 64 gbps
+		mrow "ovrdmad cycles per 4 KB packet, window 64, 1 % loss" "%.0f" \
+			loss bw window 64 cyc_op "$pk"
+	fi
+	mrow "8 B RDMA WRITE, window 64: Mops" "%.4f" rate bw window 64 mops
+	mrow "ovrdmad cycles per 8 B WRITE (A + B), window 64" "%.0f" \
+		rate bw window 64 cyc_op
+	mrow "ovrdmad busy cycles per 8 B WRITE (A + B), window 64" "%.0f" \
+		rate bw window 64 bcyc_op
+	mrow "ovrdmad busy cycles per 4 KB packet (A + B), window 64" "%.0f" \
+		bw bw window 64 bcyc_op "$pk"
+	if [ -n "$eng8" ]; then
+		mrow "busy per 8 B WRITE / the engines alone ($eng8 cycles)" \
+			"%.1f" rate bw window 64 bcyc_op "$eng8"
+		mrow "busy per 4 KB packet / the engines alone ($eng4k cycles)" \
+			"%.1f" bw bw window 64 bcyc_op "$((eng4k * pk))"
+	fi
 	mrow "8 B RDMA WRITE round trip p50, µs" "%.1f" lat lat - - p50_us
 	mrow "8 B RDMA WRITE round trip p99, µs" "%.1f" lat lat - - p99_us
 	mrow "ovrdmad cycles per 8 B WRITE (A + B)" "%.0f" lat lat - - cyc_op
@@ -407,16 +470,20 @@ raw_pay=$(awk -v p="$raw_pps" 'BEGIN { printf "%.2f", p * 4096 * 8 / 1e9 }')
 mhz=$(field "$L" clock - - tsc_mhz | median)
 
 echo
-echo "Medians of $runs runs ($(nproc) CPUs; TSC $mhz MHz, measured;" \
-	"data frame $(plain "$B" frame | median) B measured, $DATA_FRAME B generated):"
-echo
-echo "| what | figure | ovrdmad CPU (A, B; cores) | ovrdmad cycles/op (A + B) | ratio to the fabric |"
-echo "|---|---:|---:|---:|---:|"
-printf "| fabric alone, %s B frames (fabric-gen) | %.2f Mpps, %.2f Gbit/s (%s Gbit/s of 4 KB payloads) | - | - | 1 |\n" \
-	"$DATA_FRAME" "$(awk -v p="$raw_pps" 'BEGIN { print p / 1e6 }')" \
-	"$raw_gbps" "$raw_pay"
-printf "| fabric alone, 64 B frames | %.2f Mpps | - | - | - |\n" \
-	"$(awk -v p="$raw64" 'BEGIN { print p / 1e6 }')"
+if [ "$fabric" = direct ]; then
+	echo "Medians of $runs runs ($(nproc) CPUs; TSC $mhz MHz, measured; no fabric)."
+else
+	echo "Medians of $runs runs ($(nproc) CPUs; TSC $mhz MHz, measured;" \
+		"data frame $(plain "$B" frame | median) B measured, $DATA_FRAME B generated):"
+	echo
+	echo "| what | figure | ovrdmad CPU (A, B; cores) | ovrdmad cycles/op (A + B) | ratio to the fabric |"
+	echo "|---|---:|---:|---:|---:|"
+	printf "| fabric alone, %s B frames (fabric-gen) | %.2f Mpps, %.2f Gbit/s (%s Gbit/s of 4 KB payloads) | - | - | 1 |\n" \
+		"$DATA_FRAME" "$(awk -v p="$raw_pps" 'BEGIN { print p / 1e6 }')" \
+		"$raw_gbps" "$raw_pay"
+	printf "| fabric alone, 64 B frames | %.2f Mpps | - | - | - |\n" \
+		"$(awk -v p="$raw64" 'BEGIN { print p / 1e6 }')"
+fi
 if [ -z "$mem" ]; then
 	for w in 1 8 64; do
 		g=$(field "$B" bw window "$w" gbps | median)
@@ -450,7 +517,11 @@ if [ -z "$mem" ]; then
 		"lat p50 $(field "$L" lat - - p50_us | minmax) µs"
 else
 	route_table
-	echo "Fabric alone over the runs: $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s"
+	if [ "$fabric" = direct ]; then
+		echo "No fabric: the nodes' memif ports wired to each other (--fabric direct)."
+	else
+		echo "Fabric alone over the runs: $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s"
+	fi
 fi
 if [ -f "$out/reg" ]; then
 	echo

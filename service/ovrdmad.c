@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -115,7 +117,7 @@ struct dport {
 	unsigned int ntx;
 	int intr_fd;
 	uint64_t tx_dropped;
-	bool memif;
+	bool memif; /* a memif client (role=client, memif's default) */
 	bool started; /* false after a restart that failed: no burst calls */
 	uint64_t down_since;
 	uint64_t rx_multiseg;
@@ -225,6 +227,14 @@ static void p_rx_intr(void *port, bool enable)
 		rte_eth_dev_rx_intr_disable(p->id, 0);
 }
 
+/* Was this memif port made with role=server (its devargs)? */
+static bool memif_server(const struct rte_device *dev)
+{
+	const struct rte_devargs *da = dev ? rte_dev_devargs(dev) : NULL;
+
+	return da && da->args && strstr(da->args, "role=server");
+}
+
 static bool p_link_up(void *port)
 {
 	struct rte_eth_link link;
@@ -237,7 +247,9 @@ static bool p_link_up(void *port)
 /*
  * A memif client whose server went away (the peer node or the fabric
  * restarted) does not dial again on its own: restart the port after two
- * seconds without link so that it does.
+ * seconds without link so that it does. A server (the testbed's direct
+ * wire) keeps listening: restarting it would close the socket its
+ * client is dialling.
  */
 static void p_tick(void *port, uint64_t now)
 {
@@ -372,7 +384,8 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 		return rc;
 	p->started = true;
 	rte_eth_promiscuous_enable(p->id);
-	p->memif = !strcmp(info.driver_name, "net_memif");
+	p->memif = !strcmp(info.driver_name, "net_memif") &&
+		   !memif_server(info.device);
 	if (conf.intr_conf.rxq) {
 		int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, 0);
 

@@ -15,6 +15,8 @@
 #   5. both tenants at once, and neither reaches the other;
 #   6. veth fabric with kernel traffic routed through it at 1 % loss:
 #      ovrdma and kernel TCP both cross it, byte-exact;
+#   6b. two nodes wired directly (--fabric direct, no fabric): byte-exact,
+#      fabric commands, a third node and impairments refused;
 #   7. `up` over a running testbed replaces it, `down` (twice) leaves no
 #      namespace, process, mount or hugepage behind.
 #   8. per-QP state and counters through DPDK telemetry while a transfer
@@ -130,6 +132,14 @@ tcp_check 1 2 32
 kp=$(fstat rx 2)
 [ "${kp:-0}" -gt 1000 ] || fail "kernel traffic did not cross the fabric (port 2 rx ${kp:-0})"
 echo "fabric kernel ports saw $kp frames from node 1; lost on all links: $(fstat loss)"
+
+echo "== 6b. direct wire (no fabric): byte-exact, and what it refuses"
+"$tb" up 2 --fabric direct 2>&1 | head -1
+"$tb" status | grep -q "^fabric: none" || fail "direct: status"
+timeout 300 "$xfer" "$("$tb" sock 1)" "$("$tb" sock 2)" 64 || fail "svc_xfer over the direct wire"
+"$tb" fabric stats >/dev/null 2>&1 && fail "direct: a fabric command was taken"
+"$tb" up 3 --fabric direct >/dev/null 2>&1 && fail "direct: three nodes taken"
+"$tb" up 2 --fabric direct --loss 1% >/dev/null 2>&1 && fail "direct: --loss taken"
 
 echo "== 7. down"
 "$tb" down || fail "down"
