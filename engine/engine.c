@@ -246,6 +246,12 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 	return rc;
 }
 
+int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
+		      unsigned int access)
+{
+	return ovr_mr_modify(e->mrs, key, pd, access);
+}
+
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
 {
 	uint64_t t = UINT64_MAX;
