@@ -907,6 +907,32 @@ int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr)
 	return atomic_load(&cl->dead) ? 0 : rc;
 }
 
+/*
+ * REREG_MR: @mr's PD and/or rights changed in place (@flags enum
+ * ovr_ctl_rereg_flags), its keys kept (updated from the reply all the
+ * same); OVR_CTL_REREG_INVALIDATE makes it unusable. A failure leaves
+ * it unusable too (ctl.h); it is still deregistered as usual.
+ */
+int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr,
+		    unsigned int flags, uint32_t pd, unsigned int access)
+{
+	struct ovr_ctl_rereg_mr_req q = { .handle = mr->handle,
+					  .flags = flags,
+					  .pd = pd,
+					  .access = access };
+	struct ovr_ctl_reg_mr_rep r;
+	bool inval = flags & OVR_CTL_REREG_INVALIDATE;
+	int rc;
+
+	rc = req_exact(cl, OVR_CTL_REREG_MR, &q, sizeof(q), NULL, 0,
+		       inval ? NULL : &r, inval ? 0 : sizeof(r), NULL, 0);
+	if (!rc && !inval) {
+		mr->lkey = r.lkey;
+		mr->rkey = r.rkey;
+	}
+	return rc;
+}
+
 /* ---- completion channels and CQs ------------------------------------------ */
 
 int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd)
@@ -980,6 +1006,48 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq)
 {
 	return cq->depth;
+}
+
+/*
+ * RESIZE_CQ (ctl.h): the service copies what the ring holds into a new
+ * one and from then on writes only there; the CQ's lock is held from
+ * the request until the new ring is mapped, so no poll or arm of this
+ * process looks at the old ring after the service left it (a poller
+ * of another thread spins for that long: a control round trip).
+ */
+int ovr_cl_resize_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq, uint32_t cqe)
+{
+	struct ovr_ctl_resize_cq_req q = { .cq = cq->handle, .cqe = cqe };
+	struct ovr_ctl_resize_cq_rep r;
+	int fd, rc;
+	void *p;
+
+	pthread_spin_lock(&cq->lock);
+	rc = req_exact(cl, OVR_CTL_RESIZE_CQ, &q, sizeof(q), NULL, 0, &r,
+		       sizeof(r), &fd, 1);
+	if (rc) {
+		pthread_spin_unlock(&cq->lock);
+		return rc;
+	}
+	p = map_fd(fd, r.map_len, PROT_READ | PROT_WRITE);
+	if (p == MAP_FAILED || !r.depth || (r.depth & (r.depth - 1)) ||
+	    r.map_len <
+		    OVR_RING_CQ_ENTRIES_OFF +
+			    (uint64_t)r.depth * sizeof(struct ovr_ring_cqe)) {
+		/* the service writes the new ring now: this CQ is lost */
+		rc = p == MAP_FAILED ? -ENOMEM : -EPROTO;
+		if (p != MAP_FAILED)
+			munmap(p, r.map_len);
+		pthread_spin_unlock(&cq->lock);
+		return rc;
+	}
+	munmap(cq->ring, cq->map_len);
+	cq->ring = p;
+	cq->cqe = (void *)((uint8_t *)p + OVR_RING_CQ_ENTRIES_OFF);
+	cq->depth = r.depth;
+	cq->map_len = r.map_len;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
 }
 
 /* Forgets @cq on this side only. */
@@ -1128,10 +1196,13 @@ int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only)
 {
 	if (atomic_load(&cq->cl->dead))
 		return -EIO;
+	/* the ring may be replaced by ovr_cl_resize_cq() */
+	pthread_spin_lock(&cq->lock);
 	cq->arm_sn++;
 	atomic_store_explicit(&cq->ring->arm,
 			      (cq->arm_sn << 1) | (solicited_only ? 1u : 0u),
 			      memory_order_release);
+	pthread_spin_unlock(&cq->lock);
 	/* the caller polls next: a CQE the service wrote before it saw
 	 * this arm must be visible to that poll (see cq_write()) */
 	atomic_thread_fence(memory_order_seq_cst);
