@@ -1308,6 +1308,66 @@ void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap)
 	*cap = qp->cap;
 }
 
+/*
+ * A QP went to RESET: the completions of @qpn that @cq holds and the
+ * application has not polled go, as libmlx5 (mlx5_cq_clean) and libmlx4
+ * remove them - RESET forgets the QP's work, and a completion of it
+ * polled later would name a WR of the QP's previous life (rdma-core's
+ * test_mr_rereg_addr polls the CQ again after restarting its QPs). The
+ * rest keep their order: from the newest valid entry down to cons,
+ * each kept one moves up by the number removed so far (its gen
+ * rewritten for its new index), then cons moves past the gap. Only
+ * entries the service has written and the client not consumed are
+ * touched - the client's own - and the service only ever writes
+ * beyond them. An SRQ receive's tag goes back to the SRQ as a poll
+ * would give it. O(completions held).
+ */
+static void cq_clean(struct ovr_cl_cq *cq, uint32_t qpn, struct ovr_cl_srq *srq)
+{
+	uint32_t end, gone = 0;
+
+	pthread_spin_lock(&cq->lock);
+	for (end = cq->cons; end - cq->cons < cq->depth; end++) {
+		const struct ovr_ring_cqe *e = &cq->cqe[end & (cq->depth - 1)];
+
+		if (atomic_load_explicit(&e->gen, memory_order_acquire) !=
+		    end / cq->depth + 1)
+			break;
+	}
+	for (uint32_t i = end; i != cq->cons;) {
+		struct ovr_ring_cqe *e = &cq->cqe[--i & (cq->depth - 1)];
+		struct ovr_ring_cqe *to;
+		uint32_t j = i + gone;
+
+		if (e->qp_num == qpn) {
+			if ((e->flags & OVR_CQE_SRQ) && srq) {
+				uint32_t tag = e->wqe_idx & (srq->depth - 1);
+
+				pthread_spin_lock(&srq->lock);
+				if (srq->outstanding) {
+					srq->outstanding--;
+					srq->free_tag[srq->nfree++] = tag;
+				}
+				pthread_spin_unlock(&srq->lock);
+			}
+			gone++;
+			continue;
+		}
+		if (!gone)
+			continue;
+		to = &cq->cqe[j & (cq->depth - 1)];
+		memcpy(to, e, offsetof(struct ovr_ring_cqe, gen));
+		atomic_store_explicit(&to->gen, j / cq->depth + 1,
+				      memory_order_relaxed);
+	}
+	if (gone) {
+		cq->cons += gone;
+		atomic_store_explicit(&cq->ring->cons, cq->cons,
+				      memory_order_release);
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
 int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		     const struct ovr_ctl_qp_attr *attr, unsigned int mask)
 {
@@ -1318,7 +1378,11 @@ int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 			   0, NULL, 0);
 
 	if (!rc && (mask & OVR_QP_STATE) && attr->qp_state == OVR_QPS_RESET) {
-		/* RESET discards all work without completions */
+		/* RESET discards all work without completions, and those
+		 * of its completions not polled yet */
+		cq_clean(qp->rcq, qp->qpn, qp->srq);
+		if (qp->scq != qp->rcq)
+			cq_clean(qp->scq, qp->qpn, NULL);
 		qp->sq_done = qp->sq_prod;
 		qp->rq_done = qp->rq_prod;
 	} else if (!rc && (mask & OVR_QP_STATE)) {

@@ -249,7 +249,12 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		      unsigned int access)
 {
-	return ovr_mr_modify(e->mrs, key, pd, access);
+	int rc = ovr_mr_modify(e->mrs, key, pd, access);
+
+	/* posted receives naming it: checked again (eng_recv_recheck) */
+	if (!rc)
+		eng_recv_recheck(e, key, pd, access);
+	return rc;
 }
 
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
