@@ -6,6 +6,12 @@
  * run by verbs-cqx.sh (docs/PROVIDER.md, "Re-registration and
  * resizing"). Cases, each printed with its verdict:
  *
+ *   cqex       ibv_create_cq_ex with each wc_flags bit alone: the two
+ *              timestamps EOPNOTSUPP (hca_core_clock and
+ *              completion_timestamp_mask 0), every other one made; with
+ *              all of those at once, a SEND_WITH_IMM's receive read
+ *              through every read_* function (CVLAN, flow tag, TM info 0,
+ *              no TM flags);
  *   resize     completions held across a grow and a shrink: below what
  *              the CQ holds is EINVAL and changes nothing, 0 and beyond
  *              max_cqe EINVAL; the CQ's cqe at least what was asked; every
@@ -52,6 +58,8 @@
 
 static int failures;
 static const char *devname;
+/* wc_flags of the receive CQ side_open makes with ibv_create_cq_ex */
+static uint64_t rcqx_flags = IBV_WC_STANDARD_FLAGS;
 
 #define CHECK(cond, ...)                                                     \
 	do {                                                                 \
@@ -85,7 +93,7 @@ static void side_open(struct side *s, bool rcq_ex, int cqe)
 	if (rcq_ex) {
 		struct ibv_cq_init_attr_ex a = {
 			.cqe = (uint32_t)cqe,
-			.wc_flags = IBV_WC_STANDARD_FLAGS,
+			.wc_flags = rcqx_flags,
 		};
 
 		s->rcqx = ibv_create_cq_ex(s->d.ctx, &a);
@@ -205,6 +213,93 @@ static void fill(uint8_t *p, size_t n, unsigned int seed)
 {
 	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+/* ---- the extended CQ ------------------------------------------------------ */
+
+static void case_cqex(void)
+{
+	const uint64_t others = IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG |
+				IBV_WC_EX_WITH_TM_INFO;
+	struct side a = { 0 }, b = { 0 };
+	struct ibv_device_attr_ex dx;
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_wc_tm_info tm;
+	struct ibv_wc wc;
+	struct ibv_cq_ex *cx = b.rcqx;
+	struct ibv_sge g;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	int rc;
+
+	rcqx_flags = IBV_WC_STANDARD_FLAGS | others;
+	side_open(&a, false, 16);
+	side_open(&b, true, 16);
+	rcqx_flags = IBV_WC_STANDARD_FLAGS;
+	cx = b.rcqx;
+	CHECK(!ibv_query_device_ex(b.d.ctx, NULL, &dx) &&
+		      dx.hca_core_clock == 0 &&
+		      dx.completion_timestamp_mask == 0,
+	      "no clock advertised");
+	for (unsigned int bit = 0; bit < 12; bit++) {
+		struct ibv_cq_init_attr_ex ca = { .cqe = 8,
+						  .wc_flags = 1ull << bit };
+		struct ibv_cq_ex *c = ibv_create_cq_ex(b.d.ctx, &ca);
+		bool ts = ca.wc_flags &
+			  (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+			   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
+
+		CHECK(ts ? !c && errno == EOPNOTSUPP : c != NULL,
+		      "wc_flags %#llx: %p %s", (unsigned long long)ca.wc_flags,
+		      (void *)c, strerror(errno));
+		if (c)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(c));
+	}
+	connect_pair(&a, &b);
+	post_recv1(&b, 42, b.buf, BUF, b.mr->lkey);
+	g = (struct ibv_sge){ (uintptr_t)a.buf, 300, a.mr->lkey };
+	wr.wr_id = 1;
+	wr.sg_list = &g;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(0x12345678);
+	CHECK(!ibv_post_send(a.qp, &wr, &bad), "post");
+	CHECK(poll1(a.scq, &wc) && wc.status == IBV_WC_SUCCESS, "send: %s",
+	      vc_st(wc.status));
+	for (double t0 = vc_now();
+	     (rc = ibv_start_poll(cx, &pa)) == ENOENT && vc_now() - t0 < 5;)
+		;
+	CHECK(rc == 0, "start_poll: %d", rc);
+	if (!rc) {
+		unsigned int f = ibv_wc_read_wc_flags(cx);
+
+		CHECK(cx->wr_id == 42 && cx->status == IBV_WC_SUCCESS,
+		      "wr_id %" PRIu64 " status %d", cx->wr_id, cx->status);
+		CHECK(ibv_wc_read_opcode(cx) == IBV_WC_RECV, "opcode %d",
+		      ibv_wc_read_opcode(cx));
+		CHECK(ibv_wc_read_byte_len(cx) == 300, "byte_len %u",
+		      ibv_wc_read_byte_len(cx));
+		CHECK((f & IBV_WC_WITH_IMM) &&
+			      ntohl(ibv_wc_read_imm_data(cx)) == 0x12345678,
+		      "imm");
+		CHECK(ibv_wc_read_qp_num(cx) == b.qp->qp_num &&
+			      ibv_wc_read_src_qp(cx) == a.qp->qp_num,
+		      "qp_num / src_qp");
+		CHECK(ibv_wc_read_slid(cx) == 0 && ibv_wc_read_sl(cx) == 0 &&
+			      ibv_wc_read_dlid_path_bits(cx) == 0,
+		      "slid / sl / dlid_path_bits");
+		memset(&tm, 0xff, sizeof(tm));
+		ibv_wc_read_tm_info(cx, &tm);
+		CHECK(ibv_wc_read_cvlan(cx) == 0 &&
+			      ibv_wc_read_flow_tag(cx) == 0 && tm.tag == 0 &&
+			      tm.priv == 0 &&
+			      !(f & (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID)),
+		      "cvlan / flow tag / tm info");
+		CHECK(ibv_next_poll(cx) == ENOENT, "one completion only");
+		ibv_end_poll(cx);
+	}
+	side_close(&a);
+	side_close(&b);
 }
 
 /* ---- resize -------------------------------------------------------------- */
@@ -624,7 +719,8 @@ static const struct {
 	const char *name;
 	void (*run)(void);
 } cases[] = {
-	{ "resize", case_resize },	 { "stream", case_stream },
+	{ "cqex", case_cqex },		 { "resize", case_resize },
+	{ "stream", case_stream },
 	{ "access", case_access },	 { "pd", case_pd },
 	{ "translate", case_translate }, { "errors", case_errors },
 };
