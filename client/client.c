@@ -913,13 +913,12 @@ int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr)
  * same); OVR_CTL_REREG_INVALIDATE makes it unusable. A failure leaves
  * it unusable too (ctl.h); it is still deregistered as usual.
  */
-int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr,
-		    unsigned int flags, uint32_t pd, unsigned int access)
+int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
+		    uint32_t pd, unsigned int access)
 {
-	struct ovr_ctl_rereg_mr_req q = { .handle = mr->handle,
-					  .flags = flags,
-					  .pd = pd,
-					  .access = access };
+	struct ovr_ctl_rereg_mr_req q = {
+		.handle = mr->handle, .flags = flags, .pd = pd, .access = access
+	};
 	struct ovr_ctl_reg_mr_rep r;
 	bool inval = flags & OVR_CTL_REREG_INVALIDATE;
 	int rc;

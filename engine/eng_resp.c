@@ -213,8 +213,8 @@ void eng_recv_recheck(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		if (!qp->in_use || (lw && qp->pd == pd))
 			continue;
 		for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
-			eng_rwqe_revoke(e, eng_rwqe(qp, i),
-					eng_rwqe_sge(qp, i), key, false);
+			eng_rwqe_revoke(e, eng_rwqe(qp, i), eng_rwqe_sge(qp, i),
+					key, false);
 	}
 	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++) {
 		struct eng_srq *q = &e->srqs[k];
@@ -224,8 +224,8 @@ void eng_recv_recheck(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		for (uint32_t i = q->head; i != q->tail; i++) {
 			uint32_t slot = q->fifo[i & (q->cap - 1)];
 
-			eng_rwqe_revoke(e, &q->wqe[slot],
-					eng_srq_sge(q, slot), key, false);
+			eng_rwqe_revoke(e, &q->wqe[slot], eng_srq_sge(q, slot),
+					key, false);
 		}
 	}
 }

@@ -355,7 +355,7 @@ int ovr_mr_modify(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 	     !(access & OVR_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	e->pd = pd;
-	e->access = (uint8_t)((e->access & (MR_LIVE | MR_DEV | MR_HOST)) |
-			      access);
+	e->access =
+		(uint8_t)((e->access & (MR_LIVE | MR_DEV | MR_HOST)) | access);
 	return 0;
 }

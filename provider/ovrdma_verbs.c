@@ -765,9 +765,10 @@ int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 {
 	struct ovrdma_context *ctx = to_octx(vmr->ibv_mr.context);
 	struct ovrdma_mr *mr = to_omr(vmr);
-	struct ibv_pd *npd =
-		flags & IBV_REREG_MR_CHANGE_PD ? pd : vmr->ibv_mr.pd;
+	struct ibv_pd *npd = flags & IBV_REREG_MR_CHANGE_PD ? pd :
+							      vmr->ibv_mr.pd;
 	int nacc = flags & IBV_REREG_MR_CHANGE_ACCESS ? access : vmr->access;
+	bool tr = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
 	unsigned int f = 0;
 	int rc;
 
@@ -779,24 +780,18 @@ int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		return rereg_fail(ctx, mr, EINVAL);
 	if (!access_ok(1, nacc))
 		return rereg_fail(ctx, mr, errno);
-	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) ||
-	    ((nacc ^ vmr->access) & IBV_ACCESS_ON_DEMAND) ||
+	if (tr || ((nacc ^ vmr->access) & IBV_ACCESS_ON_DEMAND) ||
 	    ((nacc & ACCESS_DEV_WRITES) && !(vmr->access & ACCESS_DEV_WRITES)))
-		return rereg_translate(
-			ctx, mr, npd,
-			flags & IBV_REREG_MR_CHANGE_TRANSLATION ?
-				addr :
-				vmr->ibv_mr.addr,
-			flags & IBV_REREG_MR_CHANGE_TRANSLATION ?
-				length :
-				vmr->ibv_mr.length,
-			nacc);
+		return rereg_translate(ctx, mr, npd,
+				       tr ? addr : vmr->ibv_mr.addr,
+				       tr ? length : vmr->ibv_mr.length, nacc);
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		f |= OVR_CTL_REREG_PD;
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
 		f |= OVR_CTL_REREG_ACCESS;
 	rc = ovr_cl_rereg_mr(ctx->cl, mr->mr, f, to_opd(npd)->handle,
-			     (unsigned int)nacc & ~(unsigned int)IBV_ACCESS_ON_DEMAND);
+			     (unsigned int)nacc &
+				     ~(unsigned int)IBV_ACCESS_ON_DEMAND);
 	if (rc) {
 		/* the service left it unusable itself */
 		errno = -rc;

@@ -640,7 +640,9 @@ int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	old = svc_obj_get(c, mr->pd_handle, SVC_OBJ_PD);
 	if (!rc)
 		rc = ovr_eng_mr_modify(s->eng, mr->key,
-				       pd ? pd->id : old ? old->id : 0,
+				       pd  ? pd->id :
+				       old ? old->id :
+					     0,
 				       access & ACCESS_KNOWN);
 	if (rc) {
 		/* unusable until deregistered: PD 0 is never allocated */

@@ -140,8 +140,8 @@ int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);
  * region unusable. On a failure the region is unusable (ctl.h,
  * REREG_MR); deregister it as usual either way.
  */
-int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr,
-		    unsigned int flags, uint32_t pd, unsigned int access);
+int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
+		    uint32_t pd, unsigned int access);
 
 struct ovr_gdr_export;
 /*

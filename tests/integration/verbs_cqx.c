@@ -170,8 +170,8 @@ static bool poll1(struct ibv_cq *cq, struct ibv_wc *wc)
 }
 
 static int post_send1(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id,
-		      void *addr, uint32_t len, uint32_t lkey,
-		      uint64_t raddr, uint32_t rkey)
+		      void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
+		      uint32_t rkey)
 {
 	struct ibv_sge g = { (uintptr_t)addr, len, lkey };
 	struct ibv_send_wr wr = { .wr_id = wr_id,
@@ -186,8 +186,8 @@ static int post_send1(struct side *s, enum ibv_wr_opcode op, uint64_t wr_id,
 	return ibv_post_send(s->qp, &wr, &bad);
 }
 
-static int post_recv1(struct side *s, uint64_t wr_id, void *addr,
-		      uint32_t len, uint32_t lkey)
+static int post_recv1(struct side *s, uint64_t wr_id, void *addr, uint32_t len,
+		      uint32_t lkey)
 {
 	struct ibv_sge g = { (uintptr_t)addr, len, lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &g, .num_sge = 1 },
@@ -203,8 +203,8 @@ static int write_status(struct side *a, uint64_t raddr, uint32_t rkey,
 {
 	struct ibv_wc wc;
 
-	if (post_send1(a, IBV_WR_RDMA_WRITE, 7, a->buf, len, a->mr->lkey,
-		       raddr, rkey))
+	if (post_send1(a, IBV_WR_RDMA_WRITE, 7, a->buf, len, a->mr->lkey, raddr,
+		       rkey))
 		return -2;
 	return poll1(a->scq, &wc) ? (int)wc.status : -1;
 }
@@ -312,8 +312,7 @@ static void recv_n(struct side *b, unsigned int n)
 
 	for (unsigned int i = 0; i < n; i++)
 		if (!poll1(b->rcq, &wc) || wc.status != IBV_WC_SUCCESS)
-			vc_die("receive %u: %s", i,
-			       vc_st(wc.status));
+			vc_die("receive %u: %s", i, vc_st(wc.status));
 	usleep(200000);
 }
 
@@ -341,8 +340,8 @@ static void case_resize(void)
 	CHECK(ibv_resize_cq(a.scq, a.d.attr.max_cqe + 1) == EINVAL,
 	      "resize beyond max_cqe");
 	rc = ibv_resize_cq(a.scq, 3);
-	CHECK(!rc && a.scq->cqe >= 3, "shrink to exactly what it holds: %d, cqe %d",
-	      rc, a.scq->cqe);
+	CHECK(!rc && a.scq->cqe >= 3,
+	      "shrink to exactly what it holds: %d, cqe %d", rc, a.scq->cqe);
 	/* grow with them held, add 50 more */
 	rc = ibv_resize_cq(a.scq, 100);
 	CHECK(!rc && a.scq->cqe >= 100, "grow to 100: %d, cqe %d", rc,
@@ -432,8 +431,7 @@ static void case_stream(void)
 			uint8_t want[MSG];
 
 			fill(want, MSG, rdone);
-			CHECK(st == IBV_WC_SUCCESS && id == rdone &&
-				      len == MSG,
+			CHECK(st == IBV_WC_SUCCESS && id == rdone && len == MSG,
 			      "receive %u: wr_id %" PRIu64 " status %d len %u",
 			      rdone, id, st, len);
 			CHECK(!memcmp(b.buf + (id % WIN) * MSG, want, MSG),
@@ -464,8 +462,8 @@ static void case_stream(void)
 		ibv_end_poll(b.rcqx);
 	CHECK(sdone == NMSG && rdone == NMSG, "%u sends, %u receives of %u",
 	      sdone, rdone, NMSG);
-	printf("verbs_cqx: stream: %u messages, %u resizes of each CQ\n",
-	       rdone, k / 7);
+	printf("verbs_cqx: stream: %u messages, %u resizes of each CQ\n", rdone,
+	       k / 7);
 	side_close(&a);
 	side_close(&b);
 }
@@ -531,8 +529,8 @@ static void case_pd(void)
 			CHECK(ibv_dealloc_pd(pd2) == EBUSY,
 			      "pd2 in use by the MR");
 		}
-		CHECK(!post_send1(&a, IBV_WR_SEND, id, a.buf, 64, a.mr->lkey,
-				  0, 0),
+		CHECK(!post_send1(&a, IBV_WR_SEND, id, a.buf, 64, a.mr->lkey, 0,
+				  0),
 		      "post SEND");
 		CHECK(poll1(a.scq, &wc) && wc.status == IBV_WC_REM_OP_ERR,
 		      "SEND into receive %" PRIu64 " of the other PD: %s", id,
@@ -584,8 +582,7 @@ static void case_translate(void)
 	memcpy(old, b.buf, BUF);
 	rkey = b.mr->rkey;
 	CHECK(!ibv_rereg_mr(b.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
-			    priv + 100, len - 200,
-			    0),
+			    priv + 100, len - 200, 0),
 	      "rereg to private memory: %s", strerror(errno));
 	CHECK(b.mr->addr == priv + 100 && b.mr->length == len - 200,
 	      "addr / length not the new range");
@@ -719,10 +716,10 @@ static const struct {
 	const char *name;
 	void (*run)(void);
 } cases[] = {
-	{ "cqex", case_cqex },		 { "resize", case_resize },
-	{ "stream", case_stream },
-	{ "access", case_access },	 { "pd", case_pd },
-	{ "translate", case_translate }, { "errors", case_errors },
+	{ "cqex", case_cqex },	   { "resize", case_resize },
+	{ "stream", case_stream }, { "access", case_access },
+	{ "pd", case_pd },	   { "translate", case_translate },
+	{ "errors", case_errors },
 };
 
 int main(int argc, char **argv)

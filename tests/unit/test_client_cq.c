@@ -104,14 +104,13 @@ static size_t ring_len(uint32_t depth)
 static struct ovr_ring_cqe *slot(struct ovr_ring_cq *r, uint32_t depth,
 				 uint32_t i)
 {
-	return (struct ovr_ring_cqe *)((uint8_t *)r +
-				       OVR_RING_CQ_ENTRIES_OFF) +
+	return (struct ovr_ring_cqe *)((uint8_t *)r + OVR_RING_CQ_ENTRIES_OFF) +
 	       (i & (depth - 1));
 }
 
 /* A CQE at index @i of ring @r as ovrdmad writes it: body, then gen. */
-static void put(struct ovr_ring_cq *r, uint32_t depth, uint32_t i,
-		uint32_t qpn, uint32_t mark, uint32_t flags)
+static void put(struct ovr_ring_cq *r, uint32_t depth, uint32_t i, uint32_t qpn,
+		uint32_t mark, uint32_t flags)
 {
 	struct ovr_ring_cqe *e = slot(r, depth, i);
 
