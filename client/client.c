@@ -907,6 +907,31 @@ int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr)
 	return atomic_load(&cl->dead) ? 0 : rc;
 }
 
+/*
+ * REREG_MR: @mr's PD and/or rights changed in place (@flags enum
+ * ovr_ctl_rereg_flags), its keys kept (updated from the reply all the
+ * same); OVR_CTL_REREG_INVALIDATE makes it unusable. A failure leaves
+ * it unusable too (ctl.h); it is still deregistered as usual.
+ */
+int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
+		    uint32_t pd, unsigned int access)
+{
+	struct ovr_ctl_rereg_mr_req q = {
+		.handle = mr->handle, .flags = flags, .pd = pd, .access = access
+	};
+	struct ovr_ctl_reg_mr_rep r;
+	bool inval = flags & OVR_CTL_REREG_INVALIDATE;
+	int rc;
+
+	rc = req_exact(cl, OVR_CTL_REREG_MR, &q, sizeof(q), NULL, 0,
+		       inval ? NULL : &r, inval ? 0 : sizeof(r), NULL, 0);
+	if (!rc && !inval) {
+		mr->lkey = r.lkey;
+		mr->rkey = r.rkey;
+	}
+	return rc;
+}
+
 /* ---- completion channels and CQs ------------------------------------------ */
 
 int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd)
@@ -980,6 +1005,48 @@ struct ovr_cl_cq *ovr_cl_create_cq(struct ovr_cl *cl, uint32_t cqe,
 uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq)
 {
 	return cq->depth;
+}
+
+/*
+ * RESIZE_CQ (ctl.h): the service copies what the ring holds into a new
+ * one and from then on writes only there; the CQ's lock is held from
+ * the request until the new ring is mapped, so no poll or arm of this
+ * process looks at the old ring after the service left it (a poller
+ * of another thread spins for that long: a control round trip).
+ */
+int ovr_cl_resize_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq, uint32_t cqe)
+{
+	struct ovr_ctl_resize_cq_req q = { .cq = cq->handle, .cqe = cqe };
+	struct ovr_ctl_resize_cq_rep r;
+	int fd, rc;
+	void *p;
+
+	pthread_spin_lock(&cq->lock);
+	rc = req_exact(cl, OVR_CTL_RESIZE_CQ, &q, sizeof(q), NULL, 0, &r,
+		       sizeof(r), &fd, 1);
+	if (rc) {
+		pthread_spin_unlock(&cq->lock);
+		return rc;
+	}
+	p = map_fd(fd, r.map_len, PROT_READ | PROT_WRITE);
+	if (p == MAP_FAILED || !r.depth || (r.depth & (r.depth - 1)) ||
+	    r.map_len <
+		    OVR_RING_CQ_ENTRIES_OFF +
+			    (uint64_t)r.depth * sizeof(struct ovr_ring_cqe)) {
+		/* the service writes the new ring now: this CQ is lost */
+		rc = p == MAP_FAILED ? -ENOMEM : -EPROTO;
+		if (p != MAP_FAILED)
+			munmap(p, r.map_len);
+		pthread_spin_unlock(&cq->lock);
+		return rc;
+	}
+	munmap(cq->ring, cq->map_len);
+	cq->ring = p;
+	cq->cqe = (void *)((uint8_t *)p + OVR_RING_CQ_ENTRIES_OFF);
+	cq->depth = r.depth;
+	cq->map_len = r.map_len;
+	pthread_spin_unlock(&cq->lock);
+	return 0;
 }
 
 /* Forgets @cq on this side only. */
@@ -1128,10 +1195,13 @@ int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only)
 {
 	if (atomic_load(&cq->cl->dead))
 		return -EIO;
+	/* the ring may be replaced by ovr_cl_resize_cq() */
+	pthread_spin_lock(&cq->lock);
 	cq->arm_sn++;
 	atomic_store_explicit(&cq->ring->arm,
 			      (cq->arm_sn << 1) | (solicited_only ? 1u : 0u),
 			      memory_order_release);
+	pthread_spin_unlock(&cq->lock);
 	/* the caller polls next: a CQE the service wrote before it saw
 	 * this arm must be visible to that poll (see cq_write()) */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -1237,6 +1307,66 @@ void ovr_cl_qp_cap(const struct ovr_cl_qp *qp, struct ovr_ctl_qp_cap *cap)
 	*cap = qp->cap;
 }
 
+/*
+ * A QP went to RESET: the completions of @qpn that @cq holds and the
+ * application has not polled go, as libmlx5 (mlx5_cq_clean) and libmlx4
+ * remove them - RESET forgets the QP's work, and a completion of it
+ * polled later would name a WR of the QP's previous life (rdma-core's
+ * test_mr_rereg_addr polls the CQ again after restarting its QPs). The
+ * rest keep their order: from the newest valid entry down to cons,
+ * each kept one moves up by the number removed so far (its gen
+ * rewritten for its new index), then cons moves past the gap. Only
+ * entries the service has written and the client not consumed are
+ * touched - the client's own - and the service only ever writes
+ * beyond them. An SRQ receive's tag goes back to the SRQ as a poll
+ * would give it. O(completions held).
+ */
+static void cq_clean(struct ovr_cl_cq *cq, uint32_t qpn, struct ovr_cl_srq *srq)
+{
+	uint32_t end, gone = 0;
+
+	pthread_spin_lock(&cq->lock);
+	for (end = cq->cons; end - cq->cons < cq->depth; end++) {
+		const struct ovr_ring_cqe *e = &cq->cqe[end & (cq->depth - 1)];
+
+		if (atomic_load_explicit(&e->gen, memory_order_acquire) !=
+		    end / cq->depth + 1)
+			break;
+	}
+	for (uint32_t i = end; i != cq->cons;) {
+		struct ovr_ring_cqe *e = &cq->cqe[--i & (cq->depth - 1)];
+		struct ovr_ring_cqe *to;
+		uint32_t j = i + gone;
+
+		if (e->qp_num == qpn) {
+			if ((e->flags & OVR_CQE_SRQ) && srq) {
+				uint32_t tag = e->wqe_idx & (srq->depth - 1);
+
+				pthread_spin_lock(&srq->lock);
+				if (srq->outstanding) {
+					srq->outstanding--;
+					srq->free_tag[srq->nfree++] = tag;
+				}
+				pthread_spin_unlock(&srq->lock);
+			}
+			gone++;
+			continue;
+		}
+		if (!gone)
+			continue;
+		to = &cq->cqe[j & (cq->depth - 1)];
+		memcpy(to, e, offsetof(struct ovr_ring_cqe, gen));
+		atomic_store_explicit(&to->gen, j / cq->depth + 1,
+				      memory_order_relaxed);
+	}
+	if (gone) {
+		cq->cons += gone;
+		atomic_store_explicit(&cq->ring->cons, cq->cons,
+				      memory_order_release);
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
 int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 		     const struct ovr_ctl_qp_attr *attr, unsigned int mask)
 {
@@ -1247,7 +1377,11 @@ int ovr_cl_modify_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp,
 			   0, NULL, 0);
 
 	if (!rc && (mask & OVR_QP_STATE) && attr->qp_state == OVR_QPS_RESET) {
-		/* RESET discards all work without completions */
+		/* RESET discards all work without completions, and those
+		 * of its completions not polled yet */
+		cq_clean(qp->rcq, qp->qpn, qp->srq);
+		if (qp->scq != qp->rcq)
+			cq_clean(qp->scq, qp->qpn, NULL);
 		qp->sq_done = qp->sq_prod;
 		qp->rq_done = qp->rq_prod;
 	} else if (!rc && (mask & OVR_QP_STATE)) {

@@ -191,6 +191,45 @@ bool eng_recv_revoke(struct ovr_eng *e, uint32_t key)
 	return true;
 }
 
+/*
+ * ovr_eng_mr_modify gave the region of @key the PD @pd and the rights
+ * @access. Receives are checked when posted here, where a NIC checks a
+ * receive's lkey when a message comes for it; so a posted receive that
+ * names the region is checked again now: one of a QP or an SRQ of
+ * another PD, or any once the region lost LOCAL_WRITE, drops its
+ * references and is marked bad (eng_rwqe_revoke), as after a
+ * deregistration - the next message for it completes it LOC_PROT_ERR
+ * and its sender REM_OP_ERR, as on hardware. O(QP slots + receives
+ * posted), on a re-registration only.
+ */
+void eng_recv_recheck(struct ovr_eng *e, uint32_t key, uint32_t pd,
+		      unsigned int access)
+{
+	bool lw = access & OVR_ACCESS_LOCAL_WRITE;
+
+	for (uint32_t k = 0; k < (1u << e->qp_bits); k++) {
+		struct eng_qp *qp = &e->qps[k];
+
+		if (!qp->in_use || (lw && qp->pd == pd))
+			continue;
+		for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
+			eng_rwqe_revoke(e, eng_rwqe(qp, i), eng_rwqe_sge(qp, i),
+					key, false);
+	}
+	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++) {
+		struct eng_srq *q = &e->srqs[k];
+
+		if (!q->in_use || (lw && q->pd == pd))
+			continue;
+		for (uint32_t i = q->head; i != q->tail; i++) {
+			uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+			eng_rwqe_revoke(e, &q->wqe[slot], eng_srq_sge(q, slot),
+					key, false);
+		}
+	}
+}
+
 int ovr_eng_post_recv(struct ovr_eng *e, uint32_t qpn,
 		      const struct ovr_eng_recv_wr *wr, uint64_t now_ns)
 {

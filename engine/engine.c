@@ -246,6 +246,17 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key)
 	return rc;
 }
 
+int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
+		      unsigned int access)
+{
+	int rc = ovr_mr_modify(e->mrs, key, pd, access);
+
+	/* posted receives naming it: checked again (eng_recv_recheck) */
+	if (!rc)
+		eng_recv_recheck(e, key, pd, access);
+	return rc;
+}
+
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
 {
 	uint64_t t = UINT64_MAX;

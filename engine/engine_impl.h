@@ -522,6 +522,8 @@ void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 uint32_t eng_rwqe_revoke(struct ovr_eng *e, struct eng_rwqe *r,
 			 struct eng_lsge *s, uint32_t key, bool count);
 bool eng_recv_revoke(struct ovr_eng *e, uint32_t key);
+void eng_recv_recheck(struct ovr_eng *e, uint32_t key, uint32_t pd,
+		      unsigned int access);
 bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 		     uint32_t off, uint32_t len, uint32_t psn, bool retx,
 		     uint64_t now);

@@ -344,3 +344,18 @@ size_t ovr_mr_table_bytes(const struct ovr_mr_table *tab)
 {
 	return sizeof(*tab) + ((size_t)tab->mask + 1) * sizeof(*tab->slots);
 }
+
+int ovr_mr_modify(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		  unsigned int access)
+{
+	struct ovr_mr_entry *e = lookup(tab, key);
+
+	if (!e || (access & ~(unsigned int)OVR_ACCESS_ALL) ||
+	    ((access & (OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & OVR_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	e->pd = pd;
+	e->access =
+		(uint8_t)((e->access & (MR_LIVE | MR_DEV | MR_HOST)) | access);
+	return 0;
+}

@@ -158,6 +158,17 @@ int64_t ovr_mr_refs(const struct ovr_mr_table *tab, uint32_t key);
  */
 int ovr_mr_invalidate(struct ovr_mr_table *tab, uint32_t key, uint32_t pd);
 
+/*
+ * ibv_rereg_mr's CHANGE_PD / CHANGE_ACCESS in place: the region of @key
+ * now belongs to @pd with exactly @access; the key, the range, where its
+ * bytes live and the references held stay. Work requests already
+ * checked go on; every later check sees the new PD and rights (pd 0,
+ * access 0: a region nothing can use until it is deregistered).
+ * -EINVAL: unknown or stale key, or @access as ovr_mr_reg refuses it.
+ */
+int ovr_mr_modify(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		  unsigned int access);
+
 /* Regions registered now. */
 uint32_t ovr_mr_count(const struct ovr_mr_table *tab);
 

@@ -54,6 +54,8 @@ static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
 	.reg_mr = ovrdma_reg_mr,
 	.req_notify_cq = ovrdma_req_notify_cq,
+	.rereg_mr = ovrdma_rereg_mr,
+	.resize_cq = ovrdma_resize_cq,
 };
 
 static const struct ovrdma_hooks hooks = {

@@ -683,13 +683,123 @@ int ovrdma_dereg_mr(struct verbs_mr *vmr)
 {
 	struct ovrdma_context *ctx = to_octx(vmr->ibv_mr.context);
 	struct ovrdma_mr *mr = to_omr(vmr);
-	int rc = ovr_cl_dereg_mr(ctx->cl, mr->mr);
+	int rc;
 
+	/* a failed re-registration left nothing registered */
+	if (!mr->mr) {
+		free(mr);
+		return 0;
+	}
+	rc = ovr_cl_dereg_mr(ctx->cl, mr->mr);
 	if (rc)
 		return -rc;
 	if (vmr->access & IBV_ACCESS_ON_DEMAND)
 		odp_del(ctx, mr);
 	free(mr);
+	return 0;
+}
+
+/* ---- ibv_rereg_mr (docs/PROVIDER.md, "Re-registration and resizing") ------
+ *
+ * CHANGE_PD and CHANGE_ACCESS change the region in place in the service
+ * (REREG_MR): the same lkey and rkey, which peers may hold, and the
+ * same memory. A new translation - CHANGE_TRANSLATION, or rights that
+ * need the pages checked again (device writes on a region registered
+ * without any; ON_DEMAND switched on or off) - is a new registration
+ * of the range: the old one is deregistered first (EBUSY while posted
+ * send-side work still uses it, as ibv_dereg_mr), then the range is
+ * registered as ibv_reg_mr would, with new keys. Every failure leaves
+ * the region unusable, as ibv_rereg_mr(3) says of a failed command
+ * ("MR shouldn't be used"): nothing reaches it through its keys until
+ * ibv_dereg_mr, which still works.
+ */
+
+#define ACCESS_DEV_WRITES                                   \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+
+/* The MR could not be changed: make it unusable (in place; a region
+ * already deregistered by a new translation is gone anyway), errno @e. */
+static int rereg_fail(struct ovrdma_context *ctx, struct ovrdma_mr *mr, int e)
+{
+	if (mr->mr)
+		ovr_cl_rereg_mr(ctx->cl, mr->mr, OVR_CTL_REREG_INVALIDATE, 0,
+				0);
+	errno = e;
+	return e;
+}
+
+/* A new translation (see above): deregister, register anew, keep @mr. */
+static int rereg_translate(struct ovrdma_context *ctx, struct ovrdma_mr *mr,
+			   struct ibv_pd *pd, void *addr, size_t length,
+			   int access)
+{
+	struct ibv_mr *nibv;
+	struct ovrdma_mr *n;
+	int rc = ovr_cl_dereg_mr(ctx->cl, mr->mr);
+
+	if (rc)
+		return rereg_fail(ctx, mr, -rc);
+	if (mr->vmr.access & IBV_ACCESS_ON_DEMAND)
+		odp_del(ctx, mr);
+	mr->mr = NULL; /* ibv_dereg_mr of it now only frees it */
+	nibv = ovrdma_reg_mr(pd, addr, length, (uintptr_t)addr, access);
+	if (!nibv)
+		return rereg_fail(ctx, mr, errno);
+	n = to_omr(container_of(nibv, struct verbs_mr, ibv_mr));
+	if (access & IBV_ACCESS_ON_DEMAND)
+		odp_del(ctx, n);
+	mr->mr = n->mr;
+	mr->vmr.ibv_mr.handle = n->vmr.ibv_mr.handle;
+	mr->vmr.ibv_mr.lkey = n->vmr.ibv_mr.lkey;
+	mr->vmr.ibv_mr.rkey = n->vmr.ibv_mr.rkey;
+	mr->vmr.access = n->vmr.access;
+	free(n);
+	if (access & IBV_ACCESS_ON_DEMAND)
+		odp_add(ctx, mr);
+	return 0;
+}
+
+int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		    void *addr, size_t length, int access)
+{
+	struct ovrdma_context *ctx = to_octx(vmr->ibv_mr.context);
+	struct ovrdma_mr *mr = to_omr(vmr);
+	struct ibv_pd *npd = flags & IBV_REREG_MR_CHANGE_PD ? pd :
+							      vmr->ibv_mr.pd;
+	int nacc = flags & IBV_REREG_MR_CHANGE_ACCESS ? access : vmr->access;
+	bool tr = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+	unsigned int f = 0;
+	int rc;
+
+	if (!mr->mr) /* unusable since a failed rereg: deregister it */
+		return rereg_fail(ctx, mr, EINVAL);
+	if (!(flags & (IBV_REREG_MR_CHANGE_TRANSLATION |
+		       IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    !npd || npd->context != vmr->ibv_mr.context)
+		return rereg_fail(ctx, mr, EINVAL);
+	if (!access_ok(1, nacc))
+		return rereg_fail(ctx, mr, errno);
+	if (tr || ((nacc ^ vmr->access) & IBV_ACCESS_ON_DEMAND) ||
+	    ((nacc & ACCESS_DEV_WRITES) && !(vmr->access & ACCESS_DEV_WRITES)))
+		return rereg_translate(ctx, mr, npd,
+				       tr ? addr : vmr->ibv_mr.addr,
+				       tr ? length : vmr->ibv_mr.length, nacc);
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		f |= OVR_CTL_REREG_PD;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		f |= OVR_CTL_REREG_ACCESS;
+	rc = ovr_cl_rereg_mr(ctx->cl, mr->mr, f, to_opd(npd)->handle,
+			     (unsigned int)nacc &
+				     ~(unsigned int)IBV_ACCESS_ON_DEMAND);
+	if (rc) {
+		/* the service left it unusable itself */
+		errno = -rc;
+		return -rc;
+	}
+	vmr->ibv_mr.lkey = mr->mr->lkey;
+	vmr->ibv_mr.rkey = mr->mr->rkey;
+	vmr->access = nacc;
 	return 0;
 }
 
@@ -1111,12 +1221,43 @@ static uint8_t cqx_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 	return 0;
 }
 
-/* what an ovrdma CQE carries; timestamps, VLAN, flow tags and tag
- * matching it does not */
+/*
+ * A customer VLAN, a flow tag and tag-matching information come only
+ * with raw packet QPs, flow steering and tag-matching SRQs, none of
+ * which ovrdma offers: no completion carries them, and they read 0 -
+ * what mlx5, which takes these flags on any device, reads for a
+ * completion without them (IBV_WC_TM_MATCH and IBV_WC_TM_DATA_VALID
+ * never set in wc_flags).
+ */
+static uint16_t cqx_read_cvlan(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static uint32_t cqx_read_flow_tag(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static void cqx_read_tm_info(struct ibv_cq_ex *cqx,
+			     struct ibv_wc_tm_info *tm_info)
+{
+	(void)cqx;
+	*tm_info = (struct ibv_wc_tm_info){ 0 };
+}
+
+/* what an ovrdma CQE carries (and the three above, never present);
+ * completion timestamps it does not: the flags are EOPNOTSUPP, as
+ * devices without a clock answer (hca_core_clock and
+ * completion_timestamp_mask 0) */
 #define OVRDMA_WC_EX_FLAGS                                                     \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \
 	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
-	 IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS)
+	 IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |                   \
+	 IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG |                      \
+	 IBV_WC_EX_WITH_TM_INFO)
 #define OVRDMA_CQ_EX_FLAGS \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
@@ -1180,6 +1321,12 @@ struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 		cqx->read_sl = cqx_read_sl;
 	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
 		cqx->read_dlid_path_bits = cqx_read_dlid_path_bits;
+	if (attr->wc_flags & IBV_WC_EX_WITH_CVLAN)
+		cqx->read_cvlan = cqx_read_cvlan;
+	if (attr->wc_flags & IBV_WC_EX_WITH_FLOW_TAG)
+		cqx->read_flow_tag = cqx_read_flow_tag;
+	if (attr->wc_flags & IBV_WC_EX_WITH_TM_INFO)
+		cqx->read_tm_info = cqx_read_tm_info;
 	return cqx;
 }
 
@@ -1232,6 +1379,23 @@ int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 			break;
 	}
 	return done;
+}
+
+/* ibv_resize_cq(3): at least @cqe entries, what the CQ holds kept in
+ * order; below what it holds, 0 or beyond max_cqe: EINVAL. */
+int ovrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct ovrdma_context *ctx = to_octx(ibcq->context);
+	struct ovrdma_cq *cq = to_ocq(ibcq);
+	int rc;
+
+	if (cqe < 1 || (uint32_t)cqe > ctx->dev.max_cqe)
+		return EINVAL;
+	rc = ovr_cl_resize_cq(ctx->cl, cq->cq, (uint32_t)cqe);
+	if (rc)
+		return -rc;
+	ibcq->cqe = (int)ovr_cl_cq_depth(cq->cq);
+	return 0;
 }
 
 int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)

@@ -36,6 +36,8 @@ struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 				    size_t length, uint64_t iova, int fd,
 				    int access);
 int ovrdma_dereg_mr(struct verbs_mr *vmr);
+int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		    void *addr, size_t length, int access);
 int ovrdma_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
 		     uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 
@@ -52,6 +54,7 @@ struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 int ovrdma_destroy_cq(struct ibv_cq *ibcq);
 int ovrdma_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 int ovrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only);
+int ovrdma_resize_cq(struct ibv_cq *ibcq, int cqe);
 
 /* queue pairs (ovrdma_qp.c) */
 struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,

@@ -238,6 +238,11 @@ struct svc_mr {
 	void *obj_at[OVR_CTL_MR_MAX_SEG]; /* tracked mappings (svc_mem.c) */
 	uint64_t truncated; /* pages past a truncated object's end */
 	struct ovr_gdr_mem *gpu; /* GPU memory imported through gdr/ */
+	/* ibv_rereg_mr (svc_do_rereg_mr): registered for device writes
+	 * (its pages checked, its objects mapped writable), and whether a
+	 * failed REREG_MR left it unusable until DEREG_MR */
+	bool dev_writes;
+	bool dead;
 };
 
 struct svc_channel {
@@ -698,6 +703,8 @@ int svc_do_create_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_destroy_channel(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_create_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_destroy_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);

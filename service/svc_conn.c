@@ -399,6 +399,10 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_do_create_cq(s, c, r);
 	case OVR_CTL_DESTROY_CQ:
 		return svc_do_destroy_cq(s, c, r);
+	case OVR_CTL_RESIZE_CQ:
+		return svc_do_resize_cq(s, c, r);
+	case OVR_CTL_REREG_MR:
+		return svc_do_rereg_mr(s, c, r);
 	case OVR_CTL_CREATE_QP:
 		return svc_do_create_qp(s, c, r);
 	case OVR_CTL_MODIFY_QP:

@@ -85,6 +85,7 @@ static void mr_describe(struct svc_mr *mr, enum svc_mr_route route, uint64_t va,
 	mr->va = va;
 	mr->len = len;
 	mr->access = access & ACCESS_KNOWN;
+	mr->dev_writes = access & ACCESS_DEV_WRITES;
 }
 
 /*
@@ -596,6 +597,71 @@ int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	return svc_status(c, r->h, svc_mr_destroy(s, c, q->handle));
 }
 
+/*
+ * REREG_MR (ctl.h): ibv_rereg_mr's CHANGE_PD and CHANGE_ACCESS in place,
+ * keys kept (the client re-registers for a new translation). A request
+ * that fails leaves the region unusable - no PD, no rights - as
+ * ibv_rereg_mr(3) says of a failed command ("MR shouldn't be used");
+ * work already checked against it goes on, DEREG_MR ends it.
+ */
+int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_rereg_mr_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_rereg_mr_req);
+	const uint32_t known = OVR_CTL_REREG_PD | OVR_CTL_REREG_ACCESS |
+			       OVR_CTL_REREG_INVALIDATE;
+	struct svc_mr *mr = svc_obj_get(c, q->handle, SVC_OBJ_MR);
+	struct ovr_ctl_reg_mr_rep rep = { .handle = q->handle };
+	struct svc_pd *old = NULL, *pd = NULL;
+	uint32_t access;
+	int rc = 0;
+
+	if (!mr)
+		return svc_status(c, r->h, -ENOENT);
+	access = q->flags & OVR_CTL_REREG_ACCESS ? q->access : mr->access;
+	if (!q->flags || (q->flags & ~known) ||
+	    ((q->flags & OVR_CTL_REREG_INVALIDATE) &&
+	     q->flags != OVR_CTL_REREG_INVALIDATE))
+		rc = -EINVAL;
+	else if (q->flags & OVR_CTL_REREG_INVALIDATE)
+		rc = -ECANCELED; /* the client's failure: only invalidate */
+	else if (mr->dead)
+		rc = -EINVAL; /* stays unusable: deregister it */
+	else if (access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
+		rc = -EOPNOTSUPP;
+	else if ((access & ACCESS_DEV_WRITES) && !mr->dev_writes &&
+		 mr->route != SVC_MR_GPU)
+		rc = -EACCES; /* mapped, or checked, for reads only */
+	if (!rc && (q->flags & OVR_CTL_REREG_PD)) {
+		pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
+		if (!pd)
+			rc = -ENOENT;
+	}
+	old = svc_obj_get(c, mr->pd_handle, SVC_OBJ_PD);
+	if (!rc)
+		rc = ovr_eng_mr_modify(s->eng, mr->key,
+				       pd  ? pd->id :
+				       old ? old->id :
+					     0,
+				       access & ACCESS_KNOWN);
+	if (rc) {
+		/* unusable until deregistered: PD 0 is never allocated */
+		ovr_eng_mr_modify(s->eng, mr->key, 0, 0);
+		mr->access = 0;
+		mr->dead = true;
+		return svc_status(c, r->h, rc == -ECANCELED ? 0 : rc);
+	}
+	if (pd) {
+		if (old)
+			old->users--;
+		pd->users++;
+		mr->pd_handle = q->pd;
+	}
+	mr->access = access & ACCESS_KNOWN;
+	rep.lkey = rep.rkey = mr->key;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
 /* ---- completion channels ------------------------------------------------- */
 
 void svc_channel_destroy(struct svc_ctx *c, uint32_t h)
@@ -743,6 +809,91 @@ int svc_do_destroy_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -EBUSY);
 	svc_cq_destroy(s, c, q->handle);
 	return svc_status(c, r->h, 0);
+}
+
+/*
+ * RESIZE_CQ (ctl.h): a new ring, the completions not yet consumed
+ * copied into it at the same indexes (slot index % depth, gen index /
+ * depth + 1), so nothing is lost or reordered and the client keeps its
+ * consumer index. The client holds the CQ's lock meanwhile: cons is
+ * stable. Before counting, WRs the application posted before this
+ * request are handed to the engine and one round runs, so that what
+ * they complete at once (UD sends, local errors, flushes) is in the
+ * count whatever the loop's progress: ibv_resize_cq(3) refuses a size
+ * below the completions the CQ holds (EINVAL). O(QP slots of the
+ * context + completions held), on a control path.
+ */
+int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_resize_cq_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_resize_cq_req);
+	struct ovr_ctl_resize_cq_rep rep = { 0 };
+	struct svc_cq *cq = svc_obj_get(c, q->cq, SVC_OBJ_CQ);
+	struct ovr_ring_cq *ring;
+	struct ovr_ring_cqe *cqe;
+	uint32_t depth, cons, held;
+	uint64_t len, next;
+	int fd, rc;
+
+	if (!cq)
+		return svc_status(c, r->h, -ENOENT);
+	if (q->cqe == 0 || q->cqe >= SVC_CQ_MAX_DEPTH)
+		return svc_status(c, r->h, -EINVAL);
+	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++)
+		if (c->db_qp[i])
+			svc_qp_kick(s, c->db_qp[i]);
+	svc_dp_round(s, svc_now(), &next);
+	cons = atomic_load_explicit(&cq->ring->cons, memory_order_acquire);
+	held = cq->prod - cons;
+	/* a client that moved cons past prod broke the ring: refuse */
+	if (held > cq->depth || q->cqe < held)
+		return svc_status(c, r->h, -EINVAL);
+	depth = (uint32_t)ovr_pow2_at_least(q->cqe + 1);
+	len = SVC_CQ_RING_LEN(depth);
+	if (len > s->conf.ctx_max_cq_bytes - (c->cq_bytes - cq->map_len))
+		return svc_limit(c, r->h, SVC_LIM_CQ_MB,
+				 s->conf.ctx_max_cq_bytes >> 20, -ENOMEM);
+	ring = svc_map_memfd("ovrdma-cq", len, &fd);
+	if (!ring)
+		return svc_status(c, r->h, -ENOMEM);
+	cqe = (void *)((uint8_t *)ring + OVR_RING_CQ_ENTRIES_OFF);
+	for (uint32_t i = cons; i != cq->prod; i++) {
+		const struct ovr_ring_cqe *from = &cq->cqe[i & (cq->depth - 1)];
+		struct ovr_ring_cqe *to = &cqe[i & (depth - 1)];
+
+		memcpy(to, from, offsetof(struct ovr_ring_cqe, gen));
+		atomic_store_explicit(&to->gen, i / depth + 1,
+				      memory_order_relaxed);
+	}
+	atomic_store_explicit(&ring->cons, cons, memory_order_relaxed);
+	atomic_store_explicit(&ring->arm,
+			      atomic_load_explicit(&cq->ring->arm,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&ring->prod, cq->prod, memory_order_relaxed);
+	atomic_store_explicit(&ring->overflow,
+			      atomic_load_explicit(&cq->ring->overflow,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&ring->events,
+			      atomic_load_explicit(&cq->ring->events,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
+	/* the reply (a syscall) orders these stores before the client's
+	 * first look at the ring */
+	atomic_thread_fence(memory_order_release);
+	munmap(cq->ring, cq->map_len);
+	c->cq_bytes += len - cq->map_len;
+	cq->ring = ring;
+	cq->cqe = cqe;
+	cq->depth = depth;
+	cq->map_len = len;
+	rep.cq = cq->handle;
+	rep.depth = depth;
+	rep.map_len = len;
+	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), &fd, 1);
+	close(fd);
+	return rc;
 }
 
 /* ---- address handles ------------------------------------------------------ */

@@ -134,6 +134,14 @@ int ovr_cl_dealloc_pd(struct ovr_cl *cl, uint32_t pd);
 struct ovr_cl_mr *ovr_cl_reg_mr(struct ovr_cl *cl, uint32_t pd, void *addr,
 				size_t len, unsigned int access);
 int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);
+/*
+ * ibv_rereg_mr's CHANGE_PD / CHANGE_ACCESS in place (@flags: enum
+ * ovr_ctl_rereg_flags), keys kept; OVR_CTL_REREG_INVALIDATE: make the
+ * region unusable. On a failure the region is unusable (ctl.h,
+ * REREG_MR); deregister it as usual either way.
+ */
+int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
+		    uint32_t pd, unsigned int access);
 
 struct ovr_gdr_export;
 /*
@@ -163,6 +171,14 @@ int ovr_cl_destroy_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq,
 /* Completions the CQ holds before it overflows (at least what was asked). */
 uint32_t ovr_cl_cq_depth(const struct ovr_cl_cq *cq);
 int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc);
+/*
+ * ibv_resize_cq: at least @cqe entries (ovr_cl_cq_depth says how many),
+ * the completions held kept in order. -EINVAL: @cqe 0, beyond the
+ * largest CQ or below the completions held; -ENOMEM: beyond the
+ * context's CQ memory. Polls and arms of the CQ in other threads wait
+ * meanwhile (the CQ's lock).
+ */
+int ovr_cl_resize_cq(struct ovr_cl *cl, struct ovr_cl_cq *cq, uint32_t cqe);
 int ovr_cl_req_notify_cq(struct ovr_cl_cq *cq, bool solicited_only);
 
 struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,

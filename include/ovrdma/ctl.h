@@ -78,6 +78,8 @@ enum ovr_ctl_op {
 	 * event channel */
 	OVR_CTL_CM_OPEN = 24, /* req fd: the service's end of the events */
 	OVR_CTL_CM = 25, /* one rdma_cm command (struct ovr_ctl_cm_req) */
+	OVR_CTL_RESIZE_CQ = 26, /* rep fd: the CQ's new ring */
+	OVR_CTL_REREG_MR = 27, /* a region's PD or rights, in place */
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -277,6 +279,59 @@ struct ovr_ctl_create_cq_rep {
 	uint32_t cq;
 	uint32_t depth; /* entries in the ring, a power of two */
 	uint64_t map_len; /* bytes to map from the fd */
+};
+
+/*
+ * RESIZE_CQ (ibv_resize_cq): the CQ gets a new ring of at least @cqe
+ * entries (a power of two above it, as CREATE_CQ), passed as a new fd;
+ * the completions not yet consumed (the ring's cons word up to what the
+ * service wrote) are copied into it at the same indexes, so the
+ * client's consumer index and the gen rule (ring.h) carry over; the
+ * arm, overflow and events words too. The service writes only the new
+ * ring once it replied; the client must not poll or arm the CQ between
+ * sending the request and mapping the reply (it holds the CQ's lock).
+ * -EINVAL: @cqe 0 or beyond the largest CQ, or below the completions
+ * the CQ holds (ibv_resize_cq(3)); -ENOMEM: beyond cq_mb_per_context.
+ * On an error the old ring stays, untouched.
+ */
+struct ovr_ctl_resize_cq_req {
+	uint32_t cq;
+	uint32_t cqe;
+};
+
+/* = ovr_ctl_create_cq_rep: cq, the new depth, the new ring's length */
+struct ovr_ctl_resize_cq_rep {
+	uint32_t cq;
+	uint32_t depth;
+	uint64_t map_len;
+};
+
+/*
+ * REREG_MR (ibv_rereg_mr's CHANGE_PD and CHANGE_ACCESS): the region of
+ * @handle moves to @pd and/or gets @access, in place: the same keys,
+ * range and memory (a new translation is a new registration, made by
+ * the client with DEREG_MR and REG_MR). More device writes than the
+ * region was registered with (LOCAL_WRITE, REMOTE_WRITE or ATOMIC on a
+ * region that had none: its pages were checked for reads only) is
+ * -EACCES; an unknown PD -ENOENT (its handle: the ibv_pd of another
+ * context never reaches here); access bits as REG_MR's. Any error but
+ * -ENOENT for @handle leaves the region unusable (ibv_rereg_mr(3): "MR
+ * shouldn't be used"): no PD, no rights, until DEREG_MR.
+ * OVR_CTL_REREG_INVALIDATE alone does only that (the client failed the
+ * rereg before asking); a region left so answers -EINVAL to any other
+ * REREG_MR. Reply: ovr_ctl_reg_mr_rep.
+ */
+enum ovr_ctl_rereg_flags {
+	OVR_CTL_REREG_PD = 1u,
+	OVR_CTL_REREG_ACCESS = 2u,
+	OVR_CTL_REREG_INVALIDATE = 4u,
+};
+
+struct ovr_ctl_rereg_mr_req {
+	uint32_t handle;
+	uint32_t flags; /* enum ovr_ctl_rereg_flags */
+	uint32_t pd; /* with OVR_CTL_REREG_PD */
+	uint32_t access; /* with OVR_CTL_REREG_ACCESS: enum ovr_access */
 };
 
 /* ---- QPs ---------------------------------------------------------------- */
@@ -614,6 +669,8 @@ _Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 136, "reg mr gpu");
 _Static_assert(sizeof(struct ovr_ctl_cm_conn) == 272, "cm conn");
 _Static_assert(sizeof(struct ovr_ctl_cm_req) == 304, "cm req");
+_Static_assert(sizeof(struct ovr_ctl_resize_cq_rep) == 16, "resize cq rep");
+_Static_assert(sizeof(struct ovr_ctl_rereg_mr_req) == 16, "rereg mr");
 _Static_assert(sizeof(struct ovr_ctl_cm_qp_attr) == 44, "cm qp attr");
 _Static_assert(sizeof(struct ovr_ctl_cm_event) == 296, "cm event");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_req) ==

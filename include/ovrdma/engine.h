@@ -390,6 +390,18 @@ int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
 
 /*
+ * Re-registration in place (ibv_rereg_mr's CHANGE_PD and CHANGE_ACCESS):
+ * the region of @key moves to @pd with @access, same key, range and
+ * memory (mrtab.h, ovr_mr_modify). Work requests already taken go on
+ * as checked; posted receives that name the region are checked again
+ * (of another PD, or the region without LOCAL_WRITE: they complete
+ * LOC_PROT_ERR when a message comes, as a NIC's check at arrival).
+ * -EINVAL: no such region or bad @access.
+ */
+int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
+		      unsigned int access);
+
+/*
  * Queue pairs, RC or UD (init.qp_type). Returns 0 and the QPN, or a
  * negative errno.
  *

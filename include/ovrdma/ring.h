@@ -58,6 +58,14 @@
  *
  * Lifetimes: a ring's memory stays valid until both sides unmapped it;
  * after DESTROY_QP / DESTROY_CQ the service never touches it again.
+ * RESIZE_CQ (ctl.h) gives a CQ a new ring holding the entries not yet
+ * consumed at the same indexes; once it replied, the service writes
+ * only the new one.
+ *
+ * A QP's modify to RESET: the client removes that QP's entries it has
+ * not consumed from the QP's CQs (client.c, cq_clean) - entries in
+ * [cons, last valid) are the client's, the service writes only beyond
+ * them - moving the others up and cons past the gap.
  */
 #ifndef OVRDMA_RING_H
 #define OVRDMA_RING_H

@@ -609,6 +609,63 @@ static void test_invalidate(void **state)
 	ovr_mr_destroy(t);
 }
 
+/* ibv_rereg_mr's CHANGE_PD / CHANGE_ACCESS: in place, key kept */
+static void test_modify(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(8, 9);
+	struct ovr_mr_loc loc;
+	int cookie;
+	uint8_t *h = NULL;
+	uint32_t key, dkey;
+
+	(void)state;
+	assert_int_equal(ovr_mr_reg(t, 4, 0x1000, 64, LW, buf, &key), 0);
+	assert_int_equal(ovr_mr_get(t, key), 0);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1000, 8, RW, &h),
+			 -OVR_MR_EACCESS);
+	/* refused: the region stays as it was */
+	assert_int_equal(ovr_mr_modify(t, key, 5, RW), -EINVAL);
+	assert_int_equal(ovr_mr_modify(t, key, 5, LW | 0x100), -EINVAL);
+	assert_int_equal(ovr_mr_modify(t, key ^ (1u << 31), 5, LW), -EINVAL);
+	assert_int_equal(ovr_mr_modify(t, 0, 5, LW), -EINVAL);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1000, 8, LW, &h), 0);
+	/* new rights: granted at once, taken away at once */
+	assert_int_equal(ovr_mr_modify(t, key, 4, LW | RW | RR), 0);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1008, 8, RW | RR, &h), 0);
+	assert_ptr_equal(h, buf + 8);
+	assert_int_equal(ovr_mr_modify(t, key, 4, 0), 0);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1000, 8, LW, &h),
+			 -OVR_MR_EACCESS);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1000, 8, 0, &h), 0);
+	/* new PD: the old one is refused, the range and key stay */
+	assert_int_equal(ovr_mr_modify(t, key, 6, LW), 0);
+	assert_int_equal(ovr_mr_check(t, key, 4, 0x1000, 8, 0, &h),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_check(t, key, 6, 0x1000, 64, LW, &h), 0);
+	assert_int_equal(ovr_mr_check(t, key, 6, 0x1000, 65, 0, &h),
+			 -OVR_MR_EBOUNDS);
+	/* pd 0, access 0: unusable, still deregistered as usual */
+	assert_int_equal(ovr_mr_modify(t, key, 0, 0), 0);
+	assert_int_equal(ovr_mr_check(t, key, 6, 0x1000, 8, 0, &h),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_refs(t, key), 1);
+	assert_int_equal(ovr_mr_dereg(t, key), -EBUSY);
+	assert_int_equal(ovr_mr_put(t, key), 0);
+	assert_int_equal(ovr_mr_dereg(t, key), 0);
+	assert_int_equal(ovr_mr_modify(t, key, 4, LW), -EINVAL);
+	/* a device region stays one */
+	assert_int_equal(ovr_mr_reg_dev(t, 1, 0x10000, 4096, LW, &cookie, 512,
+					&dkey),
+			 0);
+	assert_int_equal(ovr_mr_modify(t, dkey, 2, LW | RR), 0);
+	assert_true(ovr_mr_is_dev(t, dkey));
+	assert_int_equal(ovr_mr_check_dev(t, dkey, 2, 0x10010, 16, RR, &loc),
+			 0);
+	assert_ptr_equal(loc.dev, &cookie);
+	assert_int_equal(loc.dev_off, 512 + 0x10);
+	ovr_mr_destroy(t);
+}
+
 static void test_full(void **state)
 {
 	struct ovr_mr_table *t = ovr_mr_create(8, 5);
@@ -972,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_device_regions),
 		cmocka_unit_test(test_refcount),
 		cmocka_unit_test(test_invalidate),
+		cmocka_unit_test(test_modify),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_seed_reproducible),
 		cmocka_unit_test(test_model),
