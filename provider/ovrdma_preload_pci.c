@@ -278,11 +278,11 @@ static unsigned int dev_index(const char *name)
 }
 
 /*
- * The function device @name sits next to, into @gpu and @parent
- * (PATH_MAX each), and its PCI domain. No lock held: this may call
- * into CUDA.
+ * The function the device of index @k sits next to, into @gpu and
+ * @parent (PATH_MAX each), and its PCI domain. No lock held: this may
+ * call into CUDA.
  */
-static int find_anchor(const char *name, unsigned int *domain, char *gpu,
+static int find_anchor(unsigned int k, unsigned int *domain, char *gpu,
 		       char *parent)
 {
 	const char *want = getenv("OVRDMA_NCCL_PCI");
@@ -305,7 +305,7 @@ static int find_anchor(const char *name, unsigned int *domain, char *gpu,
 			return -ENOMEM;
 		n = host_gpus(gpus);
 		if (n)
-			strcpy(id, gpus[dev_index(name) % n]);
+			strcpy(id, gpus[k % n]);
 		free(gpus);
 		if (!n)
 			return -ENODEV;
@@ -341,7 +341,7 @@ static int fn_of(const char *name, size_t n)
 {
 	char gpu[PATH_MAX], parent[PATH_MAX], path[PATH_MAX];
 	char copy[OVRDMA_NL_NAME_MAX];
-	unsigned int domain = 0;
+	unsigned int domain = 0, k, skip;
 	struct pci_fn *fn;
 	int found, e = errno;
 	bool used;
@@ -352,26 +352,38 @@ static int fn_of(const char *name, size_t n)
 	if (found >= 0)
 		return found;
 	snprintf(copy, sizeof(copy), "%.*s", (int)n, name);
-	if (find_anchor(copy, &domain, gpu, parent) != 0) {
+	k = dev_index(copy);
+	skip = k;
+	if (find_anchor(k, &domain, gpu, parent) != 0) {
 		errno = e;
 		return -1;
 	}
 	pthread_mutex_lock(&pci_mu);
 	/* another thread may have made it meanwhile */
 	found = fn_find(name, n);
-	/* a bus the kernel does not have, from the top down */
+	/*
+	 * A bus the kernel does not have, from the top down: the device's
+	 * k-th, so that every process of the host gives it the same one
+	 * whatever the order of the questions (another function on it: the
+	 * next free one, the tree changed meanwhile).
+	 */
 	for (unsigned int b = 0xff; found < 0 && pci.n < PCI_FNS_MAX && b > 0;
 	     b--) {
 		char bus[sizeof(pci.fn[0].bus)];
 
 		snprintf(bus, sizeof(bus), "%04x:%02x", domain, b);
+		if (snprintf(path, sizeof(path), "%s/class/pci_bus/%s",
+			     ovrdma_where.sys, bus) >= (int)sizeof(path) ||
+		    NEXT(access)(path, F_OK) == 0)
+			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
 		used = false;
 		for (unsigned int i = 0; i < pci.n; i++)
 			used |= strcmp(pci.fn[i].bus, bus) == 0;
-		if (used ||
-		    snprintf(path, sizeof(path), "%s/class/pci_bus/%s",
-			     ovrdma_where.sys, bus) >= (int)sizeof(path) ||
-		    NEXT(access)(path, F_OK) == 0)
+		if (used)
 			continue;
 		found = (int)pci.n;
 		fn = &pci.fn[found];

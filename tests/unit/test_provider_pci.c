@@ -25,7 +25,7 @@
  *      then with a context: answered (a later question is not stuck);
  *   3. OVRDMA_NCCL_PCI naming the function, without CUDA (bus ids not
  *      here or malformed: no answer); one GPU on the host: every device
- *      next to it;
+ *      next to it, on the same bus whatever the order of the questions;
  *   4. NCCL_GIN_TYPE=2 where the user set nothing and the kernel has no
  *      mlx5 device; left alone when the environment, ~/.nccl.conf or
  *      $NCCL_CONF_FILE sets it, beside an mlx5 device, and with
@@ -473,7 +473,8 @@ static int case_bad_name(void)
 	return 0;
 }
 
-/* One GPU on the host: every device next to it. */
+/* One GPU on the host: every device next to it; the buses do not
+ * depend on the order of the questions. */
 static int case_one_gpu(void)
 {
 	char from[PATH_MAX], to[PATH_MAX], want[PATH_MAX];
@@ -485,14 +486,20 @@ static int case_one_gpu(void)
 	CHECK(rename(from, to) == 0);
 	if (load_cuda(1) != 0)
 		rc = 1;
-	p = nccl_pci_path("ovrdma2");
-	snprintf(want, sizeof(want), "%s" BRIDGE "/0000:fe:00.0", sys_root);
-	if (!p || strcmp(p, want) != 0) {
-		fprintf(stderr, "one GPU: %s, not %s\n", p ? p : "(null)",
-			want);
-		rc = 1;
+	for (int i = 0; i < 2; i++) {
+		static const char *const dev[] = { "ovrdma10", "ovrdma2" };
+		static const char *const bus[] = { "fc", "fd" };
+
+		p = nccl_pci_path(dev[i]);
+		snprintf(want, sizeof(want), "%s" BRIDGE "/0000:%s:00.0",
+			 sys_root, bus[i]);
+		if (!p || strcmp(p, want) != 0) {
+			fprintf(stderr, "one GPU: %s: %s, not %s\n", dev[i],
+				p ? p : "(null)", want);
+			rc = 1;
+		}
+		free(p);
 	}
-	free(p);
 	CHECK(rename(to, from) == 0);
 	return rc;
 }
