@@ -98,6 +98,9 @@ run_pair() {
 unset NCCL_IB_HCA NCCL_IB_GID_INDEX NCCL_NET_GDR_LEVEL NCCL_GIN_TYPE
 if [ "$what" = test ]; then
 	[ -f /etc/nccl.conf ] && sed 's/^/nccl: \/etc\/nccl.conf: /' /etc/nccl.conf
+	gpu_bdf=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader |
+		head -1 | tr 'A-F' 'a-f' | sed 's/^0000//')
+	echo "nccl: the GPU: $(readlink -f "/sys/bus/pci/devices/$gpu_bdf")"
 	t0=$SECONDS
 	pair_max=1048576 pair_iters=3 run_pair defaults \
 		NCCL_DEBUG_SUBSYS=INIT,NET,ENV,GRAPH ||
@@ -118,7 +121,7 @@ if [ "$what" = test ]; then
 		grep -q "GPU Direct RDMA Enabled for HCA 0 'ovrdma0'" "$log" ||
 			fail "rank $r: ovrdma0 offers no GPU memory (dma-buf or nvidia_peermem)"
 		grep -Eq 'GPU Direct RDMA Enabled for GPU [0-9]+ / HCA [0-9a-f]+ \(distance [0-5] <= 5\)' "$log" ||
-			fail "rank $r: GPU Direct RDMA not chosen by distance (a GPU on the root bus? $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f' | sed 's/^0000//' | xargs -I{} readlink -f /sys/bus/pci/devices/{}))"
+			fail "rank $r: GPU Direct RDMA not chosen by distance (the GPU on the root bus?)"
 		grep -q 'GDRDMA' "$log" ||
 			fail "rank $r: no channel via NET/IB/.../GDRDMA by default"
 	done
