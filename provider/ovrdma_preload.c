@@ -21,7 +21,8 @@
  * adds ovrdma's devices to those answers (ovrdma_preload_nl.c) and, when
  * libibverbs' sysfs root is not ovrdmad's tree, serves the tree's files
  * under that root (ovrdma_preload_fs.c). This file decides, once, where
- * the tree and the root are (ovrdma_preload.h).
+ * the tree and the root are (ovrdma_preload.h), and sets the NCCL
+ * settings ovrdma devices need where the user has set none.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -130,6 +131,98 @@ static bool kernel_has_devices(void)
 	return any;
 }
 
+/* Does @file set @key (NCCL's format: "KEY=value" lines, '#' comments)? */
+static bool conf_sets(const char *file, const char *key)
+{
+	FILE *f = fopen(file, "re");
+	size_t n = strlen(key), cap = 0;
+	char *line = NULL;
+	bool yes = false;
+
+	if (!f)
+		return false;
+	while (!yes && getline(&line, &cap, f) >= 0)
+		yes = strncmp(line, key, n) == 0 && line[n] == '=';
+	free(line);
+	fclose(f);
+	return yes;
+}
+
+/* Has the kernel an mlx5 RDMA device (a name mlx5_*, or the driver)? */
+static bool kernel_has_mlx5(void)
+{
+	char path[PATH_MAX], link[PATH_MAX];
+	DIR *d;
+	struct dirent *e;
+	const char *base;
+	ssize_t n;
+	bool any = false;
+
+	if (snprintf(path, sizeof(path), "%s/class/infiniband",
+		     ovrdma_where.sys) >= (int)sizeof(path))
+		return false;
+	d = NEXT(opendir)(path);
+	if (!d)
+		return false;
+	while (!any && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		any = strncmp(e->d_name, "mlx5", 4) == 0;
+		if (any ||
+		    snprintf(path, sizeof(path),
+			     "%s/class/infiniband/%s/device/driver",
+			     ovrdma_where.sys, e->d_name) >= (int)sizeof(path))
+			continue;
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = 0;
+		base = strrchr(link, '/');
+		any = strcmp(base ? base + 1 : link, "mlx5_core") == 0;
+	}
+	closedir(d);
+	return any;
+}
+
+/*
+ * NCCL's settings that ovrdma devices need, where the user has set
+ * none - in the environment, $NCCL_CONF_FILE or ~/.nccl.conf, or
+ * /etc/nccl.conf, the order NCCL reads them in (src/misc/param.cc;
+ * $HOME for NCCL's getpwuid()) - so that they apply to the programs
+ * that use ovrdma and to no other (docs/GPU.md, "NCCL out of the box"):
+ *
+ *   NCCL_GIN_TYPE=2 (GIN through the proxy) where the kernel has no
+ *   mlx5 device: NCCL 2.28.7 and 2.28.9 otherwise probe GDAKI, find no
+ *   mlx5 device, and call through an unset GIN pointer in
+ *   ncclNetPluginInit (src/plugin/net.cc:216) - a segfault. 2.29 falls
+ *   back to the proxy itself (the same choice), older NCCL ignores it;
+ *   beside mlx5 devices GDAKI is found and NCCL is left alone.
+ *
+ * $OVRDMA_NCCL_DEFAULTS=0 sets nothing.
+ */
+static void nccl_defaults(void)
+{
+	static const char key[] = "NCCL_GIN_TYPE";
+	const char *conf = getenv("NCCL_CONF_FILE"), *home = getenv("HOME");
+	const char *off = getenv("OVRDMA_NCCL_DEFAULTS");
+	char path[PATH_MAX];
+
+	if ((off && strcmp(off, "0") == 0) || getenv(key))
+		return;
+	if (conf && conf[0]) {
+		if (conf_sets(conf, key))
+			return;
+	} else if (home && home[0] &&
+		   snprintf(path, sizeof(path), "%s/.nccl.conf", home) <
+			   (int)sizeof(path) &&
+		   conf_sets(path, key)) {
+		return;
+	}
+	if (conf_sets("/etc/nccl.conf", key) || kernel_has_mlx5())
+		return;
+	setenv(key, "2", 0);
+}
+
 /*
  * Where the devices are, decided before main() (and any thread: the
  * environment is changed here only). libibverbs reads SYSFS_PATH once,
@@ -147,12 +240,18 @@ static __attribute__((constructor)) void ovrdma_preload_init(void)
 	const char *sysfs = getenv("SYSFS_PATH");
 	char path[PATH_MAX];
 
+	const char *sys = getenv("OVRDMA_SYS_ROOT");
+	bool setuid = getuid() != geteuid();
+
 	ovrdma_fs_resolve();
 	ovrdma_cm_resolve();
 	ovrdma_nl_resolve();
+	ovrdma_pci_resolve();
 	/* libibverbs ignores SYSFS_PATH in setuid programs */
-	if (getuid() != geteuid())
-		sysfs = NULL;
+	if (setuid)
+		sysfs = sys = NULL;
+	/* the kernel's sysfs; another only for tests (a fake PCI tree) */
+	set_path(ovrdma_where.sys, sys && sys[0] == '/' ? sys : "/sys");
 	if (!tree || !tree[0])
 		tree = sysfs && sysfs[0] ? sysfs : OVR_CTL_SYSFS_DEFAULT;
 	set_path(ovrdma_where.tree, tree);
@@ -170,6 +269,8 @@ static __attribute__((constructor)) void ovrdma_preload_init(void)
 	set_path(ovrdma_where.root, sysfs && sysfs[0] ? sysfs : "/sys");
 	ovrdma_where.redirect = strcmp(ovrdma_where.root, ovrdma_where.tree) !=
 				0;
+	if (!setuid)
+		nccl_defaults();
 }
 
 /* Reads the one-line file DIR/NAME into @buf (newline cut). */

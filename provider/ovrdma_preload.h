@@ -10,12 +10,15 @@
  *                        for devices found through netlink
  *   ovrdma_preload_cm.c  librdmacm's rdma_cm device: the ucma commands,
  *                        carried to ovrdmad's connection manager
+ *   ovrdma_preload_pci.c a PCI function for each ovrdma device, next to
+ *                        the process's GPU (NCCL's topology)
  */
 #ifndef OVRDMA_PRELOAD_H
 #define OVRDMA_PRELOAD_H
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "ovrdma_nl.h"
 
@@ -33,6 +36,9 @@ struct ovrdma_where {
 	/* root is not the tree: the files of devices announced through
 	 * netlink are served from the tree (ovrdma_preload_fs.c) */
 	bool redirect;
+	/* the kernel's sysfs, where the PCI functions are placed
+	 * (ovrdma_preload_pci.c): /sys, or $OVRDMA_SYS_ROOT (tests) */
+	char sys[PATH_MAX];
 };
 
 extern struct ovrdma_where ovrdma_where;
@@ -59,5 +65,21 @@ bool ovrdma_cm_is_dev(const char *path);
 int ovrdma_cm_open(int flags);
 void ovrdma_cm_close(int fd);
 void ovrdma_nl_resolve(void);
+void ovrdma_pci_resolve(void);
+
+/*
+ * ovrdma_preload_pci.c: is @path a file of an ovrdma device's PCI
+ * function? NONE: no, pass it on; DIR: the function's directory; REAL:
+ * open @buf instead (the GPU's or the parent's file); DATA: its content
+ * is *@data; ERR: fail with errno (no such file, too long).
+ */
+enum {
+	OVRDMA_PCI_NONE,
+	OVRDMA_PCI_DIR,
+	OVRDMA_PCI_REAL,
+	OVRDMA_PCI_DATA,
+	OVRDMA_PCI_ERR,
+};
+int ovrdma_pci_file(const char *path, char *buf, size_t cap, const char **data);
 
 #endif /* OVRDMA_PRELOAD_H */

@@ -16,10 +16,14 @@
  *
  * Covered: open, openat, fopen, stat, lstat, access, opendir (and their
  * 64-bit and _FORTIFY_SOURCE entry points): what libibverbs, the
- * provider, UCX and NCCL use to read sysfs files. Not covered: readlink
- * and realpath (a device's "device" link: ovrdma devices have none),
+ * provider, UCX and NCCL use to read sysfs files. Not covered: readlink,
  * statx, fstatat, and listing <root>/class/infiniband, which shows the
  * kernel's devices only.
+ *
+ * The same calls serve the files of an ovrdma device's PCI function
+ * (ovrdma_preload_pci.c, where realpath is answered): the GPU's or the
+ * parent's file opened instead, or the few made here (class, vendor,
+ * ...) from a memfd.
  */
 /* our own symbols are the plain and the 64-bit names, both */
 #undef _FILE_OFFSET_BITS
@@ -30,6 +34,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,7 +94,23 @@ static const char *redirect(const char *path, char *buf, size_t cap)
 	size_t n;
 	int e;
 
-	if (!ovrdma_where.redirect || !path || path[0] != '/')
+	if (!path || path[0] != '/')
+		return path;
+	e = errno;
+	switch (ovrdma_pci_file(path, buf, cap, &rest)) {
+	case OVRDMA_PCI_DIR:
+	case OVRDMA_PCI_REAL:
+		errno = e;
+		return buf;
+	case OVRDMA_PCI_NONE:
+		break;
+	default:
+		/* a made file (the caller took it: pci_data) or none: the
+		 * kernel's ENOENT for the path that does not exist */
+		errno = e;
+		return path;
+	}
+	if (!ovrdma_where.redirect)
 		return path;
 	rest = under(path, ovrdma_where.root);
 	if (!rest)
@@ -129,6 +150,71 @@ static const char *redirect(const char *path, char *buf, size_t cap)
 	return buf;
 }
 
+/*
+ * A file of an ovrdma device's PCI function made here (class, vendor,
+ * ...): a memfd holding its content, read-only as sysfs' files are;
+ * -2 when @path is not one (errno kept).
+ */
+static int pci_data(const char *path, int flags)
+{
+	char buf[PATH_MAX];
+	const char *data;
+	size_t n;
+	int fd, e = errno;
+
+	if (!path || path[0] != '/' ||
+	    ovrdma_pci_file(path, buf, sizeof(buf), &data) != OVRDMA_PCI_DATA) {
+		errno = e;
+		return -2;
+	}
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC))) {
+		errno = EACCES;
+		return -1;
+	}
+	fd = memfd_create("ovrdma-pci", (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
+	if (fd < 0)
+		return -1;
+	n = strlen(data);
+	if (write(fd, data, n) != (ssize_t)n || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		errno = EIO;
+		return -1;
+	}
+	errno = e;
+	return fd;
+}
+
+/* fopen's mode as open's flags: only reading is allowed (EACCES) */
+static int fopen_flags(const char *mode)
+{
+	if (!mode || strpbrk(mode, "wa+"))
+		return O_RDWR;
+	return O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0);
+}
+
+/* a made file in a stat or access call: its memfd's, or -2 */
+#define PCI_STAT(path, st, fstatfn)                             \
+	do {                                                    \
+		int fd_ = pci_data(path, O_RDONLY | O_CLOEXEC); \
+		if (fd_ == -1)                                  \
+			return -1;                              \
+		if (fd_ >= 0) {                                 \
+			int rc_ = fstatfn(fd_, st);             \
+			close(fd_);                             \
+			if (rc_ == 0)                           \
+				(st)->st_mode = S_IFREG | 0444; \
+			return rc_;                             \
+		}                                               \
+	} while (0)
+
+/* a made file opened: its memfd (or the error) */
+#define PCI_OPEN(path, flags)                    \
+	do {                                     \
+		int fd_ = pci_data(path, flags); \
+		if (fd_ != -2)                   \
+			return fd_;              \
+	} while (0)
+
 /* open(2) takes a mode only with O_CREAT or O_TMPFILE (as glibc reads
  * its variadic argument). */
 #define MODE_ARG(flags, mode)                                                \
@@ -150,6 +236,7 @@ EXPORT int open(const char *path, int flags, ...)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
 	return NEXT(open)(redirect(path, buf, sizeof(buf)), flags, mode);
@@ -162,6 +249,7 @@ EXPORT int open64(const char *path, int flags, ...)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
 	return NEXT(open64)(redirect(path, buf, sizeof(buf)), flags, mode);
@@ -174,6 +262,7 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
 	return NEXT(openat)(dirfd, redirect(path, buf, sizeof(buf)), flags,
@@ -187,6 +276,7 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
 	return NEXT(openat64)(dirfd, redirect(path, buf, sizeof(buf)), flags,
@@ -199,6 +289,7 @@ EXPORT int __open_2(const char *path, int flags)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	return NEXT(__open_2)(redirect(path, buf, sizeof(buf)), flags);
 }
@@ -209,6 +300,7 @@ EXPORT int __open64_2(const char *path, int flags)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	return NEXT(__open64_2)(redirect(path, buf, sizeof(buf)), flags);
 }
@@ -219,6 +311,7 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	return NEXT(__openat_2)(dirfd, redirect(path, buf, sizeof(buf)), flags);
 }
@@ -229,6 +322,7 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 
 	if (ovrdma_cm_is_dev(path))
 		return ovrdma_cm_open(flags);
+	PCI_OPEN(path, flags);
 
 	return NEXT(__openat64_2)(dirfd, redirect(path, buf, sizeof(buf)),
 				  flags);
@@ -237,6 +331,17 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
+	int fd = pci_data(path, fopen_flags(mode));
+	FILE *f;
+
+	if (fd == -1)
+		return NULL;
+	if (fd >= 0) {
+		f = fdopen(fd, mode);
+		if (!f)
+			close(fd);
+		return f;
+	}
 
 	return NEXT(fopen)(redirect(path, buf, sizeof(buf)), mode);
 }
@@ -244,6 +349,17 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
+	int fd = pci_data(path, fopen_flags(mode));
+	FILE *f;
+
+	if (fd == -1)
+		return NULL;
+	if (fd >= 0) {
+		f = fdopen(fd, mode);
+		if (!f)
+			close(fd);
+		return f;
+	}
 
 	return NEXT(fopen64)(redirect(path, buf, sizeof(buf)), mode);
 }
@@ -252,12 +368,16 @@ EXPORT int stat(const char *path, struct stat *st)
 {
 	char buf[PATH_MAX];
 
+	PCI_STAT(path, st, fstat);
+
 	return NEXT(stat)(redirect(path, buf, sizeof(buf)), st);
 }
 
 EXPORT int stat64(const char *path, struct stat64 *st)
 {
 	char buf[PATH_MAX];
+
+	PCI_STAT(path, st, fstat64);
 
 	return NEXT(stat64)(redirect(path, buf, sizeof(buf)), st);
 }
@@ -266,6 +386,8 @@ EXPORT int lstat(const char *path, struct stat *st)
 {
 	char buf[PATH_MAX];
 
+	PCI_STAT(path, st, fstat);
+
 	return NEXT(lstat)(redirect(path, buf, sizeof(buf)), st);
 }
 
@@ -273,12 +395,20 @@ EXPORT int lstat64(const char *path, struct stat64 *st)
 {
 	char buf[PATH_MAX];
 
+	PCI_STAT(path, st, fstat64);
+
 	return NEXT(lstat64)(redirect(path, buf, sizeof(buf)), st);
 }
 
 EXPORT int access(const char *path, int how)
 {
 	char buf[PATH_MAX];
+	int fd = pci_data(path, how & W_OK ? O_RDWR : O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1)
+		return -1;
+	if (fd >= 0)
+		return close(fd);
 
 	return NEXT(access)(redirect(path, buf, sizeof(buf)), how);
 }

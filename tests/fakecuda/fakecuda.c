@@ -355,6 +355,20 @@ FAKE(cuCtxSetCurrent, (gdr_CUcontext ctx))
 	return GDR_CUDA_SUCCESS;
 }
 
+/* The current context's device (the interposer asks it, to place an
+ * ovrdma device next to the GPU a process uses: docs/GPU.md). */
+FAKE(cuCtxGetDevice, (gdr_CUdevice * dev))
+{
+	if (need_init())
+		return need_init();
+	if (!dev)
+		return GDR_CUDA_ERROR_INVALID_VALUE;
+	if (!current)
+		return GDR_CUDA_ERROR_INVALID_CONTEXT;
+	*dev = current->dev;
+	return GDR_CUDA_SUCCESS;
+}
+
 /* ---- tables (must hold mu) ---------------------------------------------- */
 
 static struct map *map_find(gdr_CUdeviceptr a, uint64_t len)

@@ -5,9 +5,14 @@
 # both on the one GPU, made to look like two hosts (distinct
 # NCCL_HOSTID), so NCCL connects them over its network transport:
 #
-#   nccl.sh TESTBED SCRIPT test    sizes 8 B to 1 GB through ovrdma0 at
-#                                  0.1 % loss: every sum right, NCCL's
-#                                  log shows ovrdma0 and GPU Direct RDMA
+#   nccl.sh TESTBED SCRIPT test    first NCCL out of the box (8 B to
+#                                  1 MB, no NCCL_* setting but the debug
+#                                  ones: ovrdma0 found, its device path,
+#                                  GPU Direct RDMA chosen by distance,
+#                                  sums right), then sizes 8 B to 1 GB
+#                                  through ovrdma0 at 0.1 % loss: every
+#                                  sum right, NCCL's log shows ovrdma0
+#                                  and GPU Direct RDMA
 #   nccl.sh TESTBED SCRIPT bench   loss-free, the same sweep through
 #                                  ovrdma0 and through NCCL's socket
 #                                  transport (NCCL_IB_DISABLE=1) over the
@@ -61,18 +66,22 @@ loss=
 master=$("$tb" addr 1)
 port=29531
 
-# run_pair LABEL [VAR=VALUE...]: both ranks; their logs in $work/LABEL.*
+# run_pair LABEL [VAR=VALUE...]: both ranks, sizes up to $pair_max
+# (default $maxb), $pair_iters timed all-reduces a size (default the
+# script's); their logs in $work/LABEL.*
 run_pair() {
 	local label=$1 r pids=() rc=0
 	shift
 	port=$((port + 1))
 	for r in 0 1; do
-		env "$@" NCCL_HOSTID="ovrdma-testbed-n$((r + 1))" \
-			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+		env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "$@" \
+			NCCL_HOSTID="ovrdma-testbed-n$((r + 1))" \
 			NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-^lo}" \
 			timeout -k 10 800 "$tb" run $((r + 1)) "$python" "$py" \
 			--rank $r --master "$master" --port $port \
-			--max-bytes "$maxb" >"$work/$label.$r.log" 2>&1 &
+			--max-bytes "${pair_max:-$maxb}" \
+			${pair_iters:+--iters "$pair_iters"} \
+			>"$work/$label.$r.log" 2>&1 &
 		pids+=($!)
 	done
 	for r in 0 1; do
@@ -81,6 +90,42 @@ run_pair() {
 	grep -E '^ +[0-9]+ ' "$work/$label.0.log" >"$work/$label.table"
 	return $rc
 }
+
+# NCCL out of the box (docs/GPU.md, "NCCL out of the box"): nothing set
+# but the debug output; what ovrdma needs comes from the interposer
+# (ovrdma-run): NCCL_GIN_TYPE where NCCL 2.28.7/2.28.9 would crash, a
+# device path for ovrdma0 beside the GPU
+unset NCCL_IB_HCA NCCL_IB_GID_INDEX NCCL_NET_GDR_LEVEL NCCL_GIN_TYPE
+if [ "$what" = test ]; then
+	[ -f /etc/nccl.conf ] && sed 's/^/nccl: \/etc\/nccl.conf: /' /etc/nccl.conf
+	gpu_bdf=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader |
+		head -1 | tr 'A-F' 'a-f' | sed 's/^0000//')
+	echo "nccl: the GPU: $(readlink -f "/sys/bus/pci/devices/$gpu_bdf")"
+	t0=$SECONDS
+	pair_max=1048576 pair_iters=3 run_pair defaults \
+		NCCL_DEBUG_SUBSYS=INIT,NET,ENV,GRAPH ||
+		fail "all-reduce with NCCL's defaults"
+	echo "nccl: NCCL's defaults, 8 B to 1 MB ($((SECONDS - t0)) s):"
+	cat "$work/defaults.table"
+	grep -q WRONG "$work/defaults.table" && fail "wrong sums with NCCL's defaults"
+	[ "$(tail -1 "$work/defaults.table" | awk '{print $1}')" = 1048576 ] ||
+		fail "the defaults' sweep did not reach 1 MB"
+	for r in 0 1; do
+		log=$work/defaults.$r.log
+		grep -E "NCCL_GIN_TYPE set|Could not find real path|NET/IB : Using|NET/IB: \[[0-9]+\] ovrdma|Filled ovrdma0|GPU Direct RDMA|GDRDMA" \
+			"$log" | head -12 | sed "s/^/nccl: defaults: rank $r: /"
+		grep -q 'Could not find real path of ovrdma0' "$log" &&
+			fail "rank $r: NCCL found no device path for ovrdma0"
+		grep -q 'NET/IB : Using \[0\]ovrdma0' "$log" ||
+			fail "rank $r: NCCL did not use ovrdma0 by default"
+		grep -q "GPU Direct RDMA Enabled for HCA 0 'ovrdma0'" "$log" ||
+			fail "rank $r: ovrdma0 offers no GPU memory (dma-buf or nvidia_peermem)"
+		grep -Eq 'GPU Direct RDMA Enabled for GPU [0-9]+ / HCA [0-9a-f]+ \(distance [0-5] <= 5\)' "$log" ||
+			fail "rank $r: GPU Direct RDMA not chosen by distance (the GPU on the root bus?)"
+		grep -q 'GDRDMA' "$log" ||
+			fail "rank $r: no channel via NET/IB/.../GDRDMA by default"
+	done
+fi
 
 ib_env=(NCCL_IB_HCA=ovrdma0 NCCL_IB_GID_INDEX=0 NCCL_NET_GDR_LEVEL=SYS)
 t0=$SECONDS

@@ -151,6 +151,38 @@ out=$(on a "$check" read ovrdma7 node_guid) || fail "ovrdma7's node_guid under /
 out=$(on a "$check" read rxe_fake node_desc) || fail "rxe_fake's node_desc: $out"
 [ "$out" = "rxe_fake of the stand-in kernel" ] || fail "rxe_fake's node_desc is not the kernel's: $out"
 echo "rxe_fake: the kernel's index and files; ovrdma7: index $idx, the tree's files under /sys"
+# NCCL out of the box (docs/GPU.md): no device path without CUDA, as
+# before; with OVRDMA_NCCL_PCI naming a PCI function of this machine
+# (the stand-in for a GPU), NCCL's reads find a function beside it, on a
+# bus the kernel does not have; NCCL_GIN_TYPE=2 where nothing set it
+out=$(on a "$check" pci ovrdma7 2>&1) || fail "pci ovrdma7: $out"
+[ "$out" = "pci none errno 2" ] || fail "a device path without CUDA: $out"
+gpu=$(ls /sys/bus/pci/devices 2>/dev/null | head -1)
+if [ -n "$gpu" ]; then
+	real=$(readlink -f "/sys/bus/pci/devices/$gpu")
+	dom=${gpu%%:*}
+	for b in $(seq 255 -1 1); do
+		bus=$(printf '%s:%02x' "$dom" "$b")
+		[ -e "/sys/class/pci_bus/$bus" ] || break
+	done
+	numa=$(cat "$real/numa_node" 2>/dev/null || echo -)
+	want="pci ${real%/*}/$bus:00.0 subsystem pci class 0x020000 numa $numa "
+	out=$(OVRDMA_NCCL_PCI=$gpu on a "$check" pci ovrdma7 2>&1) ||
+		fail "pci ovrdma7 beside $gpu: $out"
+	[ "${out#"$want"}" != "$out" ] || fail "pci ovrdma7 beside $gpu: $out, not $want..."
+	parent=${real%/*}
+	[ "${out##* parent }" = "${parent##*/}" ] || fail "pci ovrdma7: parent of $out"
+	echo "NCCL's device path of ovrdma7 beside $gpu: ${out#pci }"
+else
+	echo "no PCI device here: the device path beside one not checked"
+fi
+want=2
+grep -qs '^NCCL_GIN_TYPE=' /etc/nccl.conf && want=unset
+out=$(HOME=$dir on a sh -c 'echo "${NCCL_GIN_TYPE:-unset}"')
+[ "$out" = "$want" ] || fail "NCCL_GIN_TYPE through ovrdma-run: $out, not $want"
+out=$(HOME=$dir NCCL_GIN_TYPE=3 on a sh -c 'echo "${NCCL_GIN_TYPE:-unset}"')
+[ "$out" = 3 ] || fail "the user's NCCL_GIN_TYPE=3 became $out"
+echo "ovrdma-run: NCCL_GIN_TYPE=$want where unset, the user's kept"
 out=$(on a ibv_devinfo -v -d ovrdma7 2>&1) || fail "ibv_devinfo -v -d ovrdma7: $out"
 for want in 'hca_id:\s+ovrdma7' 'transport:\s+InfiniBand' \
 	'node_guid:\s+0200:0064:c0a8:0101' 'state:\s+PORT_ACTIVE \(4\)' \

@@ -23,6 +23,11 @@
  *                                does); one line per device and
  *                                per datagram, every message whole, of
  *                                the dump's sequence number, DONE last
+ *   discovery_check pci DEV      what NCCL 2.28 reads of DEV's PCI
+ *                                function (ncclIbGetPciPath, xml.cc):
+ *                                "pci PATH subsystem S class C numa N
+ *                                speed S/S' width W/W' parent P", or
+ *                                "pci none errno E" without a path
  * Exit 0, or 1 with a message.
  */
 #include <arpa/inet.h>
@@ -31,7 +36,9 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +248,76 @@ static int nlraw(size_t size, int peek)
 	return done ? 0 : 1;
 }
 
+/* NCCL's ncclTopoGetStrFromSys: the file's bytes, the last one cut;
+ * "-" when it cannot be read. */
+static void sys_str(const char *dir, const char *name, char *out, size_t cap)
+{
+	char path[PATH_MAX];
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "r");
+	if (f) {
+		n = fread(out, 1, cap - 1, f);
+		fclose(f);
+	}
+	if (n == 0)
+		snprintf(out, cap, "-");
+	else
+		out[n - 1] = 0;
+}
+
+/* What NCCL 2.28 does with /sys/class/infiniband/DEV/device. */
+static int pci(const char *dev)
+{
+	char path[PATH_MAX], cls[64], numa[64], sp[64], psp[64], w[64], pw[64];
+	char *p, *sub, *q, *slash;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", dev);
+	p = realpath(path, NULL);
+	if (!p) {
+		printf("pci none errno %d\n", errno);
+		return 0;
+	}
+	/* ncclIbGetPciPath: ports and VFs merged */
+	n = strlen(p);
+	if (n < 5) {
+		fprintf(stderr, "pci: path too short: %s\n", p);
+		return 1;
+	}
+	p[n - 1] = '0';
+	p[n - 3] = p[n - 4] = '0';
+	/* ncclTopoGetSubsystem, then xml.cc's getPciPath of the bus id */
+	snprintf(path, sizeof(path), "%s/subsystem", p);
+	sub = realpath(path, NULL);
+	slash = strrchr(p, '/');
+	snprintf(path, sizeof(path), "/sys/class/pci_bus/%.7s/../../%s",
+		 slash + 1, slash + 1);
+	q = realpath(path, NULL);
+	if (!q || strcmp(q, p) != 0) {
+		fprintf(stderr, "pci: %s is %s, not %s\n", path,
+			q ? q : strerror(errno), p);
+		return 1;
+	}
+	sys_str(q, "class", cls, sizeof(cls));
+	sys_str(q, "numa_node", numa, sizeof(numa));
+	sys_str(q, "max_link_speed", sp, sizeof(sp));
+	sys_str(q, "../max_link_speed", psp, sizeof(psp));
+	sys_str(q, "max_link_width", w, sizeof(w));
+	sys_str(q, "../max_link_width", pw, sizeof(pw));
+	*strrchr(q, '/') = 0;
+	printf("pci %s subsystem %s class %s numa %s speed %s/%s width %s/%s "
+	       "parent %s\n",
+	       p, sub ? strrchr(sub, '/') + 1 : "-", cls, numa, sp, psp, w, pw,
+	       strrchr(q, '/') + 1);
+	free(sub);
+	free(q);
+	free(p);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device **devs, *dev = NULL;
@@ -248,11 +325,13 @@ int main(int argc, char **argv)
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: discovery_check list|read DEV FILE|"
-				"open DEV|rdmacm|nlraw SIZE [peek]\n");
+				"open DEV|rdmacm|nlraw SIZE [peek]|pci DEV\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "rdmacm"))
 		return rdmacm();
+	if (!strcmp(argv[1], "pci") && argc == 3)
+		return pci(argv[2]);
 	if (!strcmp(argv[1], "nlraw") && argc >= 3)
 		return nlraw(strtoul(argv[2], NULL, 0),
 			     argc > 3 && !strcmp(argv[3], "peek"));
