@@ -34,7 +34,7 @@ py=/usr/bin/python3
 # listed may also pass (the run names those: a line may go, unless the
 # test picks what it creates at random, as test_qp's _ex tests do); a
 # skip not listed fails the run. "not implemented yet (issue 24)": the extended
-# QP beyond send_ops_flags, the extended CQ, rereg_mr, memory windows, parent
+# QP beyond send_ops_flags, the extended CQ, rereg_mr, parent
 # domains, XRC, resize_cq - the lines go as those land.
 expected='
 test_qpex.test_qp_ex_rc_atomic_write | Extended QP is not supported on this device | ATOMIC_WRITE (IBTA 1.5): not an operation of ovrdma'"'"'s wire or engine (docs/PROVIDER.md, "The extended QP API")
@@ -47,9 +47,6 @@ test_qp.test_query_*_qp | Create UD QP with* extended attrs is not supported | n
 test_qp.test_modify_ud_qp | Create UD QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD
 test_tag_matching.* | Extended CQ is not supported | not implemented yet (issue 24): the extended CQ (then tag matching, a hardware offload)
 test_mr.test_mr_rereg_* | Rereg MR is not supported* | not implemented yet (issue 24): ibv_rereg_mr
-test_mr.test_*mw* | Reg MR with MW access is not supported | not implemented yet (issue 24): memory windows
-test_mr.test_reg_mw_wrong_type | Create memory window of type 3 is not supported | not implemented yet (issue 24): memory windows
-test_qpex.test_qp_ex_*bind_mw | Create custom mr with additional access flags * is not supported | not implemented yet (issue 24): memory windows (MW_BIND)
 test_parent_domain.* | Parent Domain is not supported on this device | not implemented yet (issue 24): parent domains with allocators
 test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC
 test_cq.test_resize_cq | Resize CQ is not supported | not implemented yet (issue 24): ibv_resize_cq
