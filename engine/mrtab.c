@@ -313,12 +313,11 @@ static bool in_range(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 	return va >= start && va - start <= size && len <= size - (va - start);
 }
 
-int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
-		     uint64_t va, uint64_t len, unsigned int access_needed,
-		     struct ovr_mr_loc *loc)
+/* ovr_mr_check_dev of the region @e (NULL: no such key) */
+static int check_mr(const struct ovr_mr_entry *e, uint32_t pd, uint64_t va,
+		    uint64_t len, unsigned int access_needed,
+		    struct ovr_mr_loc *loc)
 {
-	const struct ovr_mr_entry *e = lookup(tab, key);
-
 	if (!e)
 		return -OVR_MR_EKEY;
 	if (e->pd != pd)
@@ -329,6 +328,13 @@ int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		return -OVR_MR_EACCESS;
 	loc_of(e, va - e->va, loc);
 	return 0;
+}
+
+int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		     uint64_t va, uint64_t len, unsigned int access_needed,
+		     struct ovr_mr_loc *loc)
+{
+	return check_mr(lookup(tab, key), pd, va, len, access_needed, loc);
 }
 
 int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
@@ -562,12 +568,12 @@ int ovr_mr_check_rkey(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		      uint32_t qpn, uint64_t va, uint64_t len,
 		      unsigned int access_needed, struct ovr_mr_loc *loc)
 {
+	const struct ovr_mr_entry *m = lookup(tab, key);
 	const struct ovr_mw_entry *w;
-	const struct ovr_mr_entry *m;
 
-	if (lookup(tab, key))
-		return ovr_mr_check_dev(tab, key, pd, va, len, access_needed,
-					loc);
+	/* a region's key first: the common case, one lookup */
+	if (m)
+		return check_mr(m, pd, va, len, access_needed, loc);
 	w = mw_lookup(tab, key);
 	if (!w || (w->type == OVR_MW_TYPE_2 && w->qpn != qpn))
 		return -OVR_MR_EKEY;
