@@ -932,6 +932,28 @@ int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
 	return rc;
 }
 
+/* ---- memory windows -------------------------------------------------------- */
+
+int ovr_cl_alloc_mw(struct ovr_cl *cl, uint32_t pd, unsigned int type,
+		    uint32_t *handle, uint32_t *rkey)
+{
+	struct ovr_ctl_alloc_mw_req q = { .pd = pd, .type = type };
+	struct ovr_ctl_alloc_mw_rep r;
+	int rc = req_exact(cl, OVR_CTL_ALLOC_MW, &q, sizeof(q), NULL, 0, &r,
+			   sizeof(r), NULL, 0);
+
+	if (!rc) {
+		*handle = r.handle;
+		*rkey = r.rkey;
+	}
+	return rc;
+}
+
+int ovr_cl_dealloc_mw(struct ovr_cl *cl, uint32_t handle)
+{
+	return handle_op(cl, OVR_CTL_DEALLOC_MW, handle);
+}
+
 /* ---- completion channels and CQs ------------------------------------------ */
 
 int ovr_cl_create_channel(struct ovr_cl *cl, uint32_t *channel, int *fd)
@@ -1592,6 +1614,15 @@ static int swqe_write(struct ovr_cl_qp *qp, uint32_t idx,
 		w->ah = (uint32_t)wr->ud_peer;
 		w->remote_qpn = wr->remote_qpn;
 		w->remote_qkey = wr->remote_qkey;
+	}
+	if (wr->opcode == OVR_WR_BIND_MW) {
+		/* ring.h: the bind in the header's own fields */
+		w->invalidate_rkey = wr->bind_mw.mw_rkey;
+		w->rkey = wr->bind_mw.rkey;
+		w->remote_addr = wr->bind_mw.addr;
+		w->compare_add = wr->bind_mw.length;
+		w->swap = (uint64_t)wr->bind_mw.access << 32 |
+			  wr->bind_mw.mr_lkey;
 	}
 	if (inl) {
 		uint8_t *d = slot + sizeof(*w);

@@ -25,7 +25,15 @@ const struct eng_wr_map eng_wr_map[OVR_WR_SEND_WITH_INV + 1] = {
 	[OVR_WR_ATOMIC_CMP_AND_SWP] = { OVR_OP_ATOMIC_CS, OVR_WC_COMP_SWAP },
 	[OVR_WR_ATOMIC_FETCH_AND_ADD] = { OVR_OP_ATOMIC_FA, OVR_WC_FETCH_ADD },
 	[OVR_WR_SEND_WITH_INV] = { OVR_OP_SEND_INV, OVR_WC_SEND },
+	/* local operations: no packet */
+	[OVR_WR_LOCAL_INV] = { 0, OVR_WC_LOCAL_INV },
+	[OVR_WR_BIND_MW] = { 0, OVR_WC_BIND_MW },
 };
+
+static bool is_local(uint8_t op)
+{
+	return op == OVR_WR_BIND_MW || op == OVR_WR_LOCAL_INV;
+}
 
 static bool sge_read(struct ovr_eng *e, struct eng_qp *qp,
 		     const struct eng_lsge *s, unsigned int n, uint32_t off,
@@ -69,6 +77,12 @@ static int post_send_check(const struct eng_qp *qp,
 	case OVR_WR_ATOMIC_CMP_AND_SWP:
 	case OVR_WR_ATOMIC_FETCH_AND_ADD:
 		break;
+	case OVR_WR_LOCAL_INV:
+	case OVR_WR_BIND_MW:
+		/* no data: an SGE list there is a mistake */
+		if (wr->num_sge)
+			return EINVAL;
+		break;
 	default:
 		return EINVAL;
 	}
@@ -104,10 +118,21 @@ static void swqe_init(const struct eng_qp *qp, struct eng_swqe *w,
 	w->len = (uint32_t)total;
 	w->rkey = wr->rkey;
 	w->raddr = wr->remote_addr;
-	w->imm = wr->opcode == OVR_WR_SEND_WITH_INV ? wr->invalidate_rkey :
-						      wr->imm_data;
+	w->imm = wr->opcode == OVR_WR_SEND_WITH_INV ||
+				 wr->opcode == OVR_WR_LOCAL_INV ?
+			 wr->invalidate_rkey :
+			 wr->imm_data;
 	w->cmp_add = wr->compare_add;
 	w->swap = wr->swap;
+	if (wr->opcode == OVR_WR_BIND_MW) {
+		/* the bind, in the entry's own fields (see tx_local) */
+		w->imm = wr->bind_mw.mw_rkey;
+		w->rkey = wr->bind_mw.rkey;
+		w->raddr = wr->bind_mw.addr;
+		w->cmp_add = wr->bind_mw.length;
+		w->swap = (uint64_t)wr->bind_mw.access << 32 |
+			  wr->bind_mw.mr_lkey;
+	}
 	if (qp->type == OVR_QPT_UD) {
 		w->raddr = wr->ud_peer;
 		w->rkey = wr->remote_qpn & M24;
@@ -466,6 +491,55 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 	return 0;
 }
 
+/*
+ * Execute the local operation at sq_next (BIND_MW, LOCAL_INV): when the
+ * requester reaches it, after every WR before it has been sent (and,
+ * with FENCE, its READs and atomics answered), as rxe does; no packet.
+ * It completes in order, once everything sent before it is
+ * acknowledged (last_psn: the PSN before snd_nxt). Refused: the WR
+ * fails when it is the oldest, the QP with it (eng_sq_complete).
+ */
+static int tx_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
+		    struct eng_swqe *w)
+{
+	int rc;
+
+	if (w->opcode == OVR_WR_BIND_MW) {
+		struct ovr_mw_bind b = {
+			.mw_key = w->imm,
+			.new_key = w->rkey,
+			.mr_key = (uint32_t)w->swap,
+			.pd = qp->pd,
+			.qpn = qp->qpn,
+			.access = (uint32_t)(w->swap >> 32),
+			.va = w->raddr,
+			.len = w->cmp_add,
+		};
+
+		rc = ovr_mw_bind(e->mrs, &b, NULL);
+		e->st.mw_binds += !rc;
+		e->st.mw_bind_err += !!rc;
+		w->status = OVR_WC_MW_BIND_ERR;
+	} else {
+		rc = ovr_mr_invalidate_key(e->mrs, w->imm, qp->pd, qp->qpn,
+					   false);
+		e->st.mw_inv += !rc;
+		e->st.mw_inv_err += !!rc;
+		w->status = OVR_WC_LOC_QP_OP_ERR;
+	}
+	if (rc) {
+		w->state = W_LOCERR;
+	} else {
+		w->status = OVR_WC_SUCCESS;
+		w->state = W_SENT;
+		w->last_psn = PSN_ADD(qp->snd_nxt, M24);
+		qp->sq_next++;
+	}
+	if (idx == qp->sq_cons)
+		eng_sq_complete(e, qp);
+	return rc ? 0 : 1;
+}
+
 /* Start or continue the request at sq_next. */
 static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 {
@@ -503,6 +577,8 @@ static int tx_req(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 			if (now < qp->credit_wait_since + probe)
 				return 0;
 		}
+		if (is_local(w->opcode))
+			return tx_local(e, qp, idx, w);
 	}
 	if (ovr_wire_psn_diff(qp->snd_nxt, qp->snd_una) >=
 	    (int32_t)e->cfg.window_pkts)

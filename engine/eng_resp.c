@@ -306,8 +306,8 @@ bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,
 	 * whose region went is dropped, not NAKed (eng_resp_resend_gone).
 	 */
 	if (!retx && q->opcode == OVR_OP_READ_REQ && len &&
-	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + off, len,
-			     OVR_ACCESS_REMOTE_READ, &loc)) {
+	    ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va + off,
+			      len, OVR_ACCESS_REMOTE_READ, &loc)) {
 		e->st.mr_revoked++;
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
@@ -344,8 +344,9 @@ static bool resp_pkt_revoked(struct ovr_eng *e, struct eng_qp *qp,
 	struct ovr_mr_loc loc;
 
 	return q->opcode == OVR_OP_READ_REQ && k->len &&
-	       ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va + k->off, k->len,
-				OVR_ACCESS_REMOTE_READ, &loc) != 0;
+	       ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn,
+				 q->va + k->off, k->len, OVR_ACCESS_REMOTE_READ,
+				 &loc) != 0;
 }
 
 /* Give up response packet @k (at @psn): it will not be resent. It
@@ -630,9 +631,9 @@ static bool rx_release_tails(struct ovr_eng *e, struct eng_qp *qp, uint32_t ack)
 			return true;
 		/* the region may have gone since the segment arrived */
 		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
-		    ovr_mr_check_dev(e->mrs, best->rkey, qp->pd, best->va,
-				     best->len, OVR_ACCESS_REMOTE_WRITE,
-				     &loc)) {
+		    ovr_mr_check_rkey(e->mrs, best->rkey, qp->pd, qp->qpn,
+				      best->va, best->len,
+				      OVR_ACCESS_REMOTE_WRITE, &loc)) {
 			e->st.mr_revoked++;
 			eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, best->psn);
 			return false;
@@ -656,8 +657,9 @@ static bool rd_exec_read(struct ovr_eng *e, struct eng_qp *qp,
 	struct ovr_mr_loc loc = { .host = NULL, .dev = NULL };
 
 	if (!(qp->access & OVR_ACCESS_REMOTE_READ) ||
-	    (q->len && ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, q->len,
-					OVR_ACCESS_REMOTE_READ, &loc))) {
+	    (q->len &&
+	     ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va, q->len,
+			       OVR_ACCESS_REMOTE_READ, &loc))) {
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
 	}
@@ -682,8 +684,8 @@ static bool rd_exec_atomic(struct ovr_eng *e, struct eng_qp *qp,
 		return false;
 	}
 	if (!(qp->access & OVR_ACCESS_REMOTE_ATOMIC) ||
-	    ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, 8,
-			     OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
+	    ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va, 8,
+			      OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
 	}
@@ -748,6 +750,31 @@ static bool rx_exec_rd(struct ovr_eng *e, struct eng_qp *qp, uint32_t ack)
 	return true;
 }
 
+/*
+ * The rkey a SEND_WITH_INV names (r->imm), invalidated in order, as its
+ * receive completes: a region's remote rights go, a type-2 window
+ * bound through this QP goes back to unbound. One that cannot be (no
+ * such key, another PD, a type-1 window, a window of another QP) is
+ * the responder's error, as rxe's (verbs class J): the receive
+ * completes OVR_WC_REM_INV_REQ_ERR and the QP goes to ERROR, telling
+ * its peer with a TERMINATE (the SEND itself may have been
+ * acknowledged already). False then.
+ */
+static bool recv_invalidate(struct ovr_eng *e, struct eng_qp *qp,
+			    struct eng_rwqe *r)
+{
+	if (!ovr_mr_invalidate_key(e->mrs, r->imm, qp->pd, qp->qpn, true)) {
+		e->st.mw_inv++;
+		return true;
+	}
+	e->st.mw_inv_err++;
+	eng_complete_recv(e, qp, qp->rq_cons, OVR_WC_REM_INV_REQ_ERR, 0);
+	qp->rq_cons++;
+	qp->rq_msn++;
+	eng_qp_error_local(e, qp, qp->sq_cons, OVR_WC_WR_FLUSH_ERR, 0);
+	return false;
+}
+
 /* Receives whose message is in, in MSN order. */
 static void rx_complete_recvs(struct ovr_eng *e, struct eng_qp *qp,
 			      uint32_t ack)
@@ -757,8 +784,9 @@ static void rx_complete_recvs(struct ovr_eng *e, struct eng_qp *qp,
 
 		if (!r->have_last || !PSN_LT(r->last_psn, ack))
 			break;
-		if ((r->wc_flags & OVR_WC_WITH_INV))
-			ovr_mr_invalidate(e->mrs, r->imm, qp->pd);
+		if ((r->wc_flags & OVR_WC_WITH_INV) &&
+		    !recv_invalidate(e, qp, r))
+			return;
 		eng_complete_recv(e, qp, qp->rq_cons, OVR_WC_SUCCESS, 0);
 		qp->rq_cons++;
 		qp->rq_msn++;
@@ -856,8 +884,8 @@ static bool resp_again_refused(struct ovr_eng *e, struct eng_qp *qp,
 	struct ovr_mr_loc loc;
 
 	if (q->opcode != OVR_OP_READ_REQ || !q->len ||
-	    !ovr_mr_check_dev(e->mrs, q->rkey, qp->pd, q->va, q->len,
-			      OVR_ACCESS_REMOTE_READ, &loc))
+	    !ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va, q->len,
+			       OVR_ACCESS_REMOTE_READ, &loc))
 		return false;
 	for (psn = qp->snd_una; psn != end; psn = PSN_ADD(psn, 1)) {
 		const struct eng_pkt *k = eng_sb_pkt(e, qp, psn);
@@ -1041,10 +1069,10 @@ static bool rx_write(struct ovr_eng *e, struct eng_qp *qp,
 
 	if (p->payload_len) {
 		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
-		    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
-				     p->u.write.va + p->u.write.mo,
-				     p->payload_len, OVR_ACCESS_REMOTE_WRITE,
-				     &loc)) {
+		    ovr_mr_check_rkey(e->mrs, p->u.write.rkey, qp->pd, qp->qpn,
+				      p->u.write.va + p->u.write.mo,
+				      p->payload_len, OVR_ACCESS_REMOTE_WRITE,
+				      &loc)) {
 			violation(e, qp, OVR_NAK_REM_ACCESS, p->psn);
 			return false;
 		}

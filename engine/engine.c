@@ -257,6 +257,17 @@ int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 	return rc;
 }
 
+int ovr_eng_alloc_mw(struct ovr_eng *e, uint32_t pd, unsigned int type,
+		     uint32_t *rkey)
+{
+	return ovr_mw_alloc(e->mrs, pd, type, rkey);
+}
+
+int ovr_eng_dealloc_mw(struct ovr_eng *e, uint32_t rkey)
+{
+	return ovr_mw_dealloc(e->mrs, rkey);
+}
+
 static uint64_t qp_deadline(struct ovr_eng *e, const struct eng_qp *qp)
 {
 	uint64_t t = UINT64_MAX;

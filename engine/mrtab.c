@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "mrtab.h"
@@ -20,7 +21,10 @@
 #define MR_HOST 0x20u
 #define MR_NIL UINT32_MAX /* end of the free list */
 
-static_assert((OVR_ACCESS_ALL & (MR_LIVE | MR_DEV | MR_HOST)) == 0,
+/* the access a region may be registered with */
+#define MR_ACCESS_REG ((unsigned int)OVR_ACCESS_ALL | OVR_ACCESS_MW_BIND)
+
+static_assert((MR_ACCESS_REG & (MR_LIVE | MR_DEV | MR_HOST)) == 0,
 	      "flag bits are free");
 static_assert(OVR_MR_MAX_REGIONS - 1 < MR_NIL, "free list links fit");
 
@@ -41,6 +45,26 @@ struct ovr_mr_entry {
 /* 100k regions in 5 MB; keep it from growing unnoticed. */
 static_assert(sizeof(struct ovr_mr_entry) == 48, "MR entry is 48 bytes");
 
+/*
+ * A memory window. Free slot: type 0, key that of its last occupant,
+ * next the free list's link. Allocated: type 1 or 2; bound (va, len,
+ * access, mr_key, qpn valid) or not.
+ */
+struct ovr_mw_entry {
+	uint64_t va; /* the window, in its region's addresses */
+	uint64_t len;
+	uint32_t key; /* full key: top 24 bits fixed, low 8 the binder's */
+	uint32_t pd;
+	uint32_t mr_key; /* bound: the region's key (one reference held) */
+	uint32_t qpn; /* bound type 2: the QP it was bound through */
+	uint32_t next; /* free: next free slot */
+	uint8_t type; /* 0 free, OVR_MW_TYPE_1, OVR_MW_TYPE_2 */
+	uint8_t access; /* bound: OVR_ACCESS_* rights it grants */
+	uint8_t bound;
+};
+
+static_assert(sizeof(struct ovr_mw_entry) == 40, "MW entry is 40 bytes");
+
 struct ovr_mr_table {
 	struct ovr_mr_entry *slots;
 	uint64_t rng; /* splitmix64 state */
@@ -50,6 +74,11 @@ struct ovr_mr_table {
 	uint32_t count;
 	uint32_t free_head; /* oldest free slot */
 	uint32_t free_tail; /* newest free slot */
+	/* memory windows: as many slots as regions */
+	struct ovr_mw_entry *mws;
+	uint32_t mw_count;
+	uint32_t mw_free_head, mw_free_tail;
+	uint32_t mw_tag_mask; /* tag bits above the slot in bits 8..31 */
 };
 
 /* splitmix64 (Steele, Lea, Flood 2014): any state, full period 2^64. */
@@ -96,7 +125,10 @@ struct ovr_mr_table *ovr_mr_create(uint32_t max_regions, uint64_t seed)
 	if (!tab)
 		return NULL;
 	tab->slots = calloc(max_regions, sizeof(*tab->slots));
-	if (!tab->slots) {
+	tab->mws = calloc(max_regions, sizeof(*tab->mws));
+	if (!tab->slots || !tab->mws) {
+		free(tab->slots);
+		free(tab->mws);
 		free(tab);
 		return NULL;
 	}
@@ -105,6 +137,7 @@ struct ovr_mr_table *ovr_mr_create(uint32_t max_regions, uint64_t seed)
 
 		if (err) {
 			free(tab->slots);
+			free(tab->mws);
 			free(tab);
 			errno = -err;
 			return NULL;
@@ -118,6 +151,11 @@ struct ovr_mr_table *ovr_mr_create(uint32_t max_regions, uint64_t seed)
 		tab->slots[i].refs = i + 1 < max_regions ? i + 1 : MR_NIL;
 	tab->free_head = 0;
 	tab->free_tail = max_regions - 1;
+	tab->mw_tag_mask = (uint32_t)((1ull << (24 - shift)) - 1);
+	for (uint32_t i = 0; i < max_regions; i++)
+		tab->mws[i].next = i + 1 < max_regions ? i + 1 : MR_NIL;
+	tab->mw_free_head = 0;
+	tab->mw_free_tail = max_regions - 1;
 	return tab;
 }
 
@@ -126,6 +164,7 @@ void ovr_mr_destroy(struct ovr_mr_table *tab)
 	if (!tab)
 		return;
 	free(tab->slots);
+	free(tab->mws);
 	free(tab);
 }
 
@@ -136,6 +175,15 @@ static inline struct ovr_mr_entry *lookup(const struct ovr_mr_table *tab,
 	struct ovr_mr_entry *e = &tab->slots[key & tab->mask];
 
 	return (e->access & MR_LIVE) && e->key == key ? e : NULL;
+}
+
+/* The allocated window whose key's top 24 bits are @key's, or NULL. */
+static inline struct ovr_mw_entry *mw_slot(const struct ovr_mr_table *tab,
+					   uint32_t key)
+{
+	struct ovr_mw_entry *w = &tab->mws[(key >> 8) & tab->mask];
+
+	return w->type && (w->key >> 8) == (key >> 8) ? w : NULL;
 }
 
 /* A tag for the slot whose last key was @old: random, not 0, not old's. */
@@ -155,9 +203,9 @@ static int reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	       uint64_t dev_off, bool host_ops, uint32_t *key_out)
 {
 	struct ovr_mr_entry *e;
-	uint32_t slot;
+	uint32_t slot, old;
 
-	if (!key_out || (access & ~(unsigned int)OVR_ACCESS_ALL) ||
+	if (!key_out || (access & ~MR_ACCESS_REG) ||
 	    ((access & (OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & OVR_ACCESS_LOCAL_WRITE)) ||
 	    length > UINT64_MAX - va || (!dev && !host && length) ||
@@ -171,7 +219,11 @@ static int reg(struct ovr_mr_table *tab, uint32_t pd, uint64_t va,
 	if (tab->free_head == MR_NIL)
 		tab->free_tail = MR_NIL;
 
-	e->key = new_tag(tab, e->key) << tab->shift | slot;
+	/* never the key of a live window (see mrtab.h) */
+	old = e->key;
+	do
+		e->key = new_tag(tab, old) << tab->shift | slot;
+	while (mw_slot(tab, e->key));
 	if (dev)
 		e->dev_off = dev_off;
 	else
@@ -236,38 +288,53 @@ int ovr_mr_dereg(struct ovr_mr_table *tab, uint32_t key)
 	return 0;
 }
 
-int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
-		     uint64_t va, uint64_t len, unsigned int access_needed,
-		     struct ovr_mr_loc *loc)
+/* Where byte @off of region @e lies. */
+static void loc_of(const struct ovr_mr_entry *e, uint64_t off,
+		   struct ovr_mr_loc *loc)
 {
-	const struct ovr_mr_entry *e = lookup(tab, key);
-	uint64_t off;
-
-	if (!e)
-		return -OVR_MR_EKEY;
-	if (e->pd != pd)
-		return -OVR_MR_EPD;
-	/* off <= e->len and len <= e->len - off: no sum can wrap */
-	if (va < e->va)
-		return -OVR_MR_EBOUNDS;
-	off = va - e->va;
-	if (off > e->len || len > e->len - off)
-		return -OVR_MR_EBOUNDS;
-	if (access_needed & ~(e->access & (unsigned int)OVR_ACCESS_ALL))
-		return -OVR_MR_EACCESS;
 	if (e->access & MR_DEV) {
 		loc->host = NULL;
 		loc->dev = e->dev;
 		loc->dev_off = e->dev_off + off;
 		loc->host_ops = e->access & MR_HOST;
-		return 0;
+		return;
 	}
 	/* a zero-length region may have no host buffer: no NULL + 0 */
 	loc->host = off ? e->host + off : e->host;
 	loc->dev = NULL;
 	loc->dev_off = 0;
 	loc->host_ops = false;
+}
+
+/* Is [va, va + len) inside [start, start + size)? (size fits: no sum
+ * can wrap) */
+static bool in_range(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
+{
+	return va >= start && va - start <= size && len <= size - (va - start);
+}
+
+/* ovr_mr_check_dev of the region @e (NULL: no such key) */
+static int check_mr(const struct ovr_mr_entry *e, uint32_t pd, uint64_t va,
+		    uint64_t len, unsigned int access_needed,
+		    struct ovr_mr_loc *loc)
+{
+	if (!e)
+		return -OVR_MR_EKEY;
+	if (e->pd != pd)
+		return -OVR_MR_EPD;
+	if (!in_range(e->va, e->len, va, len))
+		return -OVR_MR_EBOUNDS;
+	if (access_needed & ~(e->access & (unsigned int)OVR_ACCESS_ALL))
+		return -OVR_MR_EACCESS;
+	loc_of(e, va - e->va, loc);
 	return 0;
+}
+
+int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		     uint64_t va, uint64_t len, unsigned int access_needed,
+		     struct ovr_mr_loc *loc)
+{
+	return check_mr(lookup(tab, key), pd, va, len, access_needed, loc);
 }
 
 int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
@@ -342,7 +409,208 @@ uint32_t ovr_mr_count(const struct ovr_mr_table *tab)
 
 size_t ovr_mr_table_bytes(const struct ovr_mr_table *tab)
 {
-	return sizeof(*tab) + ((size_t)tab->mask + 1) * sizeof(*tab->slots);
+	return sizeof(*tab) + ((size_t)tab->mask + 1) *
+				      (sizeof(*tab->slots) + sizeof(*tab->mws));
+}
+
+/* ---- memory windows ---------------------------------------------------- */
+
+/* The most tags a window allocation tries before it gives up: each try
+ * fails only if one of 256 keys is a live region's, so a second try is
+ * already rare. */
+#define MW_TAG_TRIES 64
+
+/* Is any of the 256 keys with top 24 bits @top a live region's? */
+static bool mw_top_clashes(const struct ovr_mr_table *tab, uint32_t top)
+{
+	for (uint32_t b = 0; b < 256; b++)
+		if (lookup(tab, top << 8 | b))
+			return true;
+	return false;
+}
+
+int ovr_mw_alloc(struct ovr_mr_table *tab, uint32_t pd, unsigned int type,
+		 uint32_t *key_out)
+{
+	uint32_t shift = tab->shift, slot, old_tag, tag = 0, top = 0, i;
+	struct ovr_mw_entry *w;
+
+	if (!key_out || (type != OVR_MW_TYPE_1 && type != OVR_MW_TYPE_2))
+		return -EINVAL;
+	if (tab->mw_free_head == MR_NIL)
+		return -ENOSPC;
+	slot = tab->mw_free_head;
+	w = &tab->mws[slot];
+	old_tag = (w->key >> 8) >> shift;
+	for (i = 0; i < MW_TAG_TRIES; i++) {
+		tag = (uint32_t)(rng_next(&tab->rng) >> 32) & tab->mw_tag_mask;
+		if (!tag || tag == old_tag)
+			continue;
+		top = tag << shift | slot;
+		if (!mw_top_clashes(tab, top))
+			break;
+	}
+	if (i == MW_TAG_TRIES)
+		return -ENOSPC;
+	tab->mw_free_head = w->next;
+	if (tab->mw_free_head == MR_NIL)
+		tab->mw_free_tail = MR_NIL;
+	memset(w, 0, sizeof(*w));
+	/* the consumer's 8 bits start random too, as rxe's */
+	w->key = top << 8 | (uint32_t)(rng_next(&tab->rng) & 0xff);
+	w->pd = pd;
+	w->type = (uint8_t)type;
+	tab->mw_count++;
+	*key_out = w->key;
+	return 0;
+}
+
+/* Unbind @w: its region's reference dropped. */
+static void mw_unbind(struct ovr_mr_table *tab, struct ovr_mw_entry *w)
+{
+	if (w->bound) {
+		struct ovr_mr_entry *m = lookup(tab, w->mr_key);
+
+		/* the reference held it: it is there */
+		if (m && m->refs)
+			m->refs--;
+	}
+	w->bound = 0;
+	w->va = 0;
+	w->len = 0;
+	w->access = 0;
+	w->mr_key = 0;
+	w->qpn = 0;
+}
+
+int ovr_mw_dealloc(struct ovr_mr_table *tab, uint32_t key)
+{
+	struct ovr_mw_entry *w = mw_slot(tab, key);
+	uint32_t slot = (key >> 8) & tab->mask;
+
+	if (!w)
+		return -EINVAL;
+	mw_unbind(tab, w);
+	/* keep w->key: the next tag must differ from it */
+	w->type = 0;
+	w->pd = 0;
+	w->next = MR_NIL;
+	if (tab->mw_free_tail == MR_NIL)
+		tab->mw_free_head = slot;
+	else
+		tab->mws[tab->mw_free_tail].next = slot;
+	tab->mw_free_tail = slot;
+	tab->mw_count--;
+	return 0;
+}
+
+int ovr_mw_bind(struct ovr_mr_table *tab, const struct ovr_mw_bind *b,
+		uint32_t *key_out)
+{
+	struct ovr_mw_entry *w = mw_slot(tab, b->mw_key);
+	struct ovr_mr_entry *m = NULL;
+
+	if (!w)
+		return -ENOENT;
+	if (w->pd != b->pd)
+		return -EPERM; /* C10-72: the QP's PD is the window's */
+	if (w->type == OVR_MW_TYPE_2) {
+		if (w->bound)
+			return -EBUSY; /* o10-37.2.30: free state only */
+		if (!b->len)
+			return -EINVAL; /* o10-37.2.40 */
+	}
+	if (b->access & ~(unsigned int)OVR_ACCESS_ALL)
+		return -EINVAL;
+	if (b->len) {
+		m = lookup(tab, b->mr_key);
+		if (!m)
+			return -EINVAL;
+		if (m->pd != w->pd)
+			return -EPERM;
+		if (!(m->access & OVR_ACCESS_MW_BIND))
+			return -EACCES; /* C10-73 */
+		if ((b->access &
+		     (OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_ATOMIC)) &&
+		    !(m->access & OVR_ACCESS_LOCAL_WRITE))
+			return -EACCES; /* C10-74 */
+		if (!in_range(m->va, m->len, b->va, b->len))
+			return -ERANGE; /* C10-75 */
+		if (m->refs == UINT32_MAX)
+			return -EOVERFLOW;
+	}
+	mw_unbind(tab, w);
+	w->key = (w->key & ~0xffu) | (b->new_key & 0xffu);
+	if (b->len) {
+		m->refs++;
+		w->bound = 1;
+		w->va = b->va;
+		w->len = b->len;
+		w->access = (uint8_t)(b->access & OVR_ACCESS_REMOTE);
+		w->mr_key = b->mr_key;
+		w->qpn = w->type == OVR_MW_TYPE_2 ? b->qpn : 0;
+	}
+	if (key_out)
+		*key_out = w->key;
+	return 0;
+}
+
+/* The bound window of exactly @key, or NULL. */
+static struct ovr_mw_entry *mw_lookup(const struct ovr_mr_table *tab,
+				      uint32_t key)
+{
+	struct ovr_mw_entry *w = mw_slot(tab, key);
+
+	return w && w->key == key && w->bound ? w : NULL;
+}
+
+int ovr_mr_check_rkey(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		      uint32_t qpn, uint64_t va, uint64_t len,
+		      unsigned int access_needed, struct ovr_mr_loc *loc)
+{
+	const struct ovr_mr_entry *m = lookup(tab, key);
+	const struct ovr_mw_entry *w;
+
+	/* a region's key first: the common case, one lookup */
+	if (m)
+		return check_mr(m, pd, va, len, access_needed, loc);
+	w = mw_lookup(tab, key);
+	if (!w || (w->type == OVR_MW_TYPE_2 && w->qpn != qpn))
+		return -OVR_MR_EKEY;
+	if (w->pd != pd)
+		return -OVR_MR_EPD;
+	if (!in_range(w->va, w->len, va, len))
+		return -OVR_MR_EBOUNDS;
+	if (access_needed & ~(unsigned int)w->access)
+		return -OVR_MR_EACCESS;
+	m = lookup(tab, w->mr_key);
+	if (!m)
+		return -OVR_MR_EKEY; /* cannot be: the window holds it */
+	loc_of(m, va - m->va, loc);
+	return 0;
+}
+
+int ovr_mr_invalidate_key(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+			  uint32_t qpn, bool remote)
+{
+	struct ovr_mw_entry *w;
+
+	if (lookup(tab, key))
+		return ovr_mr_invalidate(tab, key, pd);
+	w = mw_lookup(tab, key);
+	if (!w || (remote && w->type == OVR_MW_TYPE_2 && w->qpn != qpn))
+		return -OVR_MR_EKEY;
+	if (w->pd != pd)
+		return -OVR_MR_EPD;
+	if (w->type != OVR_MW_TYPE_2)
+		return -OVR_MR_EACCESS; /* o10-37.2.26 */
+	mw_unbind(tab, w);
+	return 0;
+}
+
+uint32_t ovr_mw_count(const struct ovr_mr_table *tab)
+{
+	return tab->mw_count;
 }
 
 int ovr_mr_modify(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,

@@ -35,6 +35,20 @@
  * Lookup is O(1): slot = key & (size - 1), then the full key and the
  * live bit are compared. Memory: 48 bytes per slot (static_assert in
  * mrtab.c) plus the table header; 2^17 slots cost 6 MiB.
+ *
+ * Memory windows (docs/PROVIDER.md, "Memory windows") live in a second
+ * array of as many slots, 40 bytes each, with verbs' key layout: the low
+ * 8 bits of a window's key are the consumer's (ibv_inc_rkey; a type-2
+ * bind names them), bits 8.. name the slot and above it a random tag
+ * drawn at allocation, never 0, different from the slot's previous one.
+ * A key is a window's or a region's, never both: a region's new key is
+ * redrawn while its top 24 bits are those of a live window, and a
+ * window's tag is redrawn while any of its 256 keys is a live region's.
+ * So an rkey lookup tries the regions (exact key), then the windows. A
+ * window is in a region (it holds one reference on it while bound, so
+ * the region cannot be deregistered: -EBUSY) and grants remote access
+ * to exactly [va, va + len) with its own rights, whatever the region's
+ * remote rights; type 2 only through the QP that bound it (type 2B).
  */
 #ifndef OVR_DP_MRTAB_H
 #define OVR_DP_MRTAB_H
@@ -76,7 +90,8 @@ void ovr_mr_destroy(struct ovr_mr_table *tab);
 
 /*
  * Register [va, va + length) of @pd, whose bytes live at @host, and
- * return its key in @key_out. -EINVAL: unknown @access bits, REMOTE_WRITE
+ * return its key in @key_out. @access: OVR_ACCESS_ALL and
+ * OVR_ACCESS_MW_BIND. -EINVAL: unknown @access bits, REMOTE_WRITE
  * or REMOTE_ATOMIC without LOCAL_WRITE, va + length beyond 2^64 - 1,
  * @host NULL with a non-zero length, or @key_out NULL. -ENOSPC: full.
  */
@@ -171,6 +186,74 @@ int ovr_mr_modify(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 
 /* Regions registered now. */
 uint32_t ovr_mr_count(const struct ovr_mr_table *tab);
+
+/* ---- memory windows ---------------------------------------------------- */
+
+/*
+ * Allocate a window of @type (OVR_MW_TYPE_1 or _2) in @pd, unbound: its
+ * key in @key_out. -EINVAL: another type or @key_out NULL; -ENOSPC:
+ * every window slot is taken.
+ */
+int ovr_mw_alloc(struct ovr_mr_table *tab, uint32_t pd, unsigned int type,
+		 uint32_t *key_out);
+
+/*
+ * Free the window whose key has the top 24 bits of @key (its low 8 bits
+ * may be any: binds change them), bound or not; its region's reference
+ * is dropped. -EINVAL: no such window.
+ */
+int ovr_mw_dealloc(struct ovr_mr_table *tab, uint32_t key);
+
+/* A bind: IBV_WR_BIND_MW / ibv_bind_mw as the engine executes it. */
+struct ovr_mw_bind {
+	uint32_t mw_key; /* names the window: its top 24 bits */
+	uint32_t new_key; /* its low 8 bits become the window's */
+	uint32_t mr_key; /* the region (lkey); unused when len is 0 */
+	uint32_t pd; /* the binding QP's */
+	uint32_t qpn; /* the binding QP (type 2: the only one served) */
+	uint32_t access; /* REMOTE_WRITE / READ / ATOMIC, LOCAL_WRITE */
+	uint64_t va;
+	uint64_t len; /* 0: unbind (type 1 only) */
+};
+
+/*
+ * Bind (or, type 1 with len 0, unbind) a window; 0 and its new key in
+ * *@key_out, or: -ENOENT no such window; -EPERM the window, the QP or
+ * the region in different PDs; -EBUSY a type-2 window already bound
+ * (invalidate it first); -EINVAL type 2 with len 0, an access bit other
+ * than the four, or no such region; -EACCES the region lacks MW_BIND,
+ * or LOCAL_WRITE for a window with REMOTE_WRITE / REMOTE_ATOMIC;
+ * -ERANGE [va, va + len) not inside the region. Nothing changes on
+ * failure.
+ */
+int ovr_mw_bind(struct ovr_mr_table *tab, const struct ovr_mw_bind *b,
+		uint32_t *key_out);
+
+/*
+ * ovr_mr_check_dev for an rkey that a request of QP @qpn (in @pd)
+ * names: a region's key as ovr_mr_check_dev, or a bound window's: its
+ * range and rights checked, the location that of its region's byte.
+ * A window unbound, invalidated or of another QP (type 2) is
+ * -OVR_MR_EKEY, as a key never issued.
+ */
+int ovr_mr_check_rkey(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+		      uint32_t qpn, uint64_t va, uint64_t len,
+		      unsigned int access_needed, struct ovr_mr_loc *loc);
+
+/*
+ * LOCAL_INV (@remote false) or SEND_WITH_INV (@remote true) of @key by
+ * QP @qpn in @pd: a region's key as ovr_mr_invalidate; a type-2 window
+ * bound with exactly @key goes back to unbound (its region reference
+ * dropped; remote invalidation only from the QP it is bound to). 0, or
+ * -OVR_MR_EKEY (no such key, a window not bound or bound to another
+ * QP), -OVR_MR_EPD, -OVR_MR_EACCESS (a type-1 window: verbs invalidates
+ * those by binding them with length 0).
+ */
+int ovr_mr_invalidate_key(struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
+			  uint32_t qpn, bool remote);
+
+/* Windows allocated now. */
+uint32_t ovr_mw_count(const struct ovr_mr_table *tab);
 
 /* Bytes the table occupies: its header and all its slots. */
 size_t ovr_mr_table_bytes(const struct ovr_mr_table *tab);

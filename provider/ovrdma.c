@@ -24,15 +24,18 @@ static void ovrdma_free_context(struct ibv_context *ibctx);
  * EOPNOTSUPP (or ENOSYS). */
 static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.advise_mr = ovrdma_advise_mr,
+	.alloc_mw = ovrdma_alloc_mw,
 	.alloc_parent_domain = ovrdma_alloc_parent_domain,
 	.alloc_pd = ovrdma_alloc_pd,
 	.alloc_td = ovrdma_alloc_td,
+	.bind_mw = ovrdma_bind_mw,
 	.create_ah = ovrdma_create_ah,
 	.create_cq = ovrdma_create_cq,
 	.create_cq_ex = ovrdma_create_cq_ex,
 	.create_qp = ovrdma_create_qp,
 	.create_qp_ex = ovrdma_create_qp_ex,
 	.create_srq = ovrdma_create_srq,
+	.dealloc_mw = ovrdma_dealloc_mw,
 	.dealloc_pd = ovrdma_dealloc_pd,
 	.dealloc_td = ovrdma_dealloc_td,
 	.dereg_mr = ovrdma_dereg_mr,

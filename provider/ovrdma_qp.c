@@ -307,7 +307,11 @@ int ovrdma_send_wr_check(const struct ovr_cl_send_wr *w, bool ud)
 				       (w->remote_addr & 7) ?
 			       EINVAL :
 			       0;
-	default: /* LOCAL_INV, BIND_MW, TSO, driver opcodes */
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		/* no data: SGEs (from a setter) or inline are mistakes */
+		return inl || w->num_sge ? EINVAL : 0;
+	default: /* TSO, ATOMIC_WRITE, driver opcodes */
 		return EINVAL;
 	}
 }
@@ -357,10 +361,84 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 		break;
+	case IBV_WR_LOCAL_INV:
+		/* sg_list and num_sge mean nothing here (mlx5 ignores them) */
+		w->sg_list = NULL;
+		w->num_sge = 0;
+		w->invalidate_rkey = wr->invalidate_rkey;
+		break;
+	case IBV_WR_BIND_MW: {
+		int rc;
+
+		w->sg_list = NULL;
+		w->num_sge = 0;
+		if (!wr->bind_mw.mw)
+			return EINVAL;
+		rc = ovrdma_bind_wr(w, wr->bind_mw.mw, wr->bind_mw.rkey,
+				    &wr->bind_mw.bind_info);
+		if (rc)
+			return rc;
+		break;
+	}
 	default: /* refused by the check */
 		break;
 	}
 	return ovrdma_send_wr_check(w, ud);
+}
+
+/* The rights a window may grant (LOCAL_WRITE is accepted and means
+ * nothing remotely, as on mlx5 and rxe) */
+#define MW_ACCESS                                           \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+int ovrdma_bind_wr(struct ovr_cl_send_wr *w, const struct ibv_mw *mw,
+		   uint32_t rkey, const struct ibv_mw_bind_info *info)
+{
+	/* a range needs a region; zero-based windows are not offered */
+	if ((!info->mr && (info->addr || info->length)) ||
+	    (info->mw_access_flags & ~(unsigned int)MW_ACCESS))
+		return EINVAL;
+	if (info->mr && info->mr->pd != mw->pd)
+		return EPERM;
+	w->bind_mw.mw_rkey = mw->rkey;
+	w->bind_mw.rkey = rkey;
+	w->bind_mw.mr_lkey = info->mr ? info->mr->lkey : 0;
+	w->bind_mw.access = info->mw_access_flags;
+	w->bind_mw.addr = info->addr;
+	w->bind_mw.length = info->length;
+	return 0;
+}
+
+/*
+ * ibv_bind_mw(3) of a type-1 window (libibverbs refuses type 2): a
+ * BIND_MW WR on @ibqp's send queue with the window's next rkey
+ * (ibv_inc_rkey), which mw->rkey takes at once, as mlx5 and rxe do; a
+ * bind that then completes in error leaves the window unbound with that
+ * rkey (the application undoes it, the man page says). Length 0
+ * unbinds.
+ */
+int ovrdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		   struct ibv_mw_bind *mw_bind)
+{
+	struct ovr_cl_send_wr w = {
+		.wr_id = mw_bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = mw_bind->send_flags,
+	};
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	int rc;
+
+	if (ibqp->qp_type != IBV_QPT_RC)
+		return EINVAL;
+	rc = ovrdma_bind_wr(&w, mw, rkey, &mw_bind->bind_info);
+	if (!rc)
+		rc = ovrdma_send_wr_check(&w, false);
+	if (!rc)
+		rc = ovr_cl_post_send(to_oqp(ibqp)->qp, &w);
+	if (!rc)
+		mw->rkey = rkey;
+	return rc;
 }
 
 int ovrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,

@@ -43,16 +43,17 @@
 #include "ovrdma_verbs.h"
 
 /* What ibv_create_qp_ex takes: comp_mask bits, send operations per QP
- * type, create flags. ATOMIC_WRITE, LOCAL_INV, BIND_MW and TSO are
- * refused: no memory windows, no fast registration, no raw packets. */
+ * type, create flags. ATOMIC_WRITE and TSO are refused: no 8-byte
+ * atomic write on the wire, no raw packets. */
 #define QPX_COMP_MASK                                          \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | \
 	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-#define QPX_RC_OPS                                                        \
-	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
-	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
-	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+#define QPX_RC_OPS                                                            \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |     \
+	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
+	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define QPX_UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 /* UD: no multicast, so there is never a looped-back copy to block */
 #define QPX_UD_CREATE_FLAGS IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
@@ -237,20 +238,29 @@ static void qpx_atomic_fetch_add(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 	x->wr.compare_add = add;
 }
 
-/* Not carried (refused at create, should a caller reach them anyway). */
+/* ibv_wr_bind_mw: a type-2 window (a type-1 one is bound through
+ * ibv_bind_mw) to @info with @rkey; the checks are ibv_post_send's */
 static void qpx_bind_mw(struct ibv_qp_ex *ibqpx, struct ibv_mw *mw,
 			uint32_t rkey, const struct ibv_mw_bind_info *info)
 {
-	(void)mw, (void)rkey, (void)info;
-	qpx_begin(ibqpx, IBV_WR_BIND_MW, 0);
+	struct ovrdma_qpx *x =
+		qpx_begin(ibqpx, IBV_WR_BIND_MW, IBV_QP_EX_WITH_BIND_MW);
+
+	if (!mw || !info)
+		qpx_fail(x, EINVAL);
+	else
+		qpx_fail(x, ovrdma_bind_wr(&x->wr, mw, rkey, info));
 }
 
 static void qpx_local_inv(struct ibv_qp_ex *ibqpx, uint32_t invalidate_rkey)
 {
-	(void)invalidate_rkey;
-	qpx_begin(ibqpx, IBV_WR_LOCAL_INV, 0);
+	struct ovrdma_qpx *x =
+		qpx_begin(ibqpx, IBV_WR_LOCAL_INV, IBV_QP_EX_WITH_LOCAL_INV);
+
+	x->wr.invalidate_rkey = invalidate_rkey;
 }
 
+/* Not carried (refused at create, should a caller reach them anyway). */
 static void qpx_send_tso(struct ibv_qp_ex *ibqpx, void *hdr, uint16_t hdr_sz,
 			 uint16_t mss)
 {

@@ -54,6 +54,14 @@ SAME(OVR_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
 SAME(OVR_WC_RDMA_READ, IBV_WC_RDMA_READ);
 SAME(OVR_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
 SAME(OVR_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+SAME(OVR_WC_BIND_MW, IBV_WC_BIND_MW);
+SAME(OVR_WC_LOCAL_INV, IBV_WC_LOCAL_INV);
+SAME(OVR_WC_MW_BIND_ERR, IBV_WC_MW_BIND_ERR);
+SAME(OVR_WR_LOCAL_INV, IBV_WR_LOCAL_INV);
+SAME(OVR_WR_BIND_MW, IBV_WR_BIND_MW);
+SAME(OVR_ACCESS_MW_BIND, IBV_ACCESS_MW_BIND);
+SAME(OVR_MW_TYPE_1, IBV_MW_TYPE_1);
+SAME(OVR_MW_TYPE_2, IBV_MW_TYPE_2);
 SAME(OVR_WC_RECV, IBV_WC_RECV);
 SAME(OVR_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
 SAME(OVR_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
@@ -184,12 +192,17 @@ static uint8_t lane_speed(uint64_t rate_bps)
  * What ovrdma does of ibv_device_cap_flags: RNR NAKs, a system image GUID
  * (the node GUID), SRQ resizing (IBV_SRQ_MAX_WR, up to 4x what create
  * granted), and ibv_modify_qp's cur_qp_state (the engine checks it
- * against the state it knows). No memory windows, XRC, port events,
- * checksum offloads or the rest (docs/PROVIDER.md, "Device attributes").
+ * against the state it knows); memory windows when the service carries
+ * them (OVRDMA_DEVICE_CAP_MW). No XRC, port events, checksum offloads or
+ * the rest (docs/PROVIDER.md, "Device attributes").
  */
 #define OVRDMA_DEVICE_CAP_FLAGS                                  \
 	(IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID | \
 	 IBV_DEVICE_SRQ_RESIZE | IBV_DEVICE_CURR_QP_STATE_MOD)
+/* Memory windows (docs/PROVIDER.md, "Memory windows"): type 1 and type
+ * 2B (a type-2 window serves only the QP that bound it, as rxe's) */
+#define OVRDMA_DEVICE_CAP_MW \
+	(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B)
 /*
  * local_ca_ack_delay: 4.096 us x 2^15 = 134 ms, rxe's figure. The engine
  * acknowledges within 5 us when its thread runs, but a software device's
@@ -223,6 +236,11 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	a->max_qp = (int)d->max_qp;
 	a->max_qp_wr = (int)d->max_qp_wr;
 	a->device_cap_flags = OVRDMA_DEVICE_CAP_FLAGS;
+	if (d->caps & OVR_CTL_DEV_MW) {
+		a->device_cap_flags |= OVRDMA_DEVICE_CAP_MW;
+		/* one table holds regions and windows: as many of each */
+		a->max_mw = (int)d->max_mr;
+	}
 	a->max_sge = (int)d->max_sge;
 	a->max_sge_rd = (int)d->max_sge;
 	a->max_cq = (int)d->max_cq;
@@ -424,7 +442,7 @@ int ovrdma_dealloc_td(struct ibv_td *ibtd)
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |  \
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 	 IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |  \
-	 IBV_ACCESS_ON_DEMAND)
+	 IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND)
 
 /*
  * GPU memory (docs/GPU.md). The CUDA driver is used only if the
@@ -800,6 +818,51 @@ int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 	vmr->ibv_mr.lkey = mr->mr->lkey;
 	vmr->ibv_mr.rkey = mr->mr->rkey;
 	vmr->access = nacc;
+	return 0;
+}
+
+/* ---- memory windows (ibv_bind_mw and the WRs: ovrdma_qp.c) -------------- */
+
+struct ibv_mw *ovrdma_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
+{
+	struct ovrdma_context *ctx = to_octx(ibpd->context);
+	struct ibv_mw *mw;
+	uint32_t handle, rkey;
+	int rc;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!(ctx->dev.caps & OVR_CTL_DEV_MW)) {
+		errno = EOPNOTSUPP; /* a service without them */
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	rc = ovr_cl_alloc_mw(ctx->cl, to_opd(ibpd)->handle, type, &handle,
+			     &rkey);
+	if (rc) {
+		free(mw);
+		errno = -rc;
+		return NULL;
+	}
+	mw->context = ibpd->context;
+	mw->pd = ibpd;
+	mw->rkey = rkey;
+	mw->handle = handle;
+	mw->type = type;
+	return mw;
+}
+
+int ovrdma_dealloc_mw(struct ibv_mw *mw)
+{
+	int rc = ovr_cl_dealloc_mw(to_octx(mw->context)->cl, mw->handle);
+
+	if (rc)
+		return -rc;
+	free(mw);
 	return 0;
 }
 

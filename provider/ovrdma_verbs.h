@@ -38,6 +38,16 @@ struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 int ovrdma_dereg_mr(struct verbs_mr *vmr);
 int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		    void *addr, size_t length, int access);
+struct ibv_mw *ovrdma_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);
+int ovrdma_dealloc_mw(struct ibv_mw *mw);
+/* ibv_bind_mw (type 1): a BIND_MW WR with the next rkey (ovrdma_qp.c) */
+int ovrdma_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		   struct ibv_mw_bind *mw_bind);
+/* A BIND_MW WR's bind of @mw to @info with @rkey, into @w: 0, EINVAL
+ * (no region for a range, ZERO_BASED, unknown rights) or EPERM (the
+ * region in another PD), as mlx5's checks (ovrdma_qp.c) */
+int ovrdma_bind_wr(struct ovr_cl_send_wr *w, const struct ibv_mw *mw,
+		   uint32_t rkey, const struct ibv_mw_bind_info *info);
 int ovrdma_advise_mr(struct ibv_pd *ibpd, enum ibv_advise_mr_advice advice,
 		     uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 

@@ -193,6 +193,7 @@ enum svc_obj_type {
 	SVC_OBJ_QP,
 	SVC_OBJ_SRQ,
 	SVC_OBJ_AH,
+	SVC_OBJ_MW,
 };
 
 struct svc_ctx;
@@ -219,6 +220,12 @@ enum svc_mr_route {
 	SVC_MR_OBJ = 1, /* the application's shared objects, mapped */
 	SVC_MR_PROC, /* reads and writes of the application's /proc/self/mem */
 	SVC_MR_GPU, /* GPU memory through gdr/ */
+};
+
+/* A memory window: its key's top 24 bits name it in the engine. */
+struct svc_mw {
+	uint32_t pd_handle;
+	uint32_t rkey; /* as allocated (binds change the low 8 bits) */
 };
 
 struct svc_mr {
@@ -359,6 +366,7 @@ struct svc_ctx {
 	struct svc_obj *obj;
 	uint32_t nobj;
 	uint32_t nqp, ncq, nmr, npd, nsrq, nah;
+	uint32_t nmw; /* memory windows (against mr_per_context) */
 	uint64_t pinned;
 	uint64_t cq_bytes; /* its CQ rings (against cq_mb_per_context) */
 	uint64_t async_dropped;
@@ -708,6 +716,9 @@ int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
+int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+int svc_do_dealloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+void svc_mw_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
 void svc_cq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
 void svc_ah_destroy(struct svc_ctx *c, uint32_t h);
 void svc_channel_destroy(struct svc_ctx *c, uint32_t h);

@@ -533,6 +533,10 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_mr_revoked", es.mr_revoked);
 	counter(b, "engine_rsp_probes", es.rsp_probes);
 	counter(b, "engine_resp_resend_revoked", es.resp_resend_revoked);
+	counter(b, "engine_mw_binds", es.mw_binds);
+	counter(b, "engine_mw_bind_err", es.mw_bind_err);
+	counter(b, "engine_mw_inv", es.mw_inv);
+	counter(b, "engine_mw_inv_err", es.mw_inv_err);
 	counter(b, "engine_dev_copies", es.dev_copies);
 	counter(b, "engine_dev_copy_bytes", es.dev_copy_bytes);
 	counter(b, "engine_host_copy_bytes", es.host_copy_bytes);

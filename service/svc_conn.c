@@ -207,6 +207,9 @@ static void ctx_obj_destroy(struct svc *s, struct svc_ctx *c, uint32_t i,
 	case SVC_OBJ_CQ:
 		svc_cq_destroy(s, c, i + 1);
 		break;
+	case SVC_OBJ_MW:
+		svc_mw_destroy(s, c, i + 1);
+		break;
 	case SVC_OBJ_MR:
 		if (svc_mr_destroy(s, c, i + 1))
 			fprintf(stderr, "ovrdmad: context %u: MR still busy\n",
@@ -226,12 +229,12 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 {
 	struct svc_ctx **pp;
 
-	/* QPs first (they name SRQs, CQs, PDs), then SRQs, AHs, CQs, MRs,
-	 * the rest */
-	static const uint8_t order[] = { SVC_OBJ_QP, SVC_OBJ_SRQ,
-					 SVC_OBJ_AH, SVC_OBJ_CQ,
-					 SVC_OBJ_MR, SVC_OBJ_CHANNEL,
-					 SVC_OBJ_PD };
+	/* QPs first (they name SRQs, CQs, PDs), then SRQs, AHs, CQs, MWs
+	 * (bound ones hold MRs), MRs, the rest */
+	static const uint8_t order[] = { SVC_OBJ_QP,	  SVC_OBJ_SRQ,
+					 SVC_OBJ_AH,	  SVC_OBJ_CQ,
+					 SVC_OBJ_MW,	  SVC_OBJ_MR,
+					 SVC_OBJ_CHANNEL, SVC_OBJ_PD };
 
 	svc_proc_forget(s, c); /* (none queued between rounds) */
 	if (c->cm_ev_fd >= 0) {
@@ -344,7 +347,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	/* the process route needs only the application's /proc/self/mem,
 	 * which it passes with each REG_MR (one that may not open it, not
 	 * dumpable, is told EPERM then) */
-	rep.dev.caps = OVR_CTL_DEV_ODP;
+	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
 	fds[1] = s->wake_fd;
@@ -391,6 +394,10 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_do_dereg_mr(s, c, r);
 	case OVR_CTL_REG_MR_GPU:
 		return svc_do_reg_mr_gpu(s, c, r);
+	case OVR_CTL_ALLOC_MW:
+		return svc_do_alloc_mw(s, c, r);
+	case OVR_CTL_DEALLOC_MW:
+		return svc_do_dealloc_mw(s, c, r);
 	case OVR_CTL_CREATE_CHANNEL:
 		return svc_do_create_channel(s, c, r);
 	case OVR_CTL_DESTROY_CHANNEL:

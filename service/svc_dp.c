@@ -678,6 +678,15 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 			.compare_add = w.compare_add,
 			.swap = w.swap,
 		};
+		if (w.opcode == OVR_WR_BIND_MW) {
+			/* ring.h's encoding; the engine checks it all */
+			wr.bind_mw.mw_rkey = w.invalidate_rkey;
+			wr.bind_mw.rkey = w.rkey;
+			wr.bind_mw.mr_lkey = (uint32_t)w.swap;
+			wr.bind_mw.access = (uint32_t)(w.swap >> 32);
+			wr.bind_mw.addr = w.remote_addr;
+			wr.bind_mw.length = w.compare_add;
+		}
 		if (qp->type == OVR_QPT_UD) {
 			struct svc_ah *ah =
 				w.ah && w.ah <= qp->ctx->nobj &&

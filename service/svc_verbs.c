@@ -67,7 +67,8 @@ int svc_do_dealloc_pd(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 /* ---- memory regions ------------------------------------------------------ */
 
-#define ACCESS_KNOWN 0xfu /* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC */
+/* LOCAL_WRITE, REMOTE_WRITE/READ/ATOMIC, MW_BIND */
+#define ACCESS_KNOWN 0x1fu
 #define ACCESS_IGNORED ((1u << 7) | (1u << 20)) /* HUGETLB, RELAXED_ORDERING */
 
 #define ACCESS_DEV_WRITES                                   \
@@ -660,6 +661,69 @@ int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	mr->access = access & ACCESS_KNOWN;
 	rep.lkey = rep.rkey = mr->key;
 	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+/* ---- memory windows ------------------------------------------------------ */
+
+int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_alloc_mw_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_alloc_mw_req);
+	struct ovr_ctl_alloc_mw_rep rep = { 0 };
+	struct svc_pd *pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
+	struct svc_mw *mw;
+	int rc;
+
+	if (!pd)
+		return svc_status(c, r->h, -ENOENT);
+	if (q->type != OVR_MW_TYPE_1 && q->type != OVR_MW_TYPE_2)
+		return svc_status(c, r->h, -EINVAL);
+	/* windows count as regions do: the engine's table holds both */
+	if (c->nmw >= s->conf.ctx_max_mr)
+		return svc_limit(c, r->h, SVC_LIM_MR, s->conf.ctx_max_mr,
+				 -ENOSPC);
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return svc_status(c, r->h, -ENOMEM);
+	rc = ovr_eng_alloc_mw(s->eng, pd->id, q->type, &mw->rkey);
+	if (!rc) {
+		rc = svc_obj_new(c, SVC_OBJ_MW, mw, &rep.handle);
+		if (rc)
+			ovr_eng_dealloc_mw(s->eng, mw->rkey);
+	}
+	if (rc) {
+		free(mw);
+		return svc_status(c, r->h, rc);
+	}
+	mw->pd_handle = q->pd;
+	rep.rkey = mw->rkey;
+	pd->users++;
+	c->nmw++;
+	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+void svc_mw_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
+{
+	struct svc_mw *mw = c->obj[h - 1].p;
+	struct svc_pd *pd = svc_obj_get(c, mw->pd_handle, SVC_OBJ_PD);
+
+	ovr_eng_dealloc_mw(s->eng, mw->rkey);
+	if (pd)
+		pd->users--;
+	svc_obj_free(c, h);
+	c->nmw--;
+	free(mw);
+}
+
+int svc_do_dealloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
+{
+	const struct ovr_ctl_handle_req *q =
+		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+
+	if (!svc_obj_get(c, q->handle, SVC_OBJ_MW))
+		return svc_status(c, r->h, -ENOENT);
+	svc_mw_destroy(s, c, q->handle);
+	return svc_status(c, r->h, 0);
 }
 
 /* ---- completion channels ------------------------------------------------- */

@@ -75,6 +75,17 @@ struct ovr_cl_send_wr {
 	uint64_t ud_peer; /* the AH handle (ovr_cl_create_ah) */
 	uint32_t remote_qpn;
 	uint32_t remote_qkey; /* bit 31 set: use the QP's own qkey */
+	/* BIND_MW (ibv_send_wr.bind_mw; LOCAL_INV takes invalidate_rkey):
+	 * the window's current rkey, the rkey it gets (low 8 bits), the
+	 * region's lkey, the rights (OVR_ACCESS_*), the range */
+	struct {
+		uint32_t mw_rkey;
+		uint32_t rkey;
+		uint32_t mr_lkey;
+		uint32_t access;
+		uint64_t addr;
+		uint64_t length;
+	} bind_mw;
 };
 
 struct ovr_cl_recv_wr {
@@ -142,6 +153,16 @@ int ovr_cl_dereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr);
  */
 int ovr_cl_rereg_mr(struct ovr_cl *cl, struct ovr_cl_mr *mr, unsigned int flags,
 		    uint32_t pd, unsigned int access);
+
+/*
+ * Memory windows (OVR_CTL_ALLOC_MW): one of @type (enum ovr_mw_type) in
+ * @pd; 0 and its handle and rkey, or -errno (-EINVAL another type,
+ * -ENOENT no such PD, -ENOSPC none left). Bound and invalidated by send
+ * WRs (OVR_WR_BIND_MW, OVR_WR_LOCAL_INV).
+ */
+int ovr_cl_alloc_mw(struct ovr_cl *cl, uint32_t pd, unsigned int type,
+		    uint32_t *handle, uint32_t *rkey);
+int ovr_cl_dealloc_mw(struct ovr_cl *cl, uint32_t handle);
 
 struct ovr_gdr_export;
 /*

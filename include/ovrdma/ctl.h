@@ -80,6 +80,9 @@ enum ovr_ctl_op {
 	OVR_CTL_CM = 25, /* one rdma_cm command (struct ovr_ctl_cm_req) */
 	OVR_CTL_RESIZE_CQ = 26, /* rep fd: the CQ's new ring */
 	OVR_CTL_REREG_MR = 27, /* a region's PD or rights, in place */
+	/* memory windows (docs/PROVIDER.md, "Memory windows") */
+	OVR_CTL_ALLOC_MW = 28,
+	OVR_CTL_DEALLOC_MW = 29,
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -153,6 +156,10 @@ enum ovr_ctl_dev_caps {
 	 * /proc/self/mem, passed with REG_MR): on-demand registrations,
 	 * OVR_CTL_MR_ODP */
 	OVR_CTL_DEV_ODP = 1u,
+	/* memory windows, types 1 and 2B: ALLOC_MW / DEALLOC_MW and the
+	 * BIND_MW and LOCAL_INV send WQEs (as many windows as regions:
+	 * max_mr) */
+	OVR_CTL_DEV_MW = 1u << 4,
 };
 
 struct ovr_ctl_list_rep {
@@ -496,6 +503,26 @@ struct ovr_ctl_create_ah_req {
 struct ovr_ctl_create_ah_rep {
 	uint32_t ah;
 	uint32_t rsvd;
+};
+
+/* ---- memory windows ------------------------------------------------------ */
+
+/*
+ * ALLOC_MW: a window of @type (enum ovr_mw_type) in @pd, unbound; the
+ * reply gives its handle (for DEALLOC_MW, which takes the handle
+ * request) and its rkey. Binding and invalidation are send WQEs
+ * (ring.h). -ENOENT: no such PD; -EINVAL: another type; -ENOSPC: the
+ * context's mr_per_context windows, or the node's, are all taken.
+ * DEALLOC_MW of a bound window unbinds it (its region is free to go).
+ */
+struct ovr_ctl_alloc_mw_req {
+	uint32_t pd;
+	uint32_t type;
+};
+
+struct ovr_ctl_alloc_mw_rep {
+	uint32_t handle;
+	uint32_t rkey;
 };
 
 /* ---- asynchronous events ------------------------------------------------ */

@@ -55,6 +55,19 @@ struct ovr_eng_send_wr {
 	uint64_t ud_peer; /* address vector, passed to ops->tx (the ah) */
 	uint32_t remote_qpn;
 	uint32_t remote_qkey; /* bit 31 set: use the QP's own qkey */
+	/* BIND_MW (ibv_send_wr.bind_mw, ibv_bind_mw): the window named by
+	 * its key (top 24 bits), the key it gets (its low 8 bits are
+	 * taken), and [addr, addr + length) of the region of mr_lkey with
+	 * the rights in access (OVR_ACCESS_*); length 0 unbinds a type-1
+	 * window. LOCAL_INV takes invalidate_rkey. */
+	struct {
+		uint32_t mw_rkey;
+		uint32_t rkey;
+		uint32_t mr_lkey;
+		uint32_t access;
+		uint64_t addr;
+		uint64_t length;
+	} bind_mw;
 };
 
 struct ovr_eng_recv_wr {
@@ -383,8 +396,8 @@ enum ovr_eng_mr_flags {
 int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
 		       uint64_t len, unsigned int access, void *dev,
 		       uint64_t dev_off, unsigned int flags, uint32_t *key);
-/* -EBUSY while a posted send-side work request still names it. Posted
- * receives do not count: they give the region up and complete
+/* -EBUSY while a posted send-side work request still names it, or a
+ * memory window is bound to it. Posted receives do not count: they give the region up and complete
  * OVR_WC_LOC_PROT_ERR when a message comes for them or they flush, as a
  * receive posted with a bad lkey. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
@@ -400,6 +413,25 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
  */
 int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		      unsigned int access);
+
+/*
+ * Memory windows (ibv_alloc_mw, docs/PROVIDER.md "Memory windows"):
+ * allocate one of @type (OVR_MW_TYPE_1 or _2) in @pd, unbound; 0 and
+ * its rkey, -EINVAL (another type) or -ENOSPC. Binding is a work
+ * request (OVR_WR_BIND_MW): executed in order on the send queue, with
+ * no packet; it completes OVR_WC_BIND_MW, or OVR_WC_MW_BIND_ERR (the QP
+ * to ERROR) when the window, the region or the range does not allow
+ * it. OVR_WR_LOCAL_INV of a type-2 window's key (or a region's: its
+ * remote rights cleared, as SEND_WITH_INV does) completes
+ * OVR_WC_LOCAL_INV, or OVR_WC_LOC_QP_OP_ERR. A peer's request through
+ * a window's rkey reaches only the window, with its rights; a type-2
+ * window only through the QP that bound it.
+ */
+int ovr_eng_alloc_mw(struct ovr_eng *e, uint32_t pd, unsigned int type,
+		     uint32_t *rkey);
+/* Frees the window (bound or not: a bound one lets its region go);
+ * -EINVAL: no such window. @rkey: any key it had (top 24 bits). */
+int ovr_eng_dealloc_mw(struct ovr_eng *e, uint32_t rkey);
 
 /*
  * Queue pairs, RC or UD (init.qp_type). Returns 0 and the QPN, or a
@@ -616,6 +648,10 @@ struct ovr_eng_stats {
 	uint64_t dev_copy_fault; /* copies that found no memory (-EFAULT):
 				  * protection errors (ovr_eng_reg_mr_ext) */
 	uint64_t dev_atomics; /* atomics through two copies (OVR_ENG_MR_HOST) */
+	uint64_t mw_binds; /* memory-window binds executed */
+	uint64_t mw_bind_err; /* ... refused: OVR_WC_MW_BIND_ERR */
+	uint64_t mw_inv; /* invalidations: LOCAL_INV and SEND_WITH_INV */
+	uint64_t mw_inv_err; /* ... refused (a type-1 window, a bad key) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

@@ -134,6 +134,12 @@ struct ovr_ring_sge {
  * A send WQE: this 64-byte header, then num_sge ovr_ring_sge, or (with
  * OVR_SEND_INLINE) inline_len bytes of payload. Field values are the
  * engine's (= verbs') enums. Written by the client only.
+ *
+ * OVR_WR_BIND_MW (no SGEs): invalidate_rkey names the window (its
+ * current rkey), rkey is the key it gets (only the low 8 bits count),
+ * remote_addr and compare_add the address and length bound, swap the
+ * region's lkey (low 32 bits) and the window's rights (high 32 bits,
+ * OVR_ACCESS_*). OVR_WR_LOCAL_INV (no SGEs): invalidate_rkey.
  */
 struct ovr_ring_swqe {
 	uint64_t remote_addr;

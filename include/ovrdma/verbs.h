@@ -24,6 +24,8 @@ enum ovr_wr_opcode {
 	OVR_WR_RDMA_READ = 4,
 	OVR_WR_ATOMIC_CMP_AND_SWP = 5,
 	OVR_WR_ATOMIC_FETCH_AND_ADD = 6,
+	OVR_WR_LOCAL_INV = 7, /* invalidate a type-2 window (or a region) */
+	OVR_WR_BIND_MW = 8, /* bind a memory window (both types) */
 	OVR_WR_SEND_WITH_INV = 9,
 };
 
@@ -40,6 +42,7 @@ enum ovr_wc_status {
 	OVR_WC_LOC_QP_OP_ERR = 2,
 	OVR_WC_LOC_PROT_ERR = 4,
 	OVR_WC_WR_FLUSH_ERR = 5,
+	OVR_WC_MW_BIND_ERR = 6,
 	OVR_WC_BAD_RESP_ERR = 7,
 	OVR_WC_LOC_ACCESS_ERR = 8,
 	OVR_WC_REM_INV_REQ_ERR = 9,
@@ -58,6 +61,8 @@ enum ovr_wc_opcode {
 	OVR_WC_RDMA_READ = 2,
 	OVR_WC_COMP_SWAP = 3,
 	OVR_WC_FETCH_ADD = 4,
+	OVR_WC_BIND_MW = 5,
+	OVR_WC_LOCAL_INV = 6,
 	OVR_WC_RECV = 128,
 	OVR_WC_RECV_RDMA_WITH_IMM = 129,
 };
@@ -139,6 +144,8 @@ enum ovr_access {
 	OVR_ACCESS_REMOTE_WRITE = 2,
 	OVR_ACCESS_REMOTE_READ = 4,
 	OVR_ACCESS_REMOTE_ATOMIC = 8,
+	/* a region windows may be bound to (ibv_bind_mw, IBV_WR_BIND_MW) */
+	OVR_ACCESS_MW_BIND = 16,
 	/* not a right: how the region is registered, on demand (the
 	 * client sends it as OVR_CTL_MR_ODP; docs/SERVICE.md, "On-demand
 	 * paging") */
@@ -151,6 +158,12 @@ enum ovr_access {
 #define OVR_ACCESS_REMOTE                                   \
 	(OVR_ACCESS_REMOTE_WRITE | OVR_ACCESS_REMOTE_READ | \
 	 OVR_ACCESS_REMOTE_ATOMIC)
+
+/* = enum ibv_mw_type */
+enum ovr_mw_type {
+	OVR_MW_TYPE_1 = 1,
+	OVR_MW_TYPE_2 = 2,
+};
 
 /* = enum ibv_srq_attr_mask */
 enum ovr_srq_attr_mask {

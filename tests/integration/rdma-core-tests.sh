@@ -34,21 +34,12 @@ py=/usr/bin/python3
 # listed may also pass (the run names those: a line may go, unless the
 # test picks what it creates at random, as test_qp's _ex tests do); a
 # skip not listed fails the run. "not implemented yet (issue 24)": the extended
-# QP beyond send_ops_flags, memory windows, parent domains, XRC - the lines go
-# as those land.
+# QP beyond send_ops_flags, XRC - the lines go as those land.
 expected='
 test_qpex.test_qp_ex_rc_atomic_write | Extended QP is not supported on this device | ATOMIC_WRITE (IBTA 1.5): not an operation of ovrdma'"'"'s wire or engine (docs/PROVIDER.md, "The extended QP API")
 test_shared_pd.* | Extended QP is not supported on this device | not implemented yet (issue 24): the extended QP
 test_shared_pd.* | Importing a device is not supported | ibv_import_device (another process'"'"'s context by its command fd): ovrdma'"'"'s contexts are control connections, not kernel objects to share
-test_qp.test_create_rc_qp_ex_* | Create RC QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD (create_flags, picked at random)
-test_qp.test_create_ud_qp_ex_* | Create UD QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD (create_flags, picked at random)
-test_qp.test_query_*_qp | Create RC QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD
-test_qp.test_query_*_qp | Create UD QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD
-test_qp.test_modify_ud_qp | Create UD QP with* extended attrs is not supported | not implemented yet (issue 24): ibv_create_qp_ex beyond a PD
 test_tag_matching.* | Tag matching is not supported | tag matching (tm_caps 0): a NIC offload of MPI'"'"'s tag matching into its own SRQ lists; ovrdma'"'"'s SRQs are plain ones (the extended CQ takes IBV_WC_EX_WITH_TM_INFO, never present)
-test_mr.test_*mw* | Reg MR with MW access is not supported | not implemented yet (issue 24): memory windows
-test_mr.test_reg_mw_wrong_type | Create memory window of type 3 is not supported | not implemented yet (issue 24): memory windows
-test_qpex.test_qp_ex_*bind_mw | Create custom mr with additional access flags * is not supported | not implemented yet (issue 24): memory windows (MW_BIND)
 test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC
 test_qp.test_*uc_qp* | Create UC QP with* attrs is not supported | UC QPs: ovrdma runs RC and UD
 test_qp.test_create_raw_qp*_attr | Create Raw Packet QP with* attrs is not supported | raw packet QPs: frames of the tenant network are the overlay'"'"'s, not an application'"'"'s

@@ -22,10 +22,15 @@
 #              batches, wr_abort, errors, queue full, ibv_post_send in
 #              between; at 0 % loss, then RC only at 1 % loss with 1 %
 #              reordering (UD does not retransmit); under strace, 200
-#              batches make no system call (ovrdmad spinning).
+#              batches make no system call (ovrdmad spinning);
+#   mw:        verbs_mw: memory windows (type 1 and 2: bytes exactly in
+#              the window, out of it, without its right, invalidated
+#              locally and by SEND_WITH_INV, re-bound, deallocated: the
+#              remote access error; bind errors, dereg EBUSY), at 0 %
+#              loss, then 1 % loss with 1 % reordering.
 # Server on node 1, client on node 2, each under a timeout. Both must exit
 # 0 and print PASS; afterwards no QP is left on either node.
-# usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]
+# usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx|mw PROGRAM [CASE...]
 #   VERBS_SEED=N repeats an integrity run; OVRDMA_TESTBED_DIR /
 #   OVRDMA_TESTBED_PREFIX name the testbed (default: one of this run's own).
 set -u
@@ -37,8 +42,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "$name: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-case $mode in integrity | abuse | mem | qpx) ;; *)
-	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx PROGRAM [CASE...]"
+case $mode in integrity | abuse | mem | qpx | mw) ;; *)
+	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx|mw PROGRAM [CASE...]"
 	exit 2
 	;;
 esac
@@ -197,6 +202,10 @@ elif [ $mode = qpx ]; then
 	fi
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
 	pair qpx-loss-1-reorder-1 120 "${seed[@]}" --no-ud
+elif [ $mode = mw ]; then
+	pair mw-loss-0 120
+	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
+	pair mw-loss-1-reorder-1 120
 else
 	pair abuse 240
 fi

@@ -71,15 +71,16 @@ static void test_create_args(void **state)
 	assert_int_equal(ovr_mr_count(t), 0);
 	ovr_mr_destroy(t);
 
-	/* 48 bytes a slot (the entry's static_assert) plus a small header */
+	/* 48 bytes a region slot and 40 a window slot (the entries'
+	 * static_asserts) plus a small header */
 	t = ovr_mr_create(OVR_MR_MAX_REGIONS, 0);
 	assert_non_null(t);
-	assert_true(ovr_mr_table_bytes(t) >= 48ull * OVR_MR_MAX_REGIONS);
-	assert_true(ovr_mr_table_bytes(t) < 48ull * OVR_MR_MAX_REGIONS + 256);
+	assert_true(ovr_mr_table_bytes(t) >= 88ull * OVR_MR_MAX_REGIONS);
+	assert_true(ovr_mr_table_bytes(t) < 88ull * OVR_MR_MAX_REGIONS + 256);
 	ovr_mr_destroy(t);
 	t = ovr_mr_create(1 << 17, 0);
 	assert_non_null(t);
-	assert_true(ovr_mr_table_bytes(t) <= 48ull * (1 << 17) + 256);
+	assert_true(ovr_mr_table_bytes(t) <= 88ull * (1 << 17) + 256);
 	ovr_mr_destroy(t);
 }
 
@@ -96,8 +97,8 @@ static void test_reg_args(void **state)
 	assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 16, RA, buf, &key), -EINVAL);
 	assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 16, RW | RR | RA, buf, &key),
 			 -EINVAL);
-	/* unknown flags */
-	assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 16, 0x10, buf, &key),
+	/* unknown flags (0x10 is MW_BIND) */
+	assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 16, 0x20, buf, &key),
 			 -EINVAL);
 	assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 16, LW | 0x80, buf, &key),
 			 -EINVAL);
@@ -782,8 +783,9 @@ static int model_check(struct model *m, uint32_t key, uint32_t pd, uint64_t va,
 	if (va < r->va ||
 	    (unsigned __int128)va + len > (unsigned __int128)r->va + r->len)
 		return -OVR_MR_EBOUNDS;
+	/* MW_BIND (0x10) is not a right a check may ask for */
 	for (int bit = 0; bit < 32; bit++)
-		if ((need >> bit & 1) && !(r->access >> bit & 1))
+		if ((need >> bit & 1) && !((r->access & 15) >> bit & 1))
 			return -OVR_MR_EACCESS;
 	*host = va == r->va ? r->host : r->host + (va - r->va);
 	return 0;
@@ -792,7 +794,7 @@ static int model_check(struct model *m, uint32_t key, uint32_t pd, uint64_t va,
 static int model_reg(struct model *m, uint64_t va, uint64_t len,
 		     unsigned int access, uint8_t *host)
 {
-	if (access > 15 || ((access & (RW | RA)) && !(access & LW)) ||
+	if (access > 31 || ((access & (RW | RA)) && !(access & LW)) ||
 	    (unsigned __int128)va + len > UINT64_MAX || (!host && len))
 		return -EINVAL;
 	if (m->count == MSLOTS)
@@ -993,7 +995,8 @@ static void model_run(uint64_t table_seed, uint64_t op_seed, int ops)
 					continue;
 				assert_int_equal(ovr_mr_check(t, y->key, y->pd,
 							      y->va, y->len,
-							      y->access, &h),
+							      y->access & 15,
+							      &h),
 						 0);
 				assert_ptr_equal(h, y->host);
 			}
@@ -1005,6 +1008,210 @@ static void model_run(uint64_t table_seed, uint64_t op_seed, int ops)
 		assert_true(seen[c] > 100);
 	ovr_mr_destroy(t);
 	free(m);
+}
+
+/* ---- memory windows ----------------------------------------------------- */
+
+#define MWB OVR_ACCESS_MW_BIND
+
+static int bind_w(struct ovr_mr_table *t, uint32_t mw, uint32_t nk, uint32_t mr,
+		  uint32_t pd, uint32_t qpn, unsigned int acc, uint64_t va,
+		  uint64_t len, uint32_t *out)
+{
+	struct ovr_mw_bind b = { .mw_key = mw,
+				 .new_key = nk,
+				 .mr_key = mr,
+				 .pd = pd,
+				 .qpn = qpn,
+				 .access = acc,
+				 .va = va,
+				 .len = len };
+
+	return ovr_mw_bind(t, &b, out);
+}
+
+/* Allocation: types, keys (never 0, never a region's, distinct), the
+ * count, deallocation by any key of the window, ENOSPC. */
+static void test_mw_alloc(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(16, 11);
+	uint32_t keys[16], mr[16], k;
+
+	(void)state;
+	assert_int_equal(ovr_mw_alloc(t, 1, 0, &k), -EINVAL);
+	assert_int_equal(ovr_mw_alloc(t, 1, 3, &k), -EINVAL);
+	assert_int_equal(ovr_mw_alloc(t, 1, OVR_MW_TYPE_2, NULL), -EINVAL);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(
+			ovr_mr_reg(t, 1, 0x1000, 64, LW | MWB, buf, &mr[i]), 0);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(ovr_mw_alloc(t, 1, 1 + (i & 1), &keys[i]), 0);
+	assert_int_equal(ovr_mw_alloc(t, 1, OVR_MW_TYPE_1, &k), -ENOSPC);
+	assert_int_equal(ovr_mw_count(t), 16);
+	assert_int_equal(ovr_mr_count(t), 16);
+	/* no key of any window (all 256 of each) is a region's */
+	for (int i = 0; i < 16; i++)
+		for (uint32_t b = 0; b < 256; b++)
+			assert_int_equal(ovr_mr_refs(t, (keys[i] & ~0xffu) | b),
+					 -EINVAL);
+	/* an unbound window's key reaches nothing, nor is it an lkey */
+	{
+		struct ovr_mr_loc loc;
+		uint8_t *h;
+
+		assert_int_equal(ovr_mr_check_rkey(t, keys[0], 1, 0, 0x1000, 0,
+						   0, &loc),
+				 -OVR_MR_EKEY);
+		assert_int_equal(ovr_mr_check(t, keys[0], 1, 0x1000, 0, 0, &h),
+				 -OVR_MR_EKEY);
+		assert_int_equal(ovr_mr_get(t, keys[0]), -EINVAL);
+	}
+	/* deallocated by a key with other low 8 bits (binds change them) */
+	assert_int_equal(ovr_mw_dealloc(t, keys[3] ^ 0x5a), 0);
+	assert_int_equal(ovr_mw_dealloc(t, keys[3]), -EINVAL);
+	assert_int_equal(ovr_mw_count(t), 15);
+	assert_int_equal(ovr_mw_alloc(t, 1, OVR_MW_TYPE_2, &k), 0);
+	assert_int_not_equal(k >> 8, keys[3] >> 8); /* a new tag */
+	keys[3] = k;
+	assert_distinct_nonzero(keys, 16);
+	/* regions registered while windows live avoid their keys too */
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(ovr_mr_dereg(t, mr[i]), 0);
+	for (int round = 0; round < 200; round++) {
+		assert_int_equal(ovr_mr_reg(t, 1, 0x1000, 64, LW, buf, &k), 0);
+		for (int i = 0; i < 16; i++)
+			assert_int_not_equal(k >> 8, keys[i] >> 8);
+		assert_int_equal(ovr_mr_dereg(t, k), 0);
+	}
+	ovr_mr_destroy(t);
+}
+
+/* Binding: every refusal leaves the window as it was. */
+static void test_mw_bind_rules(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(64, 12);
+	uint32_t mr, plain, ro, other, w1, w2, k, k2;
+	uint64_t va = 0x10000;
+
+	(void)state;
+	assert_int_equal(ovr_mr_reg(t, 1, va, 4096, LW | MWB, buf, &mr), 0);
+	assert_int_equal(ovr_mr_reg(t, 1, va, 4096, LW, buf, &plain), 0);
+	assert_int_equal(ovr_mr_reg(t, 1, va, 4096, MWB, buf, &ro), 0);
+	assert_int_equal(ovr_mr_reg(t, 2, va, 4096, LW | MWB, buf, &other), 0);
+	assert_int_equal(ovr_mw_alloc(t, 1, OVR_MW_TYPE_1, &w1), 0);
+	assert_int_equal(ovr_mw_alloc(t, 1, OVR_MW_TYPE_2, &w2), 0);
+
+	assert_int_equal(bind_w(t, w2 ^ 0x100, w2, mr, 1, 7, RW, va, 64, &k),
+			 -ENOENT);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 2, 7, RW, va, 64, &k),
+			 -EPERM); /* the QP's PD */
+	assert_int_equal(bind_w(t, w2, w2 + 1, other, 1, 7, RW, va, 64, &k),
+			 -EPERM); /* the region's PD */
+	assert_int_equal(bind_w(t, w2, w2 + 1, plain, 1, 7, RW, va, 64, &k),
+			 -EACCES); /* no MW_BIND */
+	assert_int_equal(bind_w(t, w2, w2 + 1, ro, 1, 7, RW, va, 64, &k),
+			 -EACCES); /* writable window, no LOCAL_WRITE */
+	assert_int_equal(bind_w(t, w2, w2 + 1, ro, 1, 7, RR, va, 64, &k), 0);
+	assert_int_equal(ovr_mr_invalidate_key(t, k, 1, 7, false), 0);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, RW, va + 4090, 7, &k),
+			 -ERANGE);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, RW, va - 1, 7, &k),
+			 -ERANGE);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, RW, UINT64_MAX - 2, 7,
+				&k),
+			 -ERANGE);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, 0x20, va, 8, &k),
+			 -EINVAL);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr ^ 0x10000, 1, 7, RW, va, 8,
+				&k),
+			 -EINVAL); /* no such region */
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, RW, va, 0, &k),
+			 -EINVAL); /* type 2: never zero-length */
+	assert_int_equal(ovr_mr_refs(t, mr), 0);
+	/* the whole region, to its last byte */
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 1, 7, RW, va, 4096, &k), 0);
+	assert_int_equal(k, (w2 & ~0xffu) | ((w2 + 1) & 0xffu));
+	assert_int_equal(ovr_mr_refs(t, mr), 1);
+	assert_int_equal(ovr_mr_dereg(t, mr), -EBUSY);
+	assert_int_equal(bind_w(t, k, k + 1, mr, 1, 7, RW, va, 64, &k2),
+			 -EBUSY); /* bound type 2 */
+	/* type 1: re-bound in place, then unbound (length 0) */
+	assert_int_equal(bind_w(t, w1, w1 + 1, mr, 1, 9, RW, va, 64, &k), 0);
+	assert_int_equal(ovr_mr_refs(t, mr), 2);
+	assert_int_equal(bind_w(t, k, k + 1, mr, 1, 9, RR, va + 64, 64, &k2),
+			 0);
+	assert_int_equal(ovr_mr_refs(t, mr), 2);
+	assert_int_equal(bind_w(t, k2, k2 + 1, 0, 1, 9, 0, 0, 0, &k), 0);
+	assert_int_equal(ovr_mr_refs(t, mr), 1);
+	/* deallocation of the bound type 2 lets the region go */
+	assert_int_equal(ovr_mw_dealloc(t, w2), 0);
+	assert_int_equal(ovr_mr_refs(t, mr), 0);
+	assert_int_equal(ovr_mr_dereg(t, mr), 0);
+	ovr_mr_destroy(t);
+}
+
+/* Remote access through windows: range, rights, QP, keys. */
+static void test_mw_check(void **state)
+{
+	struct ovr_mr_table *t = ovr_mr_create(64, 13);
+	uint32_t mr, w1, w2, k1, k2;
+	uint64_t va = 0x20000;
+	struct ovr_mr_loc loc;
+
+	(void)state;
+	assert_int_equal(ovr_mr_reg(t, 4, va, 8192, LW | MWB, buf, &mr), 0);
+	assert_int_equal(ovr_mw_alloc(t, 4, OVR_MW_TYPE_1, &w1), 0);
+	assert_int_equal(ovr_mw_alloc(t, 4, OVR_MW_TYPE_2, &w2), 0);
+	assert_int_equal(
+		bind_w(t, w1, w1 + 1, mr, 4, 5, RR, va + 100, 200, &k1), 0);
+	assert_int_equal(bind_w(t, w2, w2 + 1, mr, 4, 5, RW | RA, va + 4096,
+				4096, &k2),
+			 0);
+	/* the region's byte, through the window */
+	assert_int_equal(
+		ovr_mr_check_rkey(t, k1, 4, 6, va + 100, 200, RR, &loc), 0);
+	assert_ptr_equal(loc.host, buf + 100);
+	assert_int_equal(ovr_mr_check_rkey(t, k2, 4, 5, va + 8184, 8, RA, &loc),
+			 0);
+	assert_ptr_equal(loc.host, buf + 8184);
+	/* out of the window (inside the region) */
+	assert_int_equal(ovr_mr_check_rkey(t, k1, 4, 6, va + 99, 1, RR, &loc),
+			 -OVR_MR_EBOUNDS);
+	assert_int_equal(ovr_mr_check_rkey(t, k1, 4, 6, va + 299, 2, RR, &loc),
+			 -OVR_MR_EBOUNDS);
+	/* rights: the window's, not the region's */
+	assert_int_equal(ovr_mr_check_rkey(t, k1, 4, 6, va + 100, 8, RW, &loc),
+			 -OVR_MR_EACCESS);
+	assert_int_equal(ovr_mr_check_rkey(t, k2, 4, 5, va + 4096, 8, RR, &loc),
+			 -OVR_MR_EACCESS);
+	assert_int_equal(ovr_mr_check_rkey(t, mr, 4, 5, va, 8, RR, &loc),
+			 -OVR_MR_EACCESS);
+	/* PD; type 2B: only QP 5 */
+	assert_int_equal(ovr_mr_check_rkey(t, k1, 3, 6, va + 100, 8, RR, &loc),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_check_rkey(t, k2, 4, 6, va + 4096, 8, RW, &loc),
+			 -OVR_MR_EKEY);
+	/* another consumer key of the window; an invalidated one */
+	assert_int_equal(ovr_mr_check_rkey(t, k2 ^ 0x40, 4, 5, va + 4096, 8, RW,
+					   &loc),
+			 -OVR_MR_EKEY);
+	assert_int_equal(ovr_mr_invalidate_key(t, k1, 4, 6, true),
+			 -OVR_MR_EACCESS); /* type 1 */
+	assert_int_equal(ovr_mr_invalidate_key(t, k2, 4, 6, true),
+			 -OVR_MR_EKEY); /* remote, another QP */
+	assert_int_equal(ovr_mr_invalidate_key(t, k2, 3, 5, false),
+			 -OVR_MR_EPD);
+	assert_int_equal(ovr_mr_invalidate_key(t, k2 ^ 1, 4, 5, true),
+			 -OVR_MR_EKEY);
+	assert_int_equal(ovr_mr_invalidate_key(t, k2, 4, 5, true), 0);
+	assert_int_equal(ovr_mr_check_rkey(t, k2, 4, 5, va + 4096, 8, RW, &loc),
+			 -OVR_MR_EKEY);
+	assert_int_equal(ovr_mr_invalidate_key(t, k2, 4, 5, true),
+			 -OVR_MR_EKEY); /* not bound any more */
+	assert_int_equal(ovr_mr_refs(t, mr), 1); /* the type-1 window's */
+	/* a region's key: its remote rights go, as ovr_mr_invalidate */
+	assert_int_equal(ovr_mr_invalidate_key(t, mr, 4, 5, false), 0);
+	ovr_mr_destroy(t);
 }
 
 static void test_model(void **state)
@@ -1033,6 +1240,9 @@ int main(void)
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_seed_reproducible),
 		cmocka_unit_test(test_model),
+		cmocka_unit_test(test_mw_alloc),
+		cmocka_unit_test(test_mw_bind_rules),
+		cmocka_unit_test(test_mw_check),
 	};
 
 	return cmocka_run_group_tests_name("engine_mrtab", tests, NULL, NULL);

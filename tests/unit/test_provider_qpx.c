@@ -461,11 +461,11 @@ static void test_create(void **state)
 	int n = svc.nqp;
 
 	(void)state;
-	/* send operations ovrdma does not carry */
-	expect_refused(init_attr(IBV_QPT_RC, EX_MASK, IBV_QP_EX_WITH_BIND_MW),
+	/* send operations ovrdma does not carry; windows on UD */
+	expect_refused(init_attr(IBV_QPT_UD, EX_MASK, IBV_QP_EX_WITH_BIND_MW),
 		       EOPNOTSUPP);
-	expect_refused(init_attr(IBV_QPT_RC, EX_MASK,
-				 RC_OPS | IBV_QP_EX_WITH_LOCAL_INV),
+	expect_refused(init_attr(IBV_QPT_UD, EX_MASK,
+				 UD_OPS | IBV_QP_EX_WITH_LOCAL_INV),
 		       EOPNOTSUPP);
 	expect_refused(init_attr(IBV_QPT_RC, EX_MASK, IBV_QP_EX_WITH_TSO),
 		       EOPNOTSUPP);
@@ -729,6 +729,28 @@ static void b_write_inline(struct ibv_qp_ex *x)
 	ibv_wr_set_inline_data(x, payload, sizeof(payload));
 }
 
+/* a window and a region of the test's PD, for the binds */
+static struct ibv_mw mw2 = { .rkey = 0x12345678, .type = IBV_MW_TYPE_2 };
+static struct ibv_mr bmr = { .lkey = 0x4455, .addr = NULL, .length = 4096 };
+
+static void b_bind(struct ibv_qp_ex *x)
+{
+	struct ibv_mw_bind_info bi = {
+		.mr = &bmr,
+		.addr = 0x10000,
+		.length = 0x800,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+	};
+
+	ibv_wr_bind_mw(x, &mw2, ibv_inc_rkey(mw2.rkey), &bi);
+}
+
+static void b_local_inv(struct ibv_qp_ex *x)
+{
+	ibv_wr_local_inv(x, 0x12345679);
+}
+
 static void b_ud(struct ibv_qp_ex *x)
 {
 	ibv_wr_send_imm(x, htonl(3));
@@ -739,7 +761,8 @@ static void b_ud(struct ibv_qp_ex *x)
 static void test_same_as_post_send(void **state)
 {
 	struct ibv_qp *pq = mkqp(IBV_QPT_RC, RC_OPS);
-	struct ibv_qp *xq = mkqp(IBV_QPT_RC, RC_OPS);
+	struct ibv_qp *xq = mkqp(IBV_QPT_RC, RC_OPS | IBV_QP_EX_WITH_BIND_MW |
+						     IBV_QP_EX_WITH_LOCAL_INV);
 	struct ibv_qp *upq = mkqp(IBV_QPT_UD, UD_OPS);
 	struct ibv_qp *uxq = mkqp(IBV_QPT_UD, UD_OPS);
 	struct ibv_sge one8 = { (uintptr_t)t.buf, 8, 3 };
@@ -845,6 +868,67 @@ static void test_same_as_post_send(void **state)
 		assert_memory_equal(slot(xq, sq_prod(xq) - 1) +
 					    sizeof(struct ovr_ring_swqe),
 				    payload, sizeof(payload));
+	}
+
+	/* memory windows: the bind in the header's fields (ring.h), no
+	 * SGEs whatever the WR's list says */
+	mw2.pd = &t.pd.ibv_pd;
+	bmr.pd = &t.pd.ibv_pd;
+	wr = (struct ibv_send_wr){ .wr_id = 12,
+				   .sg_list = three,
+				   .num_sge = 2,
+				   .opcode = IBV_WR_BIND_MW,
+				   .send_flags = IBV_SEND_SIGNALED };
+	wr.bind_mw.mw = &mw2;
+	wr.bind_mw.rkey = 0x12345679;
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = &bmr,
+		.addr = 0x10000,
+		.length = 0x800,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ,
+	};
+	same_wqe(pq, xq, &wr, b_bind);
+	{
+		const struct ovr_ring_swqe *w = wqe(xq, sq_prod(xq) - 1);
+
+		assert_int_equal(w->opcode, IBV_WR_BIND_MW);
+		assert_int_equal(w->num_sge, 0);
+		assert_int_equal(w->invalidate_rkey, 0x12345678);
+		assert_int_equal(w->rkey, 0x12345679);
+		assert_int_equal(w->remote_addr, 0x10000);
+		assert_int_equal(w->compare_add, 0x800);
+		assert_int_equal(w->swap, (uint64_t)(IBV_ACCESS_REMOTE_WRITE |
+						     IBV_ACCESS_REMOTE_READ)
+							  << 32 |
+						  0x4455);
+	}
+	wr = (struct ibv_send_wr){ .wr_id = 13,
+				   .opcode = IBV_WR_LOCAL_INV,
+				   .invalidate_rkey = 0x12345679 };
+	same_wqe(pq, xq, &wr, b_local_inv);
+	assert_int_equal(wqe(xq, sq_prod(xq) - 1)->invalidate_rkey, 0x12345679);
+	/* a region of another PD: EPERM (mlx5's), a range without one and
+	 * zero-based windows EINVAL */
+	{
+		struct ibv_pd other = { 0 };
+		struct ibv_send_wr *bad = NULL;
+
+		bmr.pd = &other;
+		wr = (struct ibv_send_wr){ .wr_id = 14,
+					   .opcode = IBV_WR_BIND_MW };
+		wr.bind_mw.mw = &mw2;
+		wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+			.mr = &bmr, .addr = 0x10000, .length = 8
+		};
+		assert_int_equal(ovrdma_post_send(pq, &wr, &bad), EPERM);
+		assert_ptr_equal(bad, &wr);
+		wr.bind_mw.bind_info.mr = NULL;
+		assert_int_equal(ovrdma_post_send(pq, &wr, &bad), EINVAL);
+		bmr.pd = &t.pd.ibv_pd;
+		wr.bind_mw.bind_info.mr = &bmr;
+		wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_ZERO_BASED;
+		assert_int_equal(ovrdma_post_send(pq, &wr, &bad), EINVAL);
 	}
 
 	/* UD: the AH, QPN and Q_Key */
