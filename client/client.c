@@ -1169,6 +1169,7 @@ int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 			.src_qp = e->src_qp,
 			.wc_flags = e->wc_flags,
 			.vendor_err = e->vendor_err,
+			.ts_us = e->ts_us,
 		};
 		if (qp) {
 			w->qp_user = qp->user_handle;

@@ -53,6 +53,7 @@ static const struct verbs_context_ops ovrdma_ctx_ops = {
 	.query_device_ex = ovrdma_query_device_ex,
 	.query_port = ovrdma_query_port,
 	.query_qp = ovrdma_query_qp,
+	.query_rt_values = ovrdma_query_rt_values,
 	.query_srq = ovrdma_query_srq,
 	.reg_dmabuf_mr = ovrdma_reg_dmabuf_mr,
 	.reg_mr = ovrdma_reg_mr,

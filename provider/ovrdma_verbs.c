@@ -20,12 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
 #include <ovrdma/gdr.h>
+#include <ovrdma/util.h>
 
 #include "ovrdma_verbs.h"
 
@@ -210,6 +212,8 @@ static uint8_t lane_speed(uint64_t rate_bps)
  * delays it), and the value only feeds timeouts computed from it.
  */
 #define OVRDMA_CA_ACK_DELAY 15
+/* the completion timestamps' clock: microseconds (section 4.8) */
+#define OVRDMA_CLOCK_KHZ 1000
 
 int ovrdma_query_device_ex(struct ibv_context *ibctx,
 			   const struct ibv_query_device_ex_input *input,
@@ -266,10 +270,17 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	}
 	if (EX_HAS(attr_size, device_cap_flags_ex))
 		attr->device_cap_flags_ex = a->device_cap_flags;
-	/* no UC, no XRC: uc_odp_caps and xrc_odp_caps stay 0; no
-	 * completion timestamps: completion_timestamp_mask and
-	 * hca_core_clock 0; no TSO, RSS, WQs, packet pacing, raw packet
-	 * QPs, tag matching, CQ moderation, device memory, PCI atomics */
+	/* completion timestamps (section 4.8): a 1 MHz clock of 32 bits,
+	 * the service's CLOCK_MONOTONIC in microseconds */
+	if (d->caps & OVR_CTL_DEV_CQ_TS) {
+		if (EX_HAS(attr_size, completion_timestamp_mask))
+			attr->completion_timestamp_mask = UINT32_MAX;
+		if (EX_HAS(attr_size, hca_core_clock))
+			attr->hca_core_clock = OVRDMA_CLOCK_KHZ;
+	}
+	/* no XRC: xrc_odp_caps stays 0; no TSO, RSS, WQs, packet pacing,
+	 * raw packet QPs, tag matching, CQ moderation, device memory, PCI
+	 * atomics */
 	if (EX_HAS(attr_size, phys_port_cnt_ex))
 		attr->phys_port_cnt_ex = a->phys_port_cnt;
 	return 0;
@@ -1311,16 +1322,63 @@ static void cqx_read_tm_info(struct ibv_cq_ex *cqx,
 	*tm_info = (struct ibv_wc_tm_info){ 0 };
 }
 
-/* what an ovrdma CQE carries (and the three above, never present);
- * completion timestamps it does not: the flags are EOPNOTSUPP, as
- * devices without a clock answer (hca_core_clock and
- * completion_timestamp_mask 0) */
+/*
+ * Completion timestamps (section 4.8): the service stamps each CQE with
+ * its CLOCK_MONOTONIC in microseconds, 32 bits (ring.h ts_us): the raw
+ * timestamp in cycles of a 1 MHz clock (hca_core_clock 1000 kHz,
+ * completion_timestamp_mask 2^32 - 1, as a NIC's free-running counter
+ * of that width). The wall-clock form is the same instant on
+ * CLOCK_REALTIME: now there, less how long ago the stamp was on
+ * CLOCK_MONOTONIC (modulo the counter's 71.6-minute wrap, as any
+ * reading of a counter of that width), to the microsecond.
+ */
+static uint64_t cqx_read_completion_ts(struct ibv_cq_ex *cqx)
+{
+	return to_ocq_ex(cqx)->cur.ts_us;
+}
+
+static uint64_t cqx_read_completion_wallclock_ns(struct ibv_cq_ex *cqx)
+{
+	struct timespec rt;
+	uint32_t ago =
+		(uint32_t)(ovr_mono_ns() / 1000u) - to_ocq_ex(cqx)->cur.ts_us;
+	uint64_t now;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	now = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	return now - (uint64_t)ago * 1000u;
+}
+
+/* ibv_query_rt_values_ex(3): the raw clock now (in tv_nsec, as mlx5 puts
+ * its cycles), on the clock of the completion timestamps */
+int ovrdma_query_rt_values(struct ibv_context *ibctx,
+			   struct ibv_values_ex *values)
+{
+	uint32_t want = values->comp_mask;
+
+	values->comp_mask = 0;
+	if (!(to_octx(ibctx)->dev.caps & OVR_CTL_DEV_CQ_TS))
+		return EOPNOTSUPP;
+	if (want & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec =
+			(long)(uint32_t)(ovr_mono_ns() / 1000u);
+		values->comp_mask |= IBV_VALUES_MASK_RAW_CLOCK;
+	}
+	return 0;
+}
+
+/* what an ovrdma CQE carries (and the three CVLAN, FLOW_TAG, TM_INFO
+ * above, never present); the timestamps where the service stamps */
 #define OVRDMA_WC_EX_FLAGS                                                     \
 	(IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |                        \
 	 IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
 	 IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS |                   \
 	 IBV_WC_EX_WITH_CVLAN | IBV_WC_EX_WITH_FLOW_TAG |                      \
 	 IBV_WC_EX_WITH_TM_INFO)
+#define OVRDMA_WC_EX_TS                        \
+	(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 #define OVRDMA_CQ_EX_FLAGS \
 	(IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)
 
@@ -1348,7 +1406,10 @@ struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->wc_flags & ~(uint64_t)OVRDMA_WC_EX_FLAGS) {
+	if ((attr->wc_flags &
+	     ~(uint64_t)(OVRDMA_WC_EX_FLAGS | OVRDMA_WC_EX_TS)) ||
+	    ((attr->wc_flags & OVRDMA_WC_EX_TS) &&
+	     !(to_octx(ibctx)->dev.caps & OVR_CTL_DEV_CQ_TS))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -1390,6 +1451,11 @@ struct ibv_cq_ex *ovrdma_create_cq_ex(struct ibv_context *ibctx,
 		cqx->read_flow_tag = cqx_read_flow_tag;
 	if (attr->wc_flags & IBV_WC_EX_WITH_TM_INFO)
 		cqx->read_tm_info = cqx_read_tm_info;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)
+		cqx->read_completion_ts = cqx_read_completion_ts;
+	if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+		cqx->read_completion_wallclock_ns =
+			cqx_read_completion_wallclock_ns;
 	return cqx;
 }
 

@@ -36,6 +36,8 @@ struct ibv_mr *ovrdma_reg_dmabuf_mr(struct ibv_pd *ibpd, uint64_t offset,
 				    size_t length, uint64_t iova, int fd,
 				    int access);
 int ovrdma_dereg_mr(struct verbs_mr *vmr);
+int ovrdma_query_rt_values(struct ibv_context *ibctx,
+			   struct ibv_values_ex *values);
 int ovrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		    void *addr, size_t length, int access);
 struct ibv_mw *ovrdma_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type);

@@ -347,7 +347,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	/* the process route needs only the application's /proc/self/mem,
 	 * which it passes with each REG_MR (one that may not open it, not
 	 * dumpable, is told EPERM then) */
-	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW;
+	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW | OVR_CTL_DEV_CQ_TS;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
 	fds[1] = s->wake_fd;

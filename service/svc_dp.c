@@ -143,7 +143,7 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	e->vendor_err = wc->vendor_err;
 	e->flags = ((wc->wr_id >> 63) ? OVR_CQE_RECV : 0) |
 		   ((wc->wr_id >> 62) & 1 ? OVR_CQE_SRQ : 0);
-	e->rsvd = 0;
+	e->ts_us = (uint32_t)(svc_now() / 1000u);
 	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
 			      memory_order_release);
 	cq->prod++;

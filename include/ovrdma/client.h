@@ -104,6 +104,7 @@ struct ovr_cl_wc {
 	uint32_t src_qp;
 	uint32_t wc_flags;
 	uint32_t vendor_err;
+	uint32_t ts_us; /* the service's timestamp (ring.h, ts_us) */
 	uint64_t qp_user; /* the QP's user_handle */
 };
 

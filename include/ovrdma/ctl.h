@@ -160,6 +160,9 @@ enum ovr_ctl_dev_caps {
 	 * BIND_MW and LOCAL_INV send WQEs (as many windows as regions:
 	 * max_mr) */
 	OVR_CTL_DEV_MW = 1u << 4,
+	/* completions carry a timestamp (ring.h, struct ovr_ring_cqe
+	 * ts_us): CLOCK_MONOTONIC in microseconds, modulo 2^32 */
+	OVR_CTL_DEV_CQ_TS = 1u << 8,
 };
 
 struct ovr_ctl_list_rep {

@@ -240,7 +240,10 @@ struct ovr_ring_cqe {
 	uint32_t wc_flags; /* enum ovr_wc_flags */
 	uint32_t vendor_err;
 	uint32_t flags; /* OVR_CQE_* */
-	uint32_t rsvd;
+	/* when the service wrote it: CLOCK_MONOTONIC in microseconds,
+	 * modulo 2^32 (wraps every 71.6 minutes): the completion
+	 * timestamp (OVR_CTL_DEV_CQ_TS; docs/PROVIDER.md 4.8) */
+	uint32_t ts_us;
 	OVR_ATOMIC(uint32_t) gen; /* service, last: lap + 1 */
 };
 

@@ -5,7 +5,8 @@
 #      published it (name, GID ::ffff:vIP RoCE v2, port ACTIVE, Ethernet);
 #   2. ibv_rc_pingpong -g 0 between node A (server) and node B (client),
 #      exchanging addresses over the kernel loopback, for several sizes,
-#      with busy polling and with completion events (-e);
+#      with busy polling and with completion events (-e), and with
+#      completion timestamps (-t);
 #   3. ibv_srq_pingpong -g 0 (16 QPs on one SRQ) and ibv_ud_pingpong -g 0
 #      (UD QPs, address handles, the 40-byte GRH) for sizes up to the
 #      device's active MTU, with busy polling and with events (-e);
@@ -158,6 +159,18 @@ for ev in "" "-e"; do
 	pingpong -s 65536 -n 100 $ev
 	pingpong -s 1048576 -n 10 $ev
 done
+# completion timestamps (-t: an extended CQ with
+# IBV_WC_EX_WITH_COMPLETION_TIMESTAMP; docs/PROVIDER.md 4.8): the
+# receive completions' clock deltas, in cycles of the 1 MHz clock, are
+# each a round trip here (tens of us to ms): positive, below 10 s
+pingpong -s 4096 -n 200 -t
+for f in "$dir/srv.log" "$dir/cli.log"; do
+	awk '/^(Max|Min|Average) receive completion clock cycles = / {
+		v = $NF; n++; if (v <= 0 || v >= 10000000) bad = 1 }
+		END { exit !(n == 3 && !bad) }' "$f" ||
+		fail "ibv_rc_pingpong -t: completion clock cycles in $(basename "$f"): $(grep 'clock cycles' "$f" | tr '\n' ' ')"
+done
+echo "ibv_rc_pingpong -t: $(grep 'Average receive' "$dir/cli.log")"
 
 echo "== 3. ibv_srq_pingpong and ibv_ud_pingpong"
 prog=ibv_srq_pingpong

@@ -6,12 +6,14 @@
  * run by verbs-cqx.sh (docs/PROVIDER.md, "Re-registration and
  * resizing"). Cases, each printed with its verdict:
  *
- *   cqex       ibv_create_cq_ex with each wc_flags bit alone: the two
- *              timestamps EOPNOTSUPP (hca_core_clock and
- *              completion_timestamp_mask 0), every other one made; with
- *              all of those at once, a SEND_WITH_IMM's receive read
- *              through every read_* function (CVLAN, flow tag, TM info 0,
- *              no TM flags);
+ *   cqex       ibv_create_cq_ex with each wc_flags bit alone: every one
+ *              made (the clock advertised: 1000 kHz, a 32-bit mask), an
+ *              unknown bit EOPNOTSUPP; with all of them at once, a
+ *              SEND_WITH_IMM's receive read through every read_* function
+ *              (CVLAN, flow tag, TM info 0, no TM flags; its timestamp
+ *              between ibv_query_rt_values_ex's raw clock before the post
+ *              and after the poll, its wall-clock time between
+ *              CLOCK_REALTIME's readings around them);
  *   resize     completions held across a grow and a shrink: below what
  *              the CQ holds is EINVAL and changes nothing, 0 and beyond
  *              max_cqe EINVAL; the CQ's cqe at least what was asked; every
@@ -229,26 +231,31 @@ static void case_cqex(void)
 	struct ibv_cq_ex *cx = b.rcqx;
 	struct ibv_sge g;
 	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_values_ex v0 = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
+	struct ibv_values_ex v1 = v0;
+	struct timespec w0, w1;
 	int rc;
 
-	rcqx_flags = IBV_WC_STANDARD_FLAGS | others;
+	rcqx_flags = IBV_WC_STANDARD_FLAGS | others |
+		     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+		     IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 	side_open(&a, false, 16);
 	side_open(&b, true, 16);
 	rcqx_flags = IBV_WC_STANDARD_FLAGS;
 	cx = b.rcqx;
 	CHECK(!ibv_query_device_ex(b.d.ctx, NULL, &dx) &&
-		      dx.hca_core_clock == 0 &&
-		      dx.completion_timestamp_mask == 0,
-	      "no clock advertised");
-	for (unsigned int bit = 0; bit < 12; bit++) {
+		      dx.hca_core_clock == 1000 &&
+		      dx.completion_timestamp_mask == UINT32_MAX,
+	      "the clock: %" PRIu64 " kHz, mask %#" PRIx64, dx.hca_core_clock,
+	      dx.completion_timestamp_mask);
+	for (unsigned int bit = 0; bit < 13; bit++) {
 		struct ibv_cq_init_attr_ex ca = { .cqe = 8,
 						  .wc_flags = 1ull << bit };
 		struct ibv_cq_ex *c = ibv_create_cq_ex(b.d.ctx, &ca);
-		bool ts = ca.wc_flags &
-			  (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
-			   IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK);
+		/* bits 0-11 are verbs' (11: the wall-clock timestamp) */
+		bool known = bit < 12;
 
-		CHECK(ts ? !c && errno == EOPNOTSUPP : c != NULL,
+		CHECK(known ? c != NULL : !c && errno == EOPNOTSUPP,
 		      "wc_flags %#llx: %p %s", (unsigned long long)ca.wc_flags,
 		      (void *)c, strerror(errno));
 		if (c)
@@ -263,6 +270,10 @@ static void case_cqex(void)
 	wr.opcode = IBV_WR_SEND_WITH_IMM;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.imm_data = htonl(0x12345678);
+	CHECK(!ibv_query_rt_values_ex(b.d.ctx, &v0) &&
+		      v0.comp_mask == IBV_VALUES_MASK_RAW_CLOCK,
+	      "query_rt_values_ex: %s", strerror(errno));
+	clock_gettime(CLOCK_REALTIME, &w0);
 	CHECK(!ibv_post_send(a.qp, &wr, &bad), "post");
 	CHECK(poll1(a.scq, &wc) && wc.status == IBV_WC_SUCCESS, "send: %s",
 	      vc_st(wc.status));
@@ -270,8 +281,27 @@ static void case_cqex(void)
 	     (rc = ibv_start_poll(cx, &pa)) == ENOENT && vc_now() - t0 < 5;)
 		;
 	CHECK(rc == 0, "start_poll: %d", rc);
+	clock_gettime(CLOCK_REALTIME, &w1);
+	CHECK(!ibv_query_rt_values_ex(b.d.ctx, &v1), "query_rt_values_ex");
 	if (!rc) {
 		unsigned int f = ibv_wc_read_wc_flags(cx);
+		/* raw: microseconds modulo 2^32, so compared as distances */
+		uint32_t t = (uint32_t)ibv_wc_read_completion_ts(cx);
+		uint32_t t0 = (uint32_t)v0.raw_clock.tv_nsec;
+		uint32_t t1 = (uint32_t)v1.raw_clock.tv_nsec;
+		uint64_t wc_ns = ibv_wc_read_completion_wallclock_ns(cx);
+		uint64_t n0 = (uint64_t)w0.tv_sec * 1000000000u +
+			      (uint64_t)w0.tv_nsec;
+		uint64_t n1 = (uint64_t)w1.tv_sec * 1000000000u +
+			      (uint64_t)w1.tv_nsec;
+
+		CHECK(t - t0 <= t1 - t0 && t1 - t0 < 5000000u,
+		      "completion timestamp %u not in [%u, %u]", t, t0, t1);
+		/* the wall clock to the microsecond (two truncations) */
+		CHECK(wc_ns + 2000u >= n0 && wc_ns <= n1 + 2000u,
+		      "wall-clock %" PRIu64 " not in [%" PRIu64 ", %" PRIu64
+		      "]",
+		      wc_ns, n0, n1);
 
 		CHECK(cx->wr_id == 42 && cx->status == IBV_WC_SUCCESS,
 		      "wr_id %" PRIu64 " status %d", cx->wr_id, cx->status);
