@@ -221,7 +221,7 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 
 	if (!init || !qpn ||
 	    (init->qp_type && init->qp_type != OVR_QPT_RC &&
-	     init->qp_type != OVR_QPT_UD))
+	     init->qp_type != OVR_QPT_UC && init->qp_type != OVR_QPT_UD))
 		return -EINVAL;
 	cap = init->cap;
 	if (cap.max_send_wr > OVR_ENG_MAX_WR ||
@@ -322,6 +322,7 @@ static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 	qp->ts_fresh = false; /* nothing of the next connection to echo */
 	qp->term_reason = 0;
 	qp->term_pending = false;
+	memset(&qp->uc, 0, sizeof(qp->uc));
 	memset(&qp->st, 0, sizeof(qp->st));
 }
 
@@ -467,9 +468,7 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	next = (mask & OVR_QP_STATE) ? a->qp_state : cur;
 	if (next > OVR_QPS_ERR)
 		return -EINVAL;
-	if (ovr_qp_modify_check(qp->type == OVR_QPT_UD ? OVR_QPT_UD :
-							 OVR_QPT_RC,
-				cur, next, mask))
+	if (ovr_qp_modify_check(qp->type, cur, next, mask))
 		return -EINVAL;
 	if (check_attr_values(a, mask))
 		return -EINVAL;
@@ -490,6 +489,8 @@ int ovr_eng_qp_modify(struct ovr_eng *e, uint32_t qpn,
 	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR &&
 	    qp->type == OVR_QPT_RC && !qp->psn_adopted)
 		eng_qp_to_rts(e, qp, now_ns);
+	if (next == OVR_QPS_RTS && cur == OVR_QPS_RTR && qp->type == OVR_QPT_UC)
+		eng_uc_to_rts(e, qp, now_ns);
 	if (next == OVR_QPS_SQD) {
 		qp->sqd_notify = mask & OVR_QP_EN_SQD_ASYNC_NOTIFY;
 		qp->sqd_drained = false;

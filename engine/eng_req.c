@@ -67,6 +67,8 @@ static int post_send_check(const struct eng_qp *qp,
 	if (qp->type == OVR_QPT_UD && wr->opcode != OVR_WR_SEND &&
 	    wr->opcode != OVR_WR_SEND_WITH_IMM)
 		return EINVAL;
+	if (qp->type == OVR_QPT_UC && !eng_uc_opcode_ok(wr->opcode))
+		return EINVAL;
 	switch (wr->opcode) {
 	case OVR_WR_RDMA_WRITE:
 	case OVR_WR_RDMA_WRITE_WITH_IMM:
@@ -661,11 +663,11 @@ static bool tx_ud(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 }
 
 /*
- * A UD send WR failed locally: it completes with @status, the rest
- * flush, and the QP goes to SQE (receives go on; modify SQE -> RTS
- * resumes sending), as verbs has it for UD.
+ * A UD or UC send WR failed locally: it completes with @status, the
+ * rest flush, and the QP goes to SQE (receives go on; modify SQE -> RTS
+ * resumes sending), as verbs has it for UD and UC.
  */
-static void ud_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status)
+void eng_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status)
 {
 	uint32_t i;
 
@@ -691,7 +693,7 @@ static uint32_t ud_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		struct eng_swqe *w = &qp->sq[idx & qp->sq_mask];
 
 		if (w->state == W_LOCERR) {
-			ud_sq_error(e, qp, w->status);
+			eng_sq_error(e, qp, w->status);
 			break;
 		}
 		if (w->len > qp->seg) {
@@ -717,6 +719,8 @@ uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 
 	if (ovr_unlikely(qp->type == OVR_QPT_UD))
 		return ud_tx(e, qp, now, burst);
+	if (ovr_unlikely(qp->type == OVR_QPT_UC))
+		return eng_uc_tx(e, qp, now, burst);
 
 	if (qp->nak_code) {
 		eng_send_nak(e, qp, now);

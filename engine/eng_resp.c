@@ -1511,6 +1511,14 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		}
 		return;
 	}
+	if (qp->type == OVR_QPT_UC) {
+		/* nothing answers UC, in ERROR neither (eng_uc.c) */
+		if (qp->state == OVR_QPS_ERR)
+			e->st.rx_bad_state++;
+		else
+			eng_uc_rx(e, qp, &p, now, ce);
+		return;
+	}
 	if (qp->state == OVR_QPS_ERR) {
 		rx_in_error(e, qp, &p, now);
 		return;

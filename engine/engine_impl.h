@@ -187,7 +187,7 @@ struct eng_qp {
 	/* identity: every packet, both ways */
 	uint32_t qpn;
 	uint32_t state;
-	uint32_t type; /* OVR_QPT_RC or OVR_QPT_UD */
+	uint32_t type; /* OVR_QPT_RC, OVR_QPT_UC or OVR_QPT_UD */
 	uint32_t dest_qpn;
 	uint32_t pd, send_cq, recv_cq;
 	uint32_t access;
@@ -325,6 +325,18 @@ struct eng_qp {
 	/* RC QP in RTR that took its send PSN from the peer's ack_psn
 	 * (eng_resp.c, rtr_adopt_psn): RTS's SQ_PSN no longer resets it */
 	bool psn_adopted;
+
+	/* UC responder (eng_uc.c): the message being received, in PSN
+	 * order - its opcode, length, bytes placed so far and, for a
+	 * WRITE, its target; uc_drop: the rest of it is dropped (a gap, a
+	 * refusal), until the next message's first packet */
+	struct {
+		bool in_msg, drop;
+		uint8_t op;
+		uint32_t len, got;
+		uint32_t rkey;
+		uint64_t va;
+	} uc;
 
 	/* engine bookkeeping: the list of QPs with work */
 	struct eng_qp *act_next, *act_prev;
@@ -512,6 +524,7 @@ bool eng_tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 		 const struct eng_qp *ackq, uint64_t now);
 uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		   uint32_t burst);
+void eng_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status);
 
 /* eng_resp.c */
 void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
@@ -545,6 +558,14 @@ void eng_sq_complete(struct ovr_eng *e, struct eng_qp *qp);
 void eng_on_rto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 void eng_on_pto(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
 void eng_rsp_watch(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+
+/* eng_uc.c */
+void eng_uc_to_rts(struct ovr_eng *e, struct eng_qp *qp, uint64_t now);
+uint32_t eng_uc_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
+		   uint32_t burst);
+void eng_uc_rx(struct ovr_eng *e, struct eng_qp *qp,
+	       const struct ovr_wire_pkt *p, uint64_t now, bool ce);
+bool eng_uc_opcode_ok(uint32_t wr_opcode);
 
 /* eng_srq.c */
 void eng_srq_free(struct eng_srq *q);
@@ -1006,7 +1027,8 @@ static inline void eng_hdr_init(struct eng_qp *qp, struct ovr_wire_pkt *p,
 	p->tsval = eng_ts_of(now);
 	p->payload = NULL;
 	p->payload_len = 0;
-	if (qp->state >= OVR_QPS_RTR) {
+	/* UC acknowledges nothing and promises no receives (eng_uc.c) */
+	if (qp->state >= OVR_QPS_RTR && qp->type != OVR_QPT_UC) {
 		p->flags = OVR_F_ACK;
 		p->ack_psn = qp->rx.ack_psn;
 		p->tsecr = eng_ts_echo(qp);

@@ -66,6 +66,32 @@ static const struct qp_rule ud_rules[] = {
 	{ OVR_QPS_SQE, OVR_QPS_RTS, 0, UD_RTS_OPT },
 };
 
+/*
+ * UC: RC's path and PSNs, none of its reliability (no timeout, retries,
+ * RNR timer or READ / atomic depths); SQE exists (a local send error),
+ * as for UD.
+ */
+#define UC_RTS_OPT                                                  \
+	(OVR_QP_CUR_STATE | OVR_QP_ACCESS_FLAGS | OVR_QP_ALT_PATH | \
+	 OVR_QP_PATH_MIG_STATE)
+
+static const struct qp_rule uc_rules[] = {
+	{ OVR_QPS_RESET, OVR_QPS_INIT,
+	  OVR_QP_PKEY_INDEX | OVR_QP_PORT | OVR_QP_ACCESS_FLAGS, 0 },
+	{ OVR_QPS_INIT, OVR_QPS_INIT, 0,
+	  OVR_QP_PKEY_INDEX | OVR_QP_PORT | OVR_QP_ACCESS_FLAGS },
+	{ OVR_QPS_INIT, OVR_QPS_RTR,
+	  OVR_QP_AV | OVR_QP_PATH_MTU | OVR_QP_DEST_QPN | OVR_QP_RQ_PSN,
+	  OVR_QP_ALT_PATH | OVR_QP_ACCESS_FLAGS | OVR_QP_PKEY_INDEX },
+	{ OVR_QPS_RTR, OVR_QPS_RTS, OVR_QP_SQ_PSN, UC_RTS_OPT },
+	{ OVR_QPS_RTS, OVR_QPS_RTS, 0, UC_RTS_OPT },
+	{ OVR_QPS_RTS, OVR_QPS_SQD, 0, OVR_QP_EN_SQD_ASYNC_NOTIFY },
+	{ OVR_QPS_SQD, OVR_QPS_RTS, 0, UC_RTS_OPT },
+	{ OVR_QPS_SQD, OVR_QPS_SQD, 0,
+	  OVR_QP_AV | OVR_QP_ACCESS_FLAGS | OVR_QP_PKEY_INDEX | ALT },
+	{ OVR_QPS_SQE, OVR_QPS_RTS, 0, OVR_QP_CUR_STATE | OVR_QP_ACCESS_FLAGS },
+};
+
 /* The table entry for X -> RESET and X -> ERR (X != RESET). */
 static const struct qp_rule state_only;
 
@@ -90,6 +116,10 @@ find_rule(enum ovr_qp_type type, enum ovr_qp_state from, enum ovr_qp_state to)
 	case OVR_QPT_UD:
 		rules = ud_rules;
 		n = sizeof(ud_rules) / sizeof(ud_rules[0]);
+		break;
+	case OVR_QPT_UC:
+		rules = uc_rules;
+		n = sizeof(uc_rules) / sizeof(uc_rules[0]);
 		break;
 	default:
 		return NULL;

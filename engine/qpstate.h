@@ -3,8 +3,8 @@
  * Verbs QP state machine: which modify_qp calls are legal.
  *
  * The rules are those of the Linux kernel's ib_modify_qp_is_ok() (the
- * qp_state_table of drivers/infiniband/core/verbs.c), restricted to RC and
- * UD and leaving out its RoCE, XRC and raw-packet entries, so that a
+ * qp_state_table of drivers/infiniband/core/verbs.c), restricted to RC, UC
+ * and UD, leaving out its RoCE, XRC and raw-packet entries, so that a
  * modify_qp that real hardware behind the kernel refuses with EINVAL is
  * refused here too. The states, QP types and mask bits carry libibverbs'
  * numbers (IBV_QPS_*, IBV_QPT_*, IBV_QP_*) so the provider maps them 1:1.
@@ -15,7 +15,7 @@
  *   RESET --> INIT --> RTR --> RTS <--> SQD
  *              ^ |              ^ |     ^ |
  *              +-+              +-+     +-+     (attributes changed in place)
- *                          SQE --> RTS          (UD only; SQE is entered by
+ *                          SQE --> RTS          (UD, UC; SQE is entered by
  *                                                the device, never by modify)
  *
  * For each legal (type, from, to) the table names the attributes that

@@ -126,7 +126,7 @@ struct ovr_eng_qp_init {
 	 * cap.max_recv_wr / max_recv_sge are ignored (reported 0) and
 	 * ovr_eng_post_recv on the QP is EINVAL */
 	uint32_t srq;
-	uint32_t qp_type; /* OVR_QPT_RC (or 0) or OVR_QPT_UD */
+	uint32_t qp_type; /* OVR_QPT_RC (or 0), OVR_QPT_UC or OVR_QPT_UD */
 };
 
 struct ovr_eng_qp_attr {
@@ -434,8 +434,18 @@ int ovr_eng_alloc_mw(struct ovr_eng *e, uint32_t pd, unsigned int type,
 int ovr_eng_dealloc_mw(struct ovr_eng *e, uint32_t rkey);
 
 /*
- * Queue pairs, RC or UD (init.qp_type). Returns 0 and the QPN, or a
+ * Queue pairs, RC, UC or UD (init.qp_type). Returns 0 and the QPN, or a
  * negative errno.
+ *
+ * UC (docs/TRANSPORT.md, "Unreliable connected QPs"): modify follows
+ * verbs' UC table (RTR: AV, PATH_MTU, DEST_QPN, RQ_PSN; RTS: SQ_PSN);
+ * post_send takes SEND, SEND_WITH_IMM, RDMA_WRITE and
+ * RDMA_WRITE_WITH_IMM (else EINVAL); a WR completes once its last packet
+ * is handed to ops->tx, paced at the rate the controller starts with
+ * (no feedback); the responder takes packets in PSN order and silently
+ * drops a message with a gap, no receive, a length or an access error
+ * (counted in ovr_eng_stats' uc_*), resynchronising on the next
+ * message's first packet; nothing is ever acknowledged or resent.
  *
  * UD (docs/TRANSPORT.md §11): modify follows verbs' UD table (INIT needs
  * PKEY_INDEX, PORT, QKEY; RTR nothing; RTS SQ_PSN); post_send takes SEND
@@ -652,6 +662,21 @@ struct ovr_eng_stats {
 	uint64_t mw_bind_err; /* ... refused: OVR_WC_MW_BIND_ERR */
 	uint64_t mw_inv; /* invalidations: LOCAL_INV and SEND_WITH_INV */
 	uint64_t mw_inv_err; /* ... refused (a type-1 window, a bad key) */
+	/* UC (docs/TRANSPORT.md, "Unreliable connected QPs"): what its
+	 * responder drops, each silently - nothing answers UC */
+	uint64_t uc_msg_dropped; /* messages dropped (any cause below) */
+	uint64_t uc_gap; /* packets that arrived out of sequence (a gap
+			  * before them) */
+	uint64_t uc_stale; /* packets behind the expected PSN: dropped */
+	uint64_t uc_norecv; /* SEND / WRITE_IMM with no receive posted */
+	uint64_t uc_len; /* SEND longer than its receive */
+	uint64_t uc_access; /* WRITE refused: rkey, bounds or rights */
+	uint64_t uc_bad; /* an opcode UC does not carry, or a packet that
+			  * does not continue its message */
+	uint64_t uc_pkts_dropped; /* packets dropped with their message */
+	uint64_t uc_tx_unsent; /* WRITEs whose target range wraps: no
+				* packet, completed (no region could hold
+				* it; the responder would drop it) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
 

@@ -102,9 +102,10 @@ enum ovr_qp_state {
 	OVR_QPS_ERR = 6,
 };
 
-/* = IBV_QPT_RC / IBV_QPT_UD; the only types the engine runs */
+/* = IBV_QPT_RC / IBV_QPT_UC / IBV_QPT_UD; the types the engine runs */
 enum ovr_qp_type {
 	OVR_QPT_RC = 2,
+	OVR_QPT_UC = 3,
 	OVR_QPT_UD = 4,
 };
 

@@ -56,6 +56,7 @@ struct expect {
 #define ERR OVR_QPS_ERR
 #define RC OVR_QPT_RC
 #define UD OVR_QPT_UD
+#define UC OVR_QPT_UC
 
 /* Every legal transition; anything not listed must be refused. */
 static const struct expect legal[] = {
@@ -108,9 +109,32 @@ static const struct expect legal[] = {
 	{ UD, SQE, ERR, 0, 0 },
 	{ UD, ERR, RST, 0, 0 },
 	{ UD, ERR, ERR, 0, 0 },
+	/* UC: the kernel's qp_state_table, IB_QPT_UC column */
+	{ UC, RST, RST, 0, 0 },
+	{ UC, RST, INI, PKEY | PORT | ACC, 0 },
+	{ UC, INI, RST, 0, 0 },
+	{ UC, INI, INI, 0, PKEY | PORT | ACC },
+	{ UC, INI, RTR, AV | MTU | DQPN | RQPSN, ALTP | ACC | PKEY },
+	{ UC, INI, ERR, 0, 0 },
+	{ UC, RTR, RST, 0, 0 },
+	{ UC, RTR, RTS, SQPSN, CUR | ALTP | ACC | MIG },
+	{ UC, RTR, ERR, 0, 0 },
+	{ UC, RTS, RST, 0, 0 },
+	{ UC, RTS, RTS, 0, CUR | ACC | ALTP | MIG },
+	{ UC, RTS, SQD, 0, SQDN },
+	{ UC, RTS, ERR, 0, 0 },
+	{ UC, SQD, RST, 0, 0 },
+	{ UC, SQD, RTS, 0, CUR | ALTP | ACC | MIG },
+	{ UC, SQD, SQD, 0, AV | ALTP | ACC | PKEY | MIG },
+	{ UC, SQD, ERR, 0, 0 },
+	{ UC, SQE, RST, 0, 0 },
+	{ UC, SQE, RTS, 0, CUR | ACC },
+	{ UC, SQE, ERR, 0, 0 },
+	{ UC, ERR, RST, 0, 0 },
+	{ UC, ERR, ERR, 0, 0 },
 };
 
-static const enum ovr_qp_type types[] = { OVR_QPT_RC, OVR_QPT_UD };
+static const enum ovr_qp_type types[] = { OVR_QPT_RC, OVR_QPT_UC, OVR_QPT_UD };
 
 static const struct expect *lookup(enum ovr_qp_type type,
 				   enum ovr_qp_state from, enum ovr_qp_state to)
@@ -126,7 +150,7 @@ static const struct expect *lookup(enum ovr_qp_type type,
 
 static const char *tname(enum ovr_qp_type t)
 {
-	return t == OVR_QPT_RC ? "RC" : "UD";
+	return t == OVR_QPT_RC ? "RC" : t == OVR_QPT_UC ? "UC" : "UD";
 }
 
 /* Names the failing case, since the loops below run hundreds of them. */
@@ -336,7 +360,7 @@ static void test_in_place(void **state)
 
 static void test_out_of_range(void **state)
 {
-	static const unsigned int bad_types[] = { 0, 1, 3, 5, 8, 0xffffffffu };
+	static const unsigned int bad_types[] = { 0, 1, 5, 8, 0xffffffffu };
 	unsigned int req = 1, opt = 1;
 	size_t i;
 	int s;
@@ -502,6 +526,7 @@ static void test_abi_numbers(void **state)
 	assert_int_equal(OVR_QPS_SQE, 5);
 	assert_int_equal(OVR_QPS_ERR, 6);
 	assert_int_equal(OVR_QPT_RC, 2);
+	assert_int_equal(OVR_QPT_UC, 3);
 	assert_int_equal(OVR_QPT_UD, 4);
 	assert_int_equal(OVR_QP_ALT_PATH, 16384);
 	assert_int_equal(OVR_QP_SQ_PSN, 65536);
