@@ -145,8 +145,9 @@ struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 	struct ovrdma_qp *qp;
 	struct ibv_qp *q;
 
-	/* RC and UD; XRC, UC and raw packet QPs are not supported */
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	/* RC, UC and UD; XRC and raw packet QPs are not supported */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -168,7 +169,7 @@ struct ibv_qp *ovrdma_create_qp(struct ibv_pd *ibpd,
 		ctx->cl, to_opd(ibpd)->handle, to_ocq(attr->send_cq)->cq,
 		to_ocq(attr->recv_cq)->cq,
 		attr->srq ? to_osrq(attr->srq)->srq : NULL,
-		attr->qp_type == IBV_QPT_UD ? OVR_QPT_UD : OVR_QPT_RC, &cap,
+		(uint32_t)attr->qp_type, &cap, /* = OVR_QPT_*, checked */
 		attr->sq_sig_all != 0, (uint64_t)(uintptr_t)q);
 	if (!qp->qp) {
 		int e = errno;

@@ -55,6 +55,10 @@
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define QPX_UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+/* UC: SENDs and WRITEs, as the IB spec's UC opcodes */
+#define QPX_UC_OPS                                                        \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 /* UD: no multicast, so there is never a looped-back copy to block */
 #define QPX_UD_CREATE_FLAGS IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
 
@@ -406,7 +410,9 @@ static int qpx_attr_check(struct ibv_context *ibctx,
 				       flags & ~(uint32_t)QPX_UD_CREATE_FLAGS ?
 			       EOPNOTSUPP :
 			       0;
-	default: /* UC, XRC, raw packet: as ibv_create_qp */
+	case IBV_QPT_UC:
+		return ops & ~(uint64_t)QPX_UC_OPS || flags ? EOPNOTSUPP : 0;
+	default: /* XRC, raw packet: as ibv_create_qp */
 		return EOPNOTSUPP;
 	}
 }

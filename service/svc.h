@@ -298,7 +298,7 @@ struct svc_ah {
 
 struct svc_qp {
 	struct svc_ctx *ctx;
-	uint32_t type; /* OVR_QPT_RC or _UD */
+	uint32_t type; /* OVR_QPT_RC, _UC or _UD */
 	struct svc_srq *srq; /* or NULL */
 	uint32_t vni, vip; /* the device's: UD sends from, receives at */
 	uint32_t handle;

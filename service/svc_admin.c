@@ -322,7 +322,10 @@ static void show_qp(struct svc *s, struct show_buf *b, struct svc_ctx *c,
 	    "%-5u %-8u %-2s%-4s %-5u %3u.%3u.%3u.%3u "
 	    "%-8u %-8u %-8u %-8u %-9u %-8llu %-10llu "
 	    "%-8llu %-6u%c %-7u\n",
-	    c->id, qp->qpn, qp->type == OVR_QPT_UD ? "UD" : "RC",
+	    c->id, qp->qpn,
+	    qp->type == OVR_QPT_UD ? "UD" :
+	    qp->type == OVR_QPT_UC ? "UC" :
+				     "RC",
 	    qp->srq ? "+S" : "", st.state, v >> 24, (v >> 16) & 255,
 	    (v >> 8) & 255, v & 255, qa.dest_qp_num, st.snd_una, st.snd_nxt,
 	    st.rcv_nxt, st.cwnd_bytes, (unsigned long long)(st.srtt_ns / 1000),

@@ -160,7 +160,8 @@ static int qp_create_check(struct svc_ctx *c,
 	    !svc_obj_get(c, q->send_cq, SVC_OBJ_CQ) ||
 	    !svc_obj_get(c, q->recv_cq, SVC_OBJ_CQ))
 		return -ENOENT;
-	if (q->qp_type != OVR_QPT_RC && q->qp_type != OVR_QPT_UD)
+	if (q->qp_type != OVR_QPT_RC && q->qp_type != OVR_QPT_UC &&
+	    q->qp_type != OVR_QPT_UD)
 		return -EOPNOTSUPP;
 	*srq = NULL;
 	if (q->srq) {
@@ -229,8 +230,7 @@ static int qp_engine_create(struct svc *s, struct svc_qp *qp,
 			.max_inline_data = q->cap.max_inline_data,
 		},
 		.srq = qp->srq ? qp->srq->srqn : 0,
-		.qp_type = q->qp_type == OVR_QPT_UD ? OVR_QPT_UD :
-							  OVR_QPT_RC,
+		.qp_type = q->qp_type, /* checked: RC, UC or UD */
 	};
 	struct ovr_eng_qp_attr qa;
 	int rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);

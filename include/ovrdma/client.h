@@ -211,7 +211,7 @@ struct ovr_cl_qp *ovr_cl_create_qp(struct ovr_cl *cl, uint32_t pd,
 /*
  * The general form: @srq (or NULL) gives the QP its receives (then
  * cap->max_recv_* are ignored and ovr_cl_post_recv is EINVAL);
- * @qp_type OVR_QPT_RC or OVR_QPT_UD.
+ * @qp_type OVR_QPT_RC, OVR_QPT_UC or OVR_QPT_UD.
  */
 struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
 				      struct ovr_cl_cq *send_cq,

@@ -360,7 +360,9 @@ struct ovr_ctl_qp_cap {
  * CREATE_SRQ) or 0; with one, cap.max_recv_wr / max_recv_sge are
  * ignored and the reply's rq_depth is 0 (no receive ring). @qp_type
  * OVR_QPT_UD makes a UD QP: MODIFY_QP follows verbs' UD table (QKEY
- * at INIT, no AV ever), its send WQEs name an AH (ring.h).
+ * at INIT, no AV ever), its send WQEs name an AH (ring.h); OVR_QPT_UC a
+ * UC QP: verbs' UC table (an AV at RTR as RC, no RC reliability
+ * attributes), SEND, SEND_WITH_IMM, RDMA_WRITE(_WITH_IMM) only.
  */
 struct ovr_ctl_create_qp_req {
 	uint32_t pd;

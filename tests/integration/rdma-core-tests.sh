@@ -41,7 +41,6 @@ test_shared_pd.* | Extended QP is not supported on this device | not implemented
 test_shared_pd.* | Importing a device is not supported | ibv_import_device (another process'"'"'s context by its command fd): ovrdma'"'"'s contexts are control connections, not kernel objects to share
 test_tag_matching.* | Tag matching is not supported | tag matching (tm_caps 0): a NIC offload of MPI'"'"'s tag matching into its own SRQ lists; ovrdma'"'"'s SRQs are plain ones (the extended CQ takes IBV_WC_EX_WITH_TM_INFO, never present)
 test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC
-test_qp.test_*uc_qp* | Create UC QP with* attrs is not supported | UC QPs: ovrdma runs RC and UD
 test_qp.test_create_raw_qp*_attr | Create Raw Packet QP with* attrs is not supported | raw packet QPs: frames of the tenant network are the overlay'"'"'s, not an application'"'"'s
 test_qp.test_query_raw_qp | Create Raw Packet QP with* attrs is not supported | raw packet QPs: frames of the tenant network are the overlay'"'"'s, not an application'"'"'s
 test_flow.* | Create QP type 8 is not supported | raw packet QPs (flow steering needs them)

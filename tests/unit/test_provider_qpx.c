@@ -8,7 +8,7 @@
  * ovrdmad would, and writes CQEs as ovrdmad would.
  *
  *   1. ibv_create_qp_ex: what is refused (send operations ovrdma does
- *      not carry, create flags, comp_mask bits, no PD, UC) and with
+ *      not carry, create flags, comp_mask bits, no PD, XRC) and with
  *      which errno; SEND_OPS_FLAGS gives an ibv_qp_ex, PD alone or
  *      CREATE_FLAGS 0 a plain QP; capabilities written back;
  *   2. WRs built between wr_start and wr_complete reach the ring only at
@@ -348,6 +348,9 @@ static struct ibv_qp_init_attr_ex init_attr(enum ibv_qp_type type,
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |   \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+#define UC_OPS                                                            \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define EX_MASK (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 static struct fake_qp *fake_of(const struct ibv_qp *q)
@@ -480,8 +483,13 @@ static void test_create(void **state)
 	expect_refused(init_attr(IBV_QPT_UD, EX_MASK,
 				 IBV_QP_EX_WITH_SEND_WITH_INV),
 		       EOPNOTSUPP);
+	/* UC carries SENDs and WRITEs only */
+	expect_refused(init_attr(IBV_QPT_UC, EX_MASK, IBV_QP_EX_WITH_RDMA_READ),
+		       EOPNOTSUPP);
+	expect_refused(init_attr(IBV_QPT_UC, EX_MASK, RC_OPS), EOPNOTSUPP);
 	/* other QP types, comp_mask bits, create flags */
-	expect_refused(init_attr(IBV_QPT_UC, EX_MASK, IBV_QP_EX_WITH_SEND),
+	expect_refused(init_attr(IBV_QPT_XRC_SEND, EX_MASK,
+				 IBV_QP_EX_WITH_SEND),
 		       EOPNOTSUPP);
 	expect_refused(init_attr(IBV_QPT_RC, EX_MASK | IBV_QP_INIT_ATTR_XRCD,
 				 IBV_QP_EX_WITH_SEND),
@@ -1168,6 +1176,73 @@ static void test_errors(void **state)
 	destroy(u);
 }
 
+/* A UC QP: created through either API with its four operations, a
+ * WRITE and a SEND_WITH_IMM reach the ring as on RC; a READ or an atomic
+ * is refused at posting (EINVAL, as rxe), by ibv_post_send and by
+ * wr_complete, and nothing of it is published. */
+static void test_uc(void **state)
+{
+	struct ibv_qp *q = mkqp(IBV_QPT_UC, UC_OPS);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(q);
+	struct ibv_sge sge = { (uintptr_t)t.buf, 8, 5 };
+	struct ibv_send_wr wr = { .wr_id = 9,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad = NULL;
+	uint32_t p0 = sq_prod(q);
+
+	(void)state;
+	assert_int_equal(q->qp_type, IBV_QPT_UC);
+	assert_int_equal(ovrdma_post_send(q, &wr, &bad), EINVAL);
+	assert_ptr_equal(bad, &wr);
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = 0x1000;
+	assert_int_equal(ovrdma_post_send(q, &wr, &bad), EINVAL);
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	assert_int_equal(ovrdma_post_send(q, &wr, &bad), EINVAL);
+	assert_int_equal(sq_prod(q), p0);
+	ibv_wr_start(x);
+	ibv_wr_rdma_read(x, 0xaa, 0x10000);
+	ibv_wr_set_sge(x, 5, (uintptr_t)t.buf, 64);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	assert_int_equal(sq_prod(q), p0);
+	ibv_wr_start(x);
+	x->wr_id = 1;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, 0xaa, 0x10000);
+	ibv_wr_set_sge(x, 5, (uintptr_t)t.buf, 64);
+	x->wr_id = 2;
+	ibv_wr_send_imm(x, htonl(7));
+	ibv_wr_set_sge(x, 5, (uintptr_t)t.buf, 64);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	assert_int_equal(sq_prod(q), p0 + 2);
+	assert_true(rang(q));
+	wr.wr_id = 3;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.wr.rdma.remote_addr = 0x2000;
+	wr.wr.rdma.rkey = 0xbb;
+	assert_int_equal(ovrdma_post_send(q, &wr, &bad), 0);
+	assert_int_equal(sq_prod(q), p0 + 3);
+	for (uint32_t i = 0; i < 3; i++)
+		assert_int_equal(complete_one(q, p0 + i), i + 1);
+	destroy(q);
+	/* ibv_create_qp: UC is a QP type ovrdma creates */
+	q = ovrdma_create_qp_ex(&t.ctx->vctx.context,
+				&(struct ibv_qp_init_attr_ex){
+					.qp_type = IBV_QPT_UC,
+					.send_cq = &t.cq->vcq.cq,
+					.recv_cq = &t.cq->vcq.cq,
+					.cap = { 4, 4, 1, 1, 0 },
+					.comp_mask = IBV_QP_INIT_ATTR_PD,
+					.pd = &t.pd.ibv_pd,
+				});
+	assert_non_null(q);
+	assert_null(ibv_qp_to_qp_ex(q));
+	destroy(q);
+}
+
 /* Queue full counts the WRs outstanding (posted, not completed) with
  * the batch's own, ibv_post_send's as well. */
 static void test_full(void **state)
@@ -1351,6 +1426,7 @@ int main(void)
 		cmocka_unit_test(test_abort),
 		cmocka_unit_test(test_same_as_post_send),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_uc),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_copies),
 		cmocka_unit_test(test_mixed),
