@@ -533,6 +533,15 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_rx_ud_qkey", es.rx_ud_qkey);
 	counter(b, "engine_rx_ud_norecv", es.rx_ud_norecv);
 	counter(b, "engine_tx_ud_too_long", es.tx_ud_too_long);
+	counter(b, "engine_uc_msg_dropped", es.uc_msg_dropped);
+	counter(b, "engine_uc_gap", es.uc_gap);
+	counter(b, "engine_uc_stale", es.uc_stale);
+	counter(b, "engine_uc_norecv", es.uc_norecv);
+	counter(b, "engine_uc_len", es.uc_len);
+	counter(b, "engine_uc_access", es.uc_access);
+	counter(b, "engine_uc_bad", es.uc_bad);
+	counter(b, "engine_uc_pkts_dropped", es.uc_pkts_dropped);
+	counter(b, "engine_uc_tx_unsent", es.uc_tx_unsent);
 	counter(b, "engine_mr_revoked", es.mr_revoked);
 	counter(b, "engine_rsp_probes", es.rsp_probes);
 	counter(b, "engine_resp_resend_revoked", es.resp_resend_revoked);

@@ -10,6 +10,9 @@
 #   3. ibv_srq_pingpong -g 0 (16 QPs on one SRQ) and ibv_ud_pingpong -g 0
 #      (UD QPs, address handles, the 40-byte GRH) for sizes up to the
 #      device's active MTU, with busy polling and with events (-e);
+#      ibv_uc_pingpong -g 0 (UC QPs: nothing acknowledged, no loss on
+#      this link, so nothing may be dropped) up to messages of 256
+#      packets, with busy polling and with events;
 #   4. ovrdmad killed with -9 leaves a stale tree that a restart replaces;
 #      SIGTERM removes the tree.
 # usage: verbs-pingpong.sh OVRDMAD OVRDMACTL OVRDMA_RUN BUILD_DIR
@@ -20,7 +23,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "verbs-pingpong: needs root (DPDK, memif, /dev/infiniband); skipped"
 	exit 77
 fi
-for p in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong; do
+for p in ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong ibv_uc_pingpong; do
 	if ! command -v $p >/dev/null; then
 		echo "verbs-pingpong: $p missing (apt-get install ibverbs-utils); skipped"
 		exit 77
@@ -195,6 +198,17 @@ done
 [ "$(counter a rx_ud)" -gt 0 ] && [ "$(counter b tx_ud)" -gt 0 ] ||
 	fail "no datagrams counted"
 [ "$(counter a engine_rx_ud_norecv)" = 0 ] || fail "datagrams found no receive"
+prog=ibv_uc_pingpong
+for ev in "" "-e"; do
+	pingpong -s 1 -n 200 $ev
+	pingpong -s 4096 -n 200 $ev
+	pingpong -s 65536 -n 50 $ev
+	pingpong -s 1048576 -n 10 $ev
+done
+for n in a b; do
+	[ "$(counter $n engine_uc_msg_dropped)" = 0 ] ||
+		fail "node $n dropped UC messages on a lossless link"
+done
 
 for _ in $(seq 50); do
 	[ "$(counter a engine_qps)" = 0 ] && [ "$(counter b engine_qps)" = 0 ] &&
