@@ -6,7 +6,9 @@
 # (docs/PROVIDER.md section 6):
 #   integrity: verbs_integrity at 0 %, 1 % and 5 % loss (1 % reordering
 #              by 50 us with loss): every operation byte-exact, guards
-#              untouched, completions in order;
+#              untouched, completions in order; and over UC QPs (--uc:
+#              WRITE, WRITE_IMM, SEND, SEND_IMM) at 0 %, where nothing
+#              may be dropped;
 #   abuse:     verbs_abuse: each misuse of the verbs gives the documented
 #              error, never a crash or a hang, and a good transfer follows;
 #   mem:       verbs_mem: memory registration's semantics (memory the
@@ -145,6 +147,14 @@ if [ $mode = integrity ]; then
 	# modest amounts: the 2-core machine runs two ovrdmad, the fabric and
 	# both programs; 5 % loss costs many retransmissions
 	pair loss-0 150 "${seed[@]}" --qps 4 --window 6 --rounds 200
+	pair uc-loss-0 150 "${seed[@]}" --uc --qps 4 --window 6 --rounds 200
+	for n in 1 2; do
+		v=$(counter $n engine_uc_msg_dropped)
+		if [ "${v:-x}" != 0 ]; then
+			echo "$name: FAIL: node $n dropped ${v:-?} UC messages at 0 % loss"
+			nfail=$((nfail + 1))
+		fi
+	done
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
 	pair loss-1-reorder-1 150 "${seed[@]}" --qps 4 --window 6 --rounds 150
 	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null

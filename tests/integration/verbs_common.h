@@ -295,11 +295,14 @@ static int vc_connect(struct vc_dev *d, struct ibv_qp *qp, uint32_t my_psn,
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.grh.sgid_index = 0;
 	memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+	/* UC: no responder resources and no RNR (verbs' UC table) */
 	rc = ibv_modify_qp(qp, &a,
 			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				   IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER);
+				   (qp->qp_type == IBV_QPT_UC ?
+					    0 :
+					    IBV_QP_MAX_DEST_RD_ATOMIC |
+						    IBV_QP_MIN_RNR_TIMER));
 	if (rc || !rts)
 		return rc;
 	memset(&a, 0, sizeof(a));
@@ -309,10 +312,15 @@ static int vc_connect(struct vc_dev *d, struct ibv_qp *qp, uint32_t my_psn,
 	a.retry_cnt = p->retry_cnt;
 	a.rnr_retry = p->rnr_retry;
 	a.max_rd_atomic = p->rd_atomic;
+	/* UC: nothing acknowledged, so no timeout, retries, READ depth */
 	return ibv_modify_qp(qp, &a,
-			     IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_MAX_QP_RD_ATOMIC);
+			     IBV_QP_STATE | IBV_QP_SQ_PSN |
+				     (qp->qp_type == IBV_QPT_UC ?
+					      0 :
+					      IBV_QP_TIMEOUT |
+						      IBV_QP_RETRY_CNT |
+						      IBV_QP_RNR_RETRY |
+						      IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
 static inline void vc_qpinfo_of(const struct vc_dev *d, const struct ibv_qp *qp,

@@ -5,7 +5,12 @@
  *
  *   verbs_integrity server [-p PORT] [-d DEV]
  *   verbs_integrity client ADDR [-p PORT] [-d DEV] [--seed N] [--qps N]
- *                   [--rounds N] [--window N] [--max-size BYTES]
+ *                   [--rounds N] [--window N] [--max-size BYTES] [--uc]
+ *
+ * --uc: UC QPs instead, and UC's operations only (WRITE, WRITE_WITH_IMM,
+ * SEND, SEND_WITH_IMM): for a link without loss, where UC must deliver
+ * everything (a lost packet drops its message: the server would wait
+ * for it).
  *
  * The client drives: on each of --qps RC QPs it posts rounds of --window
  * operations (RDMA WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM,
@@ -54,6 +59,8 @@ static const char *const op_name[OP_NTYPES] = {
 };
 /* percent of each kind */
 static const unsigned op_weight[OP_NTYPES] = { 20, 12, 20, 18, 10, 10, 10 };
+/* ... on UC, which carries no READ and no atomics */
+static const unsigned uc_weight[OP_NTYPES] = { 30, 20, 0, 30, 20, 0, 0 };
 
 struct piece {
 	uint32_t off; /* in the slot */
@@ -77,7 +84,8 @@ struct params {
 	uint32_t nqp, window, rounds;
 	uint64_t seed;
 	uint64_t max_size;
-	uint32_t ls_max, rs_max, inline_max, pad;
+	uint32_t ls_max, rs_max, inline_max;
+	uint32_t uc; /* UC QPs, UC's operations */
 };
 
 struct srv_info {
@@ -188,11 +196,12 @@ static void plan_round(uint32_t r)
 		vc_rng_init(&g, P.seed, ((uint64_t)r << 16) | q);
 		for (uint32_t j = 0; j < P.window; j++) {
 			struct op *o = op_at(r, q, j);
+			const unsigned *wt = P.uc ? uc_weight : op_weight;
 			unsigned w = (unsigned)vc_range(&g, 0, 99), t = 0;
 
 			memset(o, 0, sizeof(*o));
-			while (w >= op_weight[t]) {
-				w -= op_weight[t];
+			while (w >= wt[t]) {
+				w -= wt[t];
 				t++;
 			}
 			o->type = (uint8_t)t;
@@ -291,7 +300,7 @@ static void make_qps(uint32_t sq, uint32_t rq)
 		struct ibv_qp_init_attr a = {
 			.send_cq = scq,
 			.recv_cq = rcq,
-			.qp_type = IBV_QPT_RC,
+			.qp_type = P.uc ? IBV_QPT_UC : IBV_QPT_RC,
 			.sq_sig_all = 1,
 			.cap = { .max_send_wr = sq,
 				 .max_recv_wr = rq,
@@ -1038,7 +1047,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: verbs_integrity server [-p PORT] [-d DEV]\n"
 		"       verbs_integrity client ADDR [-p PORT] [-d DEV] [--seed N] [--qps N]\n"
-		"                       [--rounds N] [--window N] [--max-size BYTES]\n");
+		"                       [--rounds N] [--window N] [--max-size BYTES] [--uc]\n");
 	exit(2);
 }
 
@@ -1050,6 +1059,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "window", required_argument, NULL, 'w' },
 		{ "max-size", required_argument, NULL, 'm' },
+		{ "uc", no_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *devname = NULL, *role, *addr = NULL;
@@ -1100,6 +1110,9 @@ int main(int argc, char **argv)
 		case 'm':
 			P.max_size = strtoull(optarg, NULL, 0);
 			break;
+		case 'u':
+			P.uc = 1;
+			break;
 		default:
 			usage();
 		}
@@ -1109,10 +1122,10 @@ int main(int argc, char **argv)
 		usage();
 	if (!server)
 		printf("%s: seed %" PRIu64 " (repeat with --seed %" PRIu64
-		       "), %u QPs, window %u, %u rounds, sizes 1..%" PRIu64
+		       "), %u %s QPs, window %u, %u rounds, sizes 1..%" PRIu64
 		       "\n",
-		       vc_prog, P.seed, P.seed, P.nqp, P.window, P.rounds,
-		       P.max_size);
+		       vc_prog, P.seed, P.seed, P.nqp, P.uc ? "UC" : "RC",
+		       P.window, P.rounds, P.max_size);
 	vc_open(&dev, devname);
 	return server ? run_server(port) : run_client(addr, port);
 }
