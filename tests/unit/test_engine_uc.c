@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <inttypes.h>
 
 #include <ovrdma/wire_codec.h>
 
@@ -638,6 +639,120 @@ static void test_uc_hostile(void **state)
 	free(c);
 }
 
+/*
+ * A storm of forged packets that parse (the codec's checks are not what
+ * is tested here): SENDs and WRITEs with random PSNs near and far from
+ * the expected one, random offsets, lengths, LAST flags and keys,
+ * against a QP with receives posted. Nothing may crash (the sanitizer
+ * build runs this too), every completion is a well-formed successful
+ * receive no longer than its buffer, WRITEs land only inside the
+ * arena's region, the QP stays in RTS, and nothing is ever answered.
+ */
+static void test_uc_storm(void **state)
+{
+	static const uint8_t ops[] = { OVR_OP_SEND, OVR_OP_SEND_IMM,
+				       OVR_OP_WRITE, OVR_OP_WRITE_IMM };
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng *e1 = p->n[1].eng;
+	uint64_t tx1 = p->n[1].tx_pkts, x = 0x243f6a8885a308d3ull;
+	uint8_t *buf = malloc(8192), pay[1024];
+	uint32_t posted = 0, done = 0, base = 0xffffe0, cap[32];
+	struct ovr_eng_qp_attr a;
+	struct ovr_eng_stats st;
+	struct ovr_eng_wc wc;
+
+	assert_non_null(buf);
+	memset(pay, 0x5a, sizeof(pay));
+	for (uint32_t i = 0; i < 40000; i++) {
+		struct ovr_wire_pkt pk;
+		uint32_t r, len, mo, room;
+		int n;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		r = (uint32_t)(x >> 11);
+		if (posted - done < 32) {
+			cap[posted % 32] = (r & 1) ? 8192 : 512;
+			assert_int_equal(post_recv_one(p, 1, f->qpn[1], posted,
+						       (size_t)(posted % 32)
+							       << 13,
+						       cap[posted % 32]),
+					 0);
+			posted++;
+		}
+		memset(&pk, 0, sizeof(pk));
+		pk.version = OVR_WIRE_VERSION;
+		pk.opcode = ops[r & 3];
+		pk.dqpn = f->qpn[1];
+		pk.sqpn = f->qpn[0];
+		pk.tsval = 1;
+		/* mostly near a drifting base, sometimes anywhere */
+		pk.psn = ((r >> 2) & 7) ?
+				 (base + ((r >> 5) & 63) - 16) & 0xffffffu :
+				 (uint32_t)(x >> 40) & 0xffffffu;
+		base += (r >> 12) & 3;
+		pk.u.send.msg_len = (uint32_t)(x % 9000);
+		mo = (r & 0x100) ?
+			     0 :
+			     (uint32_t)(x >> 20) % (pk.u.send.msg_len + 1);
+		room = pk.u.send.msg_len - mo;
+		len = room < (r >> 20) % 1025 ? room : (r >> 20) % 1025;
+		if (mo + len == pk.u.send.msg_len)
+			pk.flags |= OVR_F_LAST;
+		else if (!len)
+			len = 1;
+		if (r & 0x200)
+			pk.flags |= OVR_F_SE;
+		pk.payload = pay;
+		pk.payload_len = len;
+		if (pk.opcode == OVR_OP_WRITE ||
+		    pk.opcode == OVR_OP_WRITE_IMM) {
+			uint32_t ml = pk.u.send.msg_len;
+
+			memset(&pk.u, 0, sizeof(pk.u));
+			pk.u.write.msg_len = ml;
+			pk.u.write.mo = mo;
+			pk.u.write.rkey = (r & 0x400) ? p->n[1].key : r;
+			pk.u.write.va = ovr_pair_va(
+				p, 1, (1u << 20) + (x % (1u << 20)));
+			pk.u.write.imm = r;
+			pk.u.write.msn = r;
+		} else {
+			pk.u.send.mo = mo;
+			pk.u.send.msn = r;
+			if (pk.opcode == OVR_OP_SEND_IMM)
+				pk.u.send.imm = r;
+		}
+		n = ovr_wire_build(&pk, buf, 8192);
+		if (n <= 0)
+			continue;
+		ovr_eng_rx(e1, p->now, buf, (uint32_t)n, (r & 0x800) != 0);
+		while (ovr_pair_poll(p, 1, 1, &wc)) {
+			assert_int_equal(wc.wr_id, done);
+			assert_int_equal(wc.status, OVR_WC_SUCCESS);
+			assert_true(wc.byte_len <= cap[done % 32] ||
+				    wc.opcode == OVR_WC_RECV_RDMA_WITH_IMM);
+			done++;
+		}
+	}
+	settle(f);
+	stats(f, 1, &st);
+	print_message("storm: %u receives completed; dropped %" PRIu64
+		      " messages, %" PRIu64 " gaps, %" PRIu64 " stale, %" PRIu64
+		      " bad, %" PRIu64 " access, %" PRIu64 " len\n",
+		      done, st.uc_msg_dropped, st.uc_gap, st.uc_stale,
+		      st.uc_bad, st.uc_access, st.uc_len);
+	assert_true(done > 0);
+	assert_true(st.uc_msg_dropped > 0 && st.uc_stale > 0 &&
+		    st.uc_access > 0 && st.uc_len > 0 && st.uc_bad > 0);
+	assert_int_equal(ovr_eng_qp_query(e1, f->qpn[1], &a), 0);
+	assert_int_equal(a.qp_state, OVR_QPS_RTS);
+	assert_int_equal(p->n[1].tx_pkts, tx1);
+	free(buf);
+}
+
 /* With an SRQ: a receive taken by a message that is then dropped cannot
  * go back and completes REM_INV_REQ_ERR (rxe's class E); the next
  * message takes the next receive. */
@@ -697,6 +812,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_uc_srq_partial, setup_srq,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_uc_storm, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
