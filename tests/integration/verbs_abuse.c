@@ -1602,6 +1602,124 @@ static int case_dmabuf(void)
 }
 
 /* the device still works: WRITE, READ back, SEND, atomics */
+/* UC QPs (docs/PROVIDER.md, "Unreliable connected QPs"): verbs' UC
+ * table - RC's reliability attributes refused at RTR and RTS, EINVAL -
+ * and READ, atomics and SEND_WITH_INV refused at posting, EINVAL with
+ * *bad_wr naming the WR; the QP in RTS, its PSNs as set. */
+static int case_uc(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(dev.ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UC,
+		.cap = { 8, 8, 1, 1, 0 },
+	};
+	struct ibv_sge sge = { (uintptr_t)lbuf, 8, lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	static const enum ibv_wr_opcode refused[] = {
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP,
+		IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND_WITH_INV
+	};
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp;
+	int rc, ret = -1;
+
+	CHECK(cq, "create_cq: %s", strerror(errno));
+	ia.send_cq = ia.recv_cq = cq;
+	qp = ibv_create_qp(pd, &ia);
+	if (!qp) {
+		ibv_destroy_cq(cq);
+		CHECK(0, "create_qp UC: %s", strerror(errno));
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	case_name = "UC INIT with a Q_Key";
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_QKEY);
+	if (rc != EINVAL)
+		goto out;
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS);
+	case_name = "UC to INIT";
+	if (rc)
+		goto out;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = dev.port.active_mtu;
+	a.dest_qp_num = qp->qp_num; /* itself: never used */
+	a.rq_psn = 0x123456;
+	a.max_dest_rd_atomic = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	memcpy(a.ah_attr.grh.dgid.raw, dev.gid.raw, 16);
+	case_name = "UC RTR with MAX_DEST_RD_ATOMIC";
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				   IBV_QP_MAX_DEST_RD_ATOMIC);
+	if (rc != EINVAL)
+		goto out;
+	case_name = "UC to RTR";
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+	if (rc)
+		goto out;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x654321;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	case_name = "UC RTS with TIMEOUT and RETRY_CNT";
+	rc = ibv_modify_qp(qp, &a,
+			   IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				   IBV_QP_RETRY_CNT);
+	if (rc != EINVAL)
+		goto out;
+	case_name = "UC to RTS";
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	if (rc)
+		goto out;
+	case_name = "UC query";
+	rc = ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN,
+			  &qi);
+	if (rc || a.qp_state != IBV_QPS_RTS || a.sq_psn != 0x654321 ||
+	    a.rq_psn != 0x123456 || qi.qp_type != IBV_QPT_UC) {
+		rc = rc ? rc : -1;
+		goto out;
+	}
+	for (unsigned int i = 0; i < 4; i++) {
+		case_name = "UC READ / atomic / SEND_WITH_INV posted";
+		wr.opcode = refused[i];
+		bad = NULL;
+		rc = ibv_post_send(qp, &wr, &bad);
+		if (rc != EINVAL || bad != &wr) {
+			rc = rc ? rc : -1;
+			goto out;
+		}
+	}
+	rc = 0;
+	ret = 0;
+out:
+	if (ret)
+		printf("%s: case %d (%s): FAIL: rc %d (%s)\n", vc_prog, ncase,
+		       case_name, rc, rc > 0 ? strerror(rc) : "");
+	if (ret)
+		nfail++;
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return ret;
+}
+
 static int case_good(void)
 {
 	struct pairopt o = popt();
@@ -1671,6 +1789,7 @@ static int run_client(const char *addr, int port, int only)
 		{ case_rnr, "RNR, rnr_retry 0..7" },
 		{ case_short_recv, "receive too small" },
 		{ case_dmabuf, "reg_dmabuf_mr" },
+		{ case_uc, "UC: modify table, READ and atomics refused" },
 		{ case_good, "a good transfer" },
 	};
 	int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
