@@ -251,7 +251,14 @@ static bool uc_write(struct ovr_eng *e, struct eng_qp *qp,
 					  (uint8_t *)(uintptr_t)p->payload,
 					  p->payload_len, true,
 					  p->u.write.msg_len)) {
-				/* the QP's memory failed it: a local error */
+				/* nothing mapped there (-EFAULT): a remote
+				 * access error, silent on UC */
+				if (e->dev_fault) {
+					e->st.uc_access++;
+					return false;
+				}
+				/* an operational failure, or the memory's
+				 * owner gone: a local error */
 				qp->uc.in_msg = false;
 				eng_qp_error(e, qp, qp->sq_prod,
 					     OVR_WC_WR_FLUSH_ERR, 0);

@@ -139,6 +139,31 @@ static void uc_connect(struct ovr_pair *p, int n, uint32_t qpn, uint32_t dqpn,
 	assert_int_equal(a.sq_psn, sq_psn);
 }
 
+/* Node 1's "application memory" behind ops.dev_copy (the process
+ * route's regions, OVR_ENG_MR_HOST), with a hole where nothing is
+ * mapped: copies there answer -EFAULT. */
+#define HOLE_LO 4096u
+#define HOLE_HI 8192u
+static uint8_t proc_mem[1u << 16];
+
+static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
+		     uint32_t len, bool to_dev, uint32_t msg_len,
+		     unsigned int flags)
+{
+	(void)ctx;
+	(void)msg_len;
+	(void)flags;
+	assert_ptr_equal(dev, proc_mem);
+	assert_true(off <= sizeof(proc_mem) && len <= sizeof(proc_mem) - off);
+	if (off < HOLE_HI && off + len > HOLE_LO)
+		return -EFAULT;
+	if (to_dev)
+		memcpy(proc_mem + off, host, len);
+	else
+		memcpy(host, proc_mem + off, len);
+	return 0;
+}
+
 static struct fix *setup_with(uint32_t srq_on_1)
 {
 	struct fix *f = calloc(1, sizeof(*f));
@@ -148,6 +173,7 @@ static struct fix *setup_with(uint32_t srq_on_1)
 	assert_non_null(f);
 	ovr_pair_cfg_default(&cfg);
 	cfg.mem_bytes = 8u << 20;
+	cfg.dev_copy = fake_copy;
 	f->p = ovr_pair_create(&cfg);
 	assert_non_null(f->p);
 	if (srq_on_1) {
@@ -753,6 +779,83 @@ static void test_uc_storm(void **state)
 	free(buf);
 }
 
+/*
+ * Memory gone under a registration (the process route's -EFAULT): a
+ * WRITE there is a remote access error, dropped silently like a bad
+ * rkey, the QP unharmed and the next WRITE placed; a SEND into a
+ * receive there is the receiver's own protection error - the receive
+ * completes LOC_PROT_ERR and the QP goes to ERROR (nothing tells the
+ * sender, whose WRs complete).
+ */
+static void test_uc_hole(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	const uint64_t va = 0x600000000000ull;
+	struct ovr_eng_sge rs = { va + HOLE_LO, 512, 0 };
+	struct ovr_eng_recv_wr rw = { 77, &rs, 1 };
+	struct ovr_eng_qp_attr a;
+	struct ovr_eng_stats st;
+	struct ovr_eng_wc wc;
+	uint32_t key;
+
+	memset(proc_mem, 0, sizeof(proc_mem));
+	fill_pattern(p->n[0].mem, 16384, 9);
+	assert_int_equal(ovr_eng_reg_mr_ext(p->n[1].eng, p->n[1].pd, va,
+					    sizeof(proc_mem), OVR_ACCESS_ALL,
+					    proc_mem, 0, OVR_ENG_MR_HOST, &key),
+			 0);
+	rs.lkey = key;
+	/* the region's key with an address outside it (the arena's) */
+	assert_int_equal(
+		post_imm(f, 0, OVR_WR_RDMA_WRITE, 1, 0, 3000, 0, 0, key), 0);
+	settle(f);
+	{
+		struct ovr_eng_sge s = { ovr_pair_va(p, 0, 0), 3000,
+					 p->n[0].key };
+		struct ovr_eng_send_wr wr = {
+			.wr_id = 2,
+			.opcode = OVR_WR_RDMA_WRITE,
+			.send_flags = OVR_SEND_SIGNALED,
+			.sg_list = &s,
+			.num_sge = 1,
+			.rkey = key,
+			.remote_addr = va + HOLE_LO + 100,
+		};
+
+		assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr,
+						   p->now),
+				 0);
+		wr.wr_id = 3;
+		wr.remote_addr = va + HOLE_HI;
+		assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr,
+						   p->now),
+				 0);
+	}
+	settle(f);
+	stats(f, 1, &st);
+	assert_int_equal(st.uc_access, 2); /* WR 1 and WR 2 (the hole) */
+	assert_memory_equal(proc_mem + HOLE_HI, p->n[0].mem, 3000);
+	assert_int_equal(ovr_eng_qp_query(p->n[1].eng, f->qpn[1], &a), 0);
+	assert_int_equal(a.qp_state, OVR_QPS_RTS);
+	/* a receive in the hole */
+	assert_int_equal(ovr_eng_post_recv(p->n[1].eng, f->qpn[1], &rw, p->now),
+			 0);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 4, 0, 100, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	settle(f);
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.status, OVR_WC_LOC_PROT_ERR);
+	assert_int_equal(ovr_eng_qp_query(p->n[1].eng, f->qpn[1], &a), 0);
+	assert_int_equal(a.qp_state, OVR_QPS_ERR);
+	for (uint64_t id = 1; id <= 4; id++)
+		expect_wc(f, 0, 0, id, OVR_WC_SUCCESS,
+			  id == 4 ? OVR_WC_SEND : OVR_WC_RDMA_WRITE,
+			  id == 4 ? 100 : 3000);
+}
+
 /* With an SRQ: a receive taken by a message that is then dropped cannot
  * go back and completes REM_INV_REQ_ERR (rxe's class E); the next
  * message takes the next receive. */
@@ -813,6 +916,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_uc_srq_partial, setup_srq,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_uc_storm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_uc_hole, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
