@@ -171,18 +171,53 @@ static void uc_recv_fail(struct ovr_eng *e, struct eng_qp *qp, uint32_t status)
 	eng_qp_event(e, qp, OVR_EV_QP_FATAL);
 }
 
-/* Does @p (not a message's first packet) continue the message in
+static bool uc_is_write(uint8_t op)
+{
+	return op == OVR_OP_WRITE || op == OVR_OP_WRITE_IMM;
+}
+
+/* The queue-0 MSN a packet carries (SEND*, WRITE_IMM; 0 for a WRITE). */
+static uint32_t uc_msn_of(const struct ovr_wire_pkt *p)
+{
+	if (p->opcode == OVR_OP_WRITE_IMM)
+		return p->u.write.msn;
+	return uc_is_write(p->opcode) ? 0 : p->u.send.msn;
+}
+
+/* The message @p belongs to becomes the one in progress (its identity:
+ * opcode, length, queue-0 MSN, WRITE target), nothing of it placed. */
+static void uc_track(struct eng_qp *qp, const struct ovr_wire_pkt *p,
+		     uint32_t msg_len)
+{
+	bool w = uc_is_write(p->opcode);
+
+	qp->uc.op = p->opcode;
+	qp->uc.len = msg_len;
+	qp->uc.got = 0;
+	qp->uc.msn = uc_msn_of(p);
+	qp->uc.rkey = w ? p->u.write.rkey : 0;
+	qp->uc.va = w ? p->u.write.va : 0;
+}
+
+/* Is @p (not a message's first packet) part of the message in
  * progress? */
+static bool uc_same_msg(const struct eng_qp *qp, const struct ovr_wire_pkt *p,
+			uint32_t msg_len)
+{
+	bool w = uc_is_write(p->opcode);
+
+	return qp->uc.in_msg && qp->uc.op == p->opcode &&
+	       qp->uc.len == msg_len && qp->uc.msn == uc_msn_of(p) &&
+	       qp->uc.rkey == (w ? p->u.write.rkey : 0) &&
+	       qp->uc.va == (w ? p->u.write.va : 0);
+}
+
+/* Does @p (not a message's first packet) continue the message in
+ * progress, right where it stands? */
 static bool uc_continues(const struct eng_qp *qp, const struct ovr_wire_pkt *p,
 			 uint32_t mo, uint32_t msg_len)
 {
-	if (!qp->uc.in_msg || qp->uc.op != p->opcode || qp->uc.len != msg_len ||
-	    qp->uc.got != mo)
-		return false;
-	if (p->opcode == OVR_OP_WRITE || p->opcode == OVR_OP_WRITE_IMM)
-		return p->u.write.rkey == qp->uc.rkey &&
-		       p->u.write.va == qp->uc.va;
-	return true;
+	return uc_same_msg(qp, p, msg_len) && qp->uc.got == mo;
 }
 
 /* A SEND segment into the receive at the head. False: the message (or
@@ -362,8 +397,17 @@ void eng_uc_rx(struct ovr_eng *e, struct eng_qp *qp,
 		/* part of this message, or of the one before, was lost: the
 		 * message is dropped, and the expected PSN stays (a forged
 		 * continuation cannot move it; only a first packet does) */
-		if (!qp->uc.in_msg || !qp->uc.drop)
+		if (!uc_same_msg(qp, p, msg_len)) {
+			/* the end of one message and the start of this one
+			 * were lost: both are dropped */
+			if (qp->uc.in_msg && !qp->uc.drop)
+				uc_drop_msg(e, qp);
+			qp->uc.in_msg = false;
 			uc_drop_msg(e, qp);
+			uc_track(qp, p, msg_len);
+		} else if (!qp->uc.drop) {
+			uc_drop_msg(e, qp);
+		}
 		e->st.uc_pkts_dropped++;
 		return;
 	}
@@ -378,16 +422,7 @@ void eng_uc_rx(struct ovr_eng *e, struct eng_qp *qp,
 		}
 		qp->uc.in_msg = true;
 		qp->uc.drop = false;
-		qp->uc.op = p->opcode;
-		qp->uc.len = msg_len;
-		qp->uc.got = 0;
-		qp->uc.rkey = 0;
-		qp->uc.va = 0;
-		if (p->opcode == OVR_OP_WRITE ||
-		    p->opcode == OVR_OP_WRITE_IMM) {
-			qp->uc.rkey = p->u.write.rkey;
-			qp->uc.va = p->u.write.va;
-		}
+		uc_track(qp, p, msg_len);
 	} else if (!qp->uc.in_msg) {
 		/* in sequence, yet a continuation of nothing */
 		e->st.uc_bad++;

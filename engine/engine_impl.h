@@ -327,13 +327,14 @@ struct eng_qp {
 	bool psn_adopted;
 
 	/* UC responder (eng_uc.c): the message being received, in PSN
-	 * order - its opcode, length, bytes placed so far and, for a
-	 * WRITE, its target; uc_drop: the rest of it is dropped (a gap, a
-	 * refusal), until the next message's first packet */
+	 * order - its opcode, length, bytes placed so far, queue-0 MSN
+	 * (SEND*, WRITE_IMM) and, for a WRITE, its target; drop: the rest
+	 * of it is dropped (a gap, a refusal), until the next message's
+	 * first packet */
 	struct {
 		bool in_msg, drop;
 		uint8_t op;
-		uint32_t len, got;
+		uint32_t len, got, msn;
 		uint32_t rkey;
 		uint64_t va;
 	} uc;

@@ -664,7 +664,8 @@ struct ovr_eng_stats {
 	uint64_t mw_inv_err; /* ... refused (a type-1 window, a bad key) */
 	/* UC (docs/TRANSPORT.md, "Unreliable connected QPs"): what its
 	 * responder drops, each silently - nothing answers UC */
-	uint64_t uc_msg_dropped; /* messages dropped (any cause below) */
+	uint64_t uc_msg_dropped; /* messages dropped (any cause below; one
+				  * lost whole is never seen, not counted) */
 	uint64_t uc_gap; /* packets that arrived out of sequence (a gap
 			  * before them) */
 	uint64_t uc_stale; /* packets behind the expected PSN: dropped */
