@@ -1588,10 +1588,8 @@ static int swqe_write(struct ovr_cl_qp *qp, uint32_t idx,
 		return EINVAL;
 	/* UC carries SENDs and WRITEs only; READ and atomics are refused
 	 * at posting, as rxe's post_send does */
-	if (qp->type == OVR_QPT_UC && wr->opcode != OVR_WR_SEND &&
-	    wr->opcode != OVR_WR_SEND_WITH_IMM &&
-	    wr->opcode != OVR_WR_RDMA_WRITE &&
-	    wr->opcode != OVR_WR_RDMA_WRITE_WITH_IMM)
+	if (qp->type == OVR_QPT_UC &&
+	    (wr->opcode >= 32 || !(OVR_UC_WR_OPCODES >> wr->opcode & 1)))
 		return EINVAL;
 	if (!state_allows_send(atomic_load_explicit(&qp->ring->state,
 						    memory_order_acquire)))

@@ -45,9 +45,7 @@
 
 bool eng_uc_opcode_ok(uint32_t wr_opcode)
 {
-	return wr_opcode == OVR_WR_SEND || wr_opcode == OVR_WR_SEND_WITH_IMM ||
-	       wr_opcode == OVR_WR_RDMA_WRITE ||
-	       wr_opcode == OVR_WR_RDMA_WRITE_WITH_IMM;
+	return wr_opcode < 32 && (OVR_UC_WR_OPCODES >> wr_opcode & 1);
 }
 
 /*

@@ -29,6 +29,13 @@ enum ovr_wr_opcode {
 	OVR_WR_SEND_WITH_INV = 9,
 };
 
+/* The work requests a UC QP carries, one bit per enum ovr_wr_opcode (the
+ * IB spec's UC opcodes: SENDs and RDMA WRITEs, with or without
+ * immediate); the others are EINVAL at posting, as rxe answers. */
+#define OVR_UC_WR_OPCODES                                             \
+	(1u << OVR_WR_RDMA_WRITE | 1u << OVR_WR_RDMA_WRITE_WITH_IMM | \
+	 1u << OVR_WR_SEND | 1u << OVR_WR_SEND_WITH_IMM)
+
 enum ovr_send_flags {
 	OVR_SEND_FENCE = 1,
 	OVR_SEND_SIGNALED = 2,
