@@ -504,6 +504,24 @@ static int tx_retx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now)
 static int tx_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		    struct eng_swqe *w)
 {
+	int rc = eng_local_exec(e, qp, w);
+
+	if (rc) {
+		w->state = W_LOCERR;
+	} else {
+		w->state = W_SENT;
+		w->last_psn = PSN_ADD(qp->snd_nxt, M24);
+		qp->sq_next++;
+	}
+	if (idx == qp->sq_cons)
+		eng_sq_complete(e, qp);
+	return rc ? 0 : 1;
+}
+
+/* Run the local operation @w of @qp (BIND_MW, LOCAL_INV) on the MR
+ * table: 0, or not (w->status says how it fails). Counted. */
+int eng_local_exec(struct ovr_eng *e, struct eng_qp *qp, struct eng_swqe *w)
+{
 	int rc;
 
 	if (w->opcode == OVR_WR_BIND_MW) {
@@ -529,17 +547,9 @@ static int tx_local(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		e->st.mw_inv_err += !!rc;
 		w->status = OVR_WC_LOC_QP_OP_ERR;
 	}
-	if (rc) {
-		w->state = W_LOCERR;
-	} else {
+	if (!rc)
 		w->status = OVR_WC_SUCCESS;
-		w->state = W_SENT;
-		w->last_psn = PSN_ADD(qp->snd_nxt, M24);
-		qp->sq_next++;
-	}
-	if (idx == qp->sq_cons)
-		eng_sq_complete(e, qp);
-	return rc ? 0 : 1;
+	return rc;
 }
 
 /* Start or continue the request at sq_next. */

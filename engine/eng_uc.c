@@ -101,6 +101,16 @@ uint32_t eng_uc_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 				e->st.uc_tx_unsent++;
 				goto done;
 			}
+			/* BIND_MW, LOCAL_INV: in order, no packet; refused,
+			 * the WR fails and the QP goes to ERROR, as on RC */
+			if (w->opcode == OVR_WR_BIND_MW ||
+			    w->opcode == OVR_WR_LOCAL_INV) {
+				if (!eng_local_exec(e, qp, w))
+					goto done;
+				eng_qp_error_local(e, qp, idx, w->status,
+						   eng_locerr_verr(w));
+				break;
+			}
 		}
 		if (now < qp->next_tx_ns)
 			break;
@@ -270,12 +280,25 @@ static bool uc_write(struct ovr_eng *e, struct eng_qp *qp,
 	struct ovr_mr_loc loc;
 	struct eng_rwqe *r;
 
+	/* the first packet checks the whole target, as IB's responder
+	 * checks the RETH's DMA length: nothing of a WRITE that does not
+	 * fit is placed */
+	if (!p->u.write.mo && p->u.write.msg_len &&
+	    (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
+	     ovr_mr_check_rkey(e->mrs, p->u.write.rkey, qp->pd, qp->qpn,
+			       p->u.write.va, p->u.write.msg_len,
+			       OVR_ACCESS_REMOTE_WRITE, &loc))) {
+		e->st.uc_access++;
+		return false;
+	}
 	if (p->payload_len) {
+		/* a region's rkey or a memory window's (a type-2 one only
+		 * when bound through this QP) */
 		if (!(qp->access & OVR_ACCESS_REMOTE_WRITE) ||
-		    ovr_mr_check_dev(e->mrs, p->u.write.rkey, qp->pd,
-				     p->u.write.va + p->u.write.mo,
-				     p->payload_len, OVR_ACCESS_REMOTE_WRITE,
-				     &loc)) {
+		    ovr_mr_check_rkey(e->mrs, p->u.write.rkey, qp->pd, qp->qpn,
+				      p->u.write.va + p->u.write.mo,
+				      p->payload_len, OVR_ACCESS_REMOTE_WRITE,
+				      &loc)) {
 			e->st.uc_access++;
 			return false;
 		}

@@ -526,6 +526,7 @@ bool eng_tx_term(struct ovr_eng *e, uint32_t dqpn, uint32_t sqpn,
 uint32_t eng_qp_tx(struct ovr_eng *e, struct eng_qp *qp, uint64_t now,
 		   uint32_t burst);
 void eng_sq_error(struct ovr_eng *e, struct eng_qp *qp, uint32_t status);
+int eng_local_exec(struct ovr_eng *e, struct eng_qp *qp, struct eng_swqe *w);
 
 /* eng_resp.c */
 void eng_complete_recv(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,

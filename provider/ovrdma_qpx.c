@@ -55,10 +55,12 @@
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define QPX_UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
-/* UC: SENDs and WRITEs, as the IB spec's UC opcodes */
+/* UC: SENDs and WRITEs, as the IB spec's UC opcodes, and the local
+ * BIND_MW and LOCAL_INV (as mlx5) */
 #define QPX_UC_OPS                                                        \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 /* UD: no multicast, so there is never a looped-back copy to block */
 #define QPX_UD_CREATE_FLAGS IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
 

@@ -29,12 +29,15 @@ enum ovr_wr_opcode {
 	OVR_WR_SEND_WITH_INV = 9,
 };
 
-/* The work requests a UC QP carries, one bit per enum ovr_wr_opcode (the
- * IB spec's UC opcodes: SENDs and RDMA WRITEs, with or without
- * immediate); the others are EINVAL at posting, as rxe answers. */
+/* The work requests a UC QP carries, one bit per enum ovr_wr_opcode:
+ * the IB spec's UC opcodes (SENDs and RDMA WRITEs, with or without
+ * immediate) and the local BIND_MW and LOCAL_INV (as mlx5; rxe binds
+ * only); READ, atomics and SEND_WITH_INV are EINVAL at posting, as rxe
+ * answers. */
 #define OVR_UC_WR_OPCODES                                             \
 	(1u << OVR_WR_RDMA_WRITE | 1u << OVR_WR_RDMA_WRITE_WITH_IMM | \
-	 1u << OVR_WR_SEND | 1u << OVR_WR_SEND_WITH_IMM)
+	 1u << OVR_WR_SEND | 1u << OVR_WR_SEND_WITH_IMM |             \
+	 1u << OVR_WR_BIND_MW | 1u << OVR_WR_LOCAL_INV)
 
 enum ovr_send_flags {
 	OVR_SEND_FENCE = 1,

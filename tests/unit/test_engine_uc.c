@@ -6,8 +6,10 @@
  * a lost packet dropping exactly its message (later ones delivered, the
  * receive it had begun reused), no receive / a short receive / a bad
  * rkey dropping the message silently, READ and atomics refused at
- * posting, and hostile packets (opcodes UC does not carry, duplicates,
- * a forged continuation) dropped and counted.
+ * posting, hostile packets (opcodes UC does not carry, duplicates, a
+ * forged continuation) dropped and counted, a storm of forged packets,
+ * memory gone under a registration, 5-15 % loss and reordering, and
+ * memory windows bound and invalidated through a UC QP.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -1024,6 +1026,102 @@ static void test_uc_reorder(void **state)
 	lossy_run(*state, &d, false);
 }
 
+/* Post BIND_MW (or, @inv, LOCAL_INV of @mw) on node 1's UC QP; the
+ * completion's status. */
+static uint32_t uc_local_op(struct fix *f, bool inv, uint32_t mw, uint32_t nk,
+			    uint32_t mr, uint64_t off, uint64_t len)
+{
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 0xb1,
+		.opcode = inv ? OVR_WR_LOCAL_INV : OVR_WR_BIND_MW,
+		.send_flags = OVR_SEND_SIGNALED,
+		.invalidate_rkey = nk,
+	};
+	struct ovr_eng_wc wc;
+
+	wr.bind_mw.mw_rkey = mw;
+	wr.bind_mw.rkey = nk;
+	wr.bind_mw.mr_lkey = mr;
+	wr.bind_mw.access = OVR_ACCESS_REMOTE_WRITE;
+	wr.bind_mw.addr = ovr_pair_va(f->p, 1, off);
+	wr.bind_mw.length = len;
+	assert_int_equal(ovr_eng_post_send(f->p->n[1].eng, f->qpn[1], &wr,
+					   f->p->now),
+			 0);
+	settle(f);
+	assert_true(ovr_pair_poll(f->p, 1, 0, &wc));
+	assert_int_equal(wc.wr_id, 0xb1);
+	if (wc.status == OVR_WC_SUCCESS)
+		assert_int_equal(wc.opcode,
+				 inv ? OVR_WC_LOCAL_INV : OVR_WC_BIND_MW);
+	return wc.status;
+}
+
+/*
+ * Memory windows on UC (BIND_MW and LOCAL_INV are local operations UC
+ * QPs take, as on mlx5): a type-2 window bound through the UC QP
+ * admits the peer's UC WRITEs inside it, silently drops those beyond
+ * it, and after LOCAL_INV drops them all; a bind the region does not
+ * allow fails MW_BIND_ERR and the QP goes to ERROR.
+ */
+static void test_uc_mw(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_eng *e1 = p->n[1].eng;
+	uint32_t mr, plain, mw, nk;
+	struct ovr_eng_qp_attr a;
+	struct ovr_eng_stats st;
+
+	fill_pattern(p->n[0].mem, 65536, 12);
+	memset(p->n[1].mem, 0, 1u << 20);
+	assert_int_equal(ovr_eng_reg_mr(e1, p->n[1].pd, ovr_pair_va(p, 1, 0),
+					1u << 20,
+					OVR_ACCESS_LOCAL_WRITE |
+						OVR_ACCESS_REMOTE_WRITE |
+						OVR_ACCESS_MW_BIND,
+					p->n[1].mem, &mr),
+			 0);
+	assert_int_equal(ovr_eng_reg_mr(e1, p->n[1].pd, ovr_pair_va(p, 1, 0),
+					1u << 20, OVR_ACCESS_LOCAL_WRITE,
+					p->n[1].mem, &plain),
+			 0);
+	assert_int_equal(ovr_eng_alloc_mw(e1, p->n[1].pd, OVR_MW_TYPE_2, &mw),
+			 0);
+	nk = (mw & ~0xffu) | ((mw + 1) & 0xffu);
+	assert_int_equal(uc_local_op(f, false, mw, nk, mr, 8192, 16384),
+			 OVR_WC_SUCCESS);
+	/* inside the window: placed; across its end: dropped */
+	assert_int_equal(
+		post_imm(f, 0, OVR_WR_RDMA_WRITE, 1, 0, 5000, 8192, 0, nk), 0);
+	assert_int_equal(post_imm(f, 0, OVR_WR_RDMA_WRITE, 2, 0, 5000,
+				  8192 + 14000, 0, nk),
+			 0);
+	settle(f);
+	assert_memory_equal(p->n[1].mem + 8192, p->n[0].mem, 5000);
+	for (size_t i = 8192 + 14000; i < 8192 + 14000 + 5000; i++)
+		assert_int_equal(p->n[1].mem[i], 0);
+	stats(f, 1, &st);
+	assert_int_equal(st.uc_access, 1);
+	/* invalidated: the next WRITE through it is dropped too */
+	assert_int_equal(uc_local_op(f, true, 0, nk, 0, 0, 0), OVR_WC_SUCCESS);
+	assert_int_equal(post_imm(f, 0, OVR_WR_RDMA_WRITE, 3, 8192, 100, 8192,
+				  0, nk),
+			 0);
+	settle(f);
+	stats(f, 1, &st);
+	assert_int_equal(st.uc_access, 2);
+	assert_memory_equal(p->n[1].mem + 8192, p->n[0].mem, 100);
+	for (uint64_t id = 1; id <= 3; id++)
+		expect_wc(f, 0, 0, id, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE,
+			  id == 3 ? 100 : 5000);
+	/* a region without MW_BIND: the bind fails, the QP to ERROR */
+	assert_int_equal(uc_local_op(f, false, mw, nk + 1, plain, 0, 4096),
+			 OVR_WC_MW_BIND_ERR);
+	assert_int_equal(ovr_eng_qp_query(e1, f->qpn[1], &a), 0);
+	assert_int_equal(a.qp_state, OVR_QPS_ERR);
+}
+
 /* With an SRQ: a receive taken by a message that is then dropped cannot
  * go back and completes REM_INV_REQ_ERR (rxe's class E); the next
  * message takes the next receive. */
@@ -1088,6 +1186,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_uc_lossy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uc_reorder, setup_reorder,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_uc_mw, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
