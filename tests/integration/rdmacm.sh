@@ -12,6 +12,9 @@
 #   5. rdma_server / rdma_client (the synchronous API: rdma_get_request
 #      migrates the new id to its own channel), rstream and riostream
 #      (rsocket), ib_read_bw -R, qperf -cm1 rc_lat (where installed);
+#   5b. cmtime -c 500 and -c 2000: that many connections set up at once
+#      on one channel on each side (hundreds of events pending: the
+#      channel's queue in ovrdmad, none dropped), each step reported;
 #   6. errors: rping -c to a port with no listener: REJECTED with
 #      reason 8 at once; to another tenant's vIP (a listener there):
 #      ADDR_ERROR -EHOSTUNREACH; a security group on the client's node
@@ -38,7 +41,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 77
 fi
 for p in rping ucmatose udaddy ib_write_bw ib_read_bw ib_send_lat \
-	rdma_server rdma_client rstream riostream timeout; do
+	rdma_server rdma_client rstream riostream cmtime timeout; do
 	if ! command -v $p >/dev/null; then
 		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
 		exit 77
@@ -146,6 +149,29 @@ run_all() { # LABEL LOSSY
 		riostream -s "$a1" -C 100 -S 4096
 	pair "$l ib_read_bw -R" 0 0 ib_read_bw -R -n 500 -- \
 		ib_read_bw -R -n 500 "$a1"
+	# many connections at once on one channel: cmtime's server runs
+	# until stopped; the client's steps must all complete, no event
+	# dropped (ovrdmad counts any it would drop)
+	for c in 500 2000; do
+		pair "$l cmtime -c $c" any 0 timeout 20 cmtime -- \
+			cmtime -s "$a1" -c $c
+		check "$l cmtime -c $c: every step" "$out/${#summary[@]}.cli" \
+			'^(connect|disconnect|destroy) +:' 3
+		if grep -q -E 'error|fail' "$out/${#summary[@]}.cli"; then
+			echo "== $l cmtime -c $c: FAIL (errors reported)"
+			grep -E 'error|fail' "$out/${#summary[@]}.cli" | head
+			nfail=$((nfail + 1))
+		fi
+	done
+	for n in 1 2; do
+		d=$("$tb" ctl "$n" show counters 2>/dev/null |
+			awk '$1 == "cm_ev_dropped" { print $2 }')
+		if [ "${d:-0}" != 0 ]; then
+			echo "== $l node $n: $d CM events dropped"
+			nfail=$((nfail + 1))
+			summary+=("$(printf '%-34s %s' "$l node $n events" FAIL)")
+		fi
+	done
 	# qperf's server runs until stopped; rc_bw and rc_rdma_read_bw
 	# are not here: their server asks for a QP with max_send_wr 0,
 	# which ovrdma refuses (EINVAL, also without -cm1)
