@@ -26,9 +26,11 @@
  * channel closed) while connected lingers without an owner for
  * CM_TIMEWAIT_NS, sending DREQ and answering duplicates.
  *
- * Events go to the channel's socket; what it cannot take (a socket
- * holds about 200) waits in the channel's queue, in order, and goes out
- * as the application reads (EPOLLOUT). No event is dropped: an id has
+ * Events go to the channel's socket, whose send buffer grows with the
+ * ids the channel holds (so the application's fd is readable exactly
+ * while an event is pending); what it still cannot take waits in the
+ * channel's queue, in order, and goes out as the application reads
+ * (EPOLLOUT). No event is dropped: an id has
  * at most SVC_CM_EVQ_PER_ID events undelivered at once (the queued
  * events of an id are dropped when it is destroyed, and with a
  * listener the ids of its CONNECT_REQUESTs still queued, as the
@@ -58,6 +60,13 @@
  * id: CONNECT_REQUEST, ESTABLISHED, DISCONNECTED. Twice that, for
  * programs that resolve again after an error. */
 #define SVC_CM_EVQ_PER_ID 8u
+/* What one event costs a Unix socket's send buffer: the 296-byte
+ * message in an skb (measured: about 200 fit the default 212992 bytes
+ * of net.core.wmem_default, so about 1 KiB); 2 KiB to be safe. */
+#define CM_EV_TRUESIZE 2048u
+/* A channel's socket grows to hold at most this (the queue in ovrdmad
+ * takes the rest): 64 MiB, 32768 events. */
+#define CM_SNDBUF_MAX (64u << 20)
 #define CM_EPHEMERAL_LO 40000
 #define CM_EPHEMERAL_HI 60999
 
@@ -219,10 +228,9 @@ static void id_free(struct svc *s, struct svc_cm_id *i)
 /* Watches (or stops watching) @c's socket for room. */
 static void q_watch(struct svc *s, struct svc_ctx *c, bool on)
 {
-	struct epoll_event ev = {
-		.events = EPOLLOUT,
-		.data.u64 = (uint64_t)(uintptr_t)c | SVC_EV_CMOUT
-	};
+	struct epoll_event ev = { .events = EPOLLOUT,
+				  .data.u64 = (uint64_t)(uintptr_t)c |
+					      SVC_EV_CMOUT };
 
 	if (on)
 		epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->cm_ev_fd, &ev);
@@ -230,16 +238,53 @@ static void q_watch(struct svc *s, struct svc_ctx *c, bool on)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->cm_ev_fd, NULL);
 }
 
+/*
+ * Room in @c's socket for the events its ids may have undelivered: its
+ * send buffer grows (doubled, as root may: SO_SNDBUFFORCE) up to
+ * SVC_CM_EVQ_PER_ID events of CM_EV_TRUESIZE bytes per id held, and at
+ * most CM_SNDBUF_MAX. So the events wait in the socket itself, and the
+ * application's fd is readable exactly while one is pending; the queue
+ * takes only what is past that. true: it grew.
+ */
+static bool room(struct svc_ctx *c)
+{
+	uint64_t want =
+		(uint64_t)SVC_CM_EVQ_PER_ID * c->cm_nids * CM_EV_TRUESIZE;
+	int cur = 0, next;
+	socklen_t len = sizeof(cur);
+
+	if (want > CM_SNDBUF_MAX)
+		want = CM_SNDBUF_MAX;
+	/* Linux reports twice what was set, the bookkeeping included */
+	if (getsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &cur, &len) ||
+	    (uint64_t)cur >= want)
+		return false;
+	next = cur > INT32_MAX / 2 ? INT32_MAX : cur * 2;
+	if ((uint64_t)next > want)
+		next = (int)want;
+	/* setsockopt sets twice what it is given */
+	next /= 2;
+	if (setsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUFFORCE, &next,
+		       sizeof(next)) &&
+	    setsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &next, sizeof(next)))
+		return false;
+	len = sizeof(next);
+	return !getsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &next, &len) &&
+	       next > cur;
+}
+
 /* 0 sent, 1 the socket is full, -1 the channel is gone (the
  * application closed its end: the context follows). */
 static int q_send(struct svc_ctx *c, const struct ovr_ctl_cm_event *e)
 {
-	if (send(c->cm_ev_fd, e, sizeof(*e), MSG_DONTWAIT | MSG_NOSIGNAL) ==
-	    (ssize_t)sizeof(*e))
-		return 0;
-	return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ?
-		       1 :
-		       -1;
+	do {
+		if (send(c->cm_ev_fd, e, sizeof(*e),
+			 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(*e))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+			return -1;
+	} while (room(c));
+	return 1;
 }
 
 static void q_free(struct svc *s, struct svc_ctx *c)

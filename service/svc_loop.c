@@ -210,8 +210,9 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 			break;
 		default:
 			if (tag & SVC_EV_CMOUT) {
-				svc_cm_flush(s, (struct svc_ctx *)(uintptr_t)(
-							tag & ~SVC_EV_CMOUT));
+				uintptr_t c = (uintptr_t)(tag & ~SVC_EV_CMOUT);
+
+				svc_cm_flush(s, (struct svc_ctx *)c);
 				break;
 			}
 			if (tag & SVC_EV_PIDFD) {
