@@ -508,8 +508,12 @@ static int do_bind(struct svc *s, struct svc_cm_id *i,
 		for (int d = 0; d < SVC_MAX_DEVS && dev < 0; d++)
 			if (s->devs[d].used && s->devs[d].d.vip == q->src.ip)
 				dev = d;
+		/* as the kernel's: an address no interface has is not
+		 * available; a loopback address is (lo), but no RDMA port
+		 * has its GID (cma_acquire_dev_by_src_ip: ENODEV) */
 		if (dev < 0)
-			return -EADDRNOTAVAIL;
+			return (q->src.ip >> 24) == 127 ? -ENODEV :
+							  -EADDRNOTAVAIL;
 		i->dev = dev;
 		i->vni = s->devs[dev].d.vni;
 	}
