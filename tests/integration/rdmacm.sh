@@ -15,6 +15,15 @@
 #   5b. cmtime -c 500 and -c 2000: that many connections set up at once
 #      on one channel on each side (hundreds of events pending: the
 #      channel's queue in ovrdmad, none dropped), each step reported;
+#   5c. libfabric's verbs provider (Debian's libfabric-bin, where
+#      installed: fi_pingpong; fabtests' fi_rdm_pingpong is not
+#      packaged): -e rdm (verbs;ofi_rxd, reliable datagrams over UD
+#      QPs) 1000 x 4 KiB with the data checked, at 0 and 1 % loss;
+#      -e dgram at 0 %; -e msg refused as on a kernel's RoCE or IB
+#      port: libfabric 1.17 asks its server's address of rdma_cm as
+#      "localhost", and rdma_bind_addr(127.0.0.1) fails (ENODEV: no RDMA
+#      port has that GID), so fi_getinfo gives -61 (docs/PROVIDER.md
+#      "libfabric");
 #   6. errors: rping -c to a port with no listener: REJECTED with
 #      reason 8 at once; to another tenant's vIP (a listener there):
 #      ADDR_ERROR -EHOSTUNREACH; a security group on the client's node
@@ -174,6 +183,9 @@ run_all() { # LABEL LOSSY
 			nfail=$((nfail + 1))
 		fi
 	done
+	if command -v fi_pingpong >/dev/null; then
+		fabric "$l" "$lossy"
+	fi
 	for n in 1 2; do
 		d=$("$tb" ctl "$n" show counters 2>/dev/null |
 			awk '$1 == "cm_ev_dropped" { print $2 }')
@@ -193,6 +205,27 @@ run_all() { # LABEL LOSSY
 			'latency' 1
 	fi
 	errors "$l"
+}
+
+# fabric LABEL LOSSY: libfabric's fi_pingpong over the verbs provider
+fabric() {
+	local l=$1 lossy=$2 a1 e
+	a1=$("$tb" addr 1)
+	for e in rdm dgram; do
+		# UD does not retry: a datagram lost stalls the ping-pong
+		[ "$e" = dgram ] && [ "$lossy" = 1 ] && continue
+		if pair "$l fi_pingpong -e $e" 0 0 \
+			fi_pingpong -p verbs -e $e -c -I 1000 -S 4096 -- \
+			fi_pingpong -p verbs -e $e -c -I 1000 -S 4096 "$a1"; then
+			check "$l fi_pingpong -e $e: 1000 x 4k" \
+				"$out/${#summary[@]}.cli" '^4k +1k +=1k ' 1
+		fi
+	done
+	pair "$l fi_pingpong -e msg: refused" 61 any \
+		fi_pingpong -p verbs -e msg -I 10 -S 64 -- \
+		fi_pingpong -p verbs -e msg -I 10 -S 64 "$a1"
+	check "$l fi_pingpong -e msg: -61" "$out/${#summary[@]}.srv" \
+		'fi_getinfo.*ret=-61' 1
 }
 
 # errors LABEL: the error cases of item 6 (the tables are restored)
