@@ -30,8 +30,8 @@
  *                   bytes (the server checks them), disconnects and
  *                   destroys QP and id; the server accepts each on a QP
  *                   of its own and destroys both at DISCONNECTED. Each
- *                   side checks that its open file descriptors are the
- *                   same after the last cycle as after the first, and
+ *                   side checks that it has no more file descriptors
+ *                   open after the last cycle than after the first, and
  *                   prints the cycles per second; the client prints the
  *                   setup latency (rdma_connect to ESTABLISHED) median
  *                   and p99. With CM_TIMES=FILE, each cycle's times
@@ -495,7 +495,9 @@ static int client_cycles(const char *addr, const char *port, int n)
 	t1 = now_s();
 	if (tf)
 		fclose(tf);
-	if (open_fds() != fds1)
+	/* more is a leak; one fewer can be what the first cycle had
+	 * open for a moment (librdmacm's and the provider's own) */
+	if (open_fds() > fds1)
 		FAIL("%d fds open after the last cycle, %d after the first",
 		     open_fds(), fds1);
 	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
@@ -555,7 +557,9 @@ static int server_cycles(const char *port, int n)
 	}
 	if (tf)
 		fclose(tf);
-	if (open_fds() != fds1)
+	/* more is a leak; one fewer can be what the first cycle had
+	 * open for a moment (librdmacm's and the provider's own) */
+	if (open_fds() > fds1)
 		FAIL("%d fds open after the last cycle, %d after the first",
 		     open_fds(), fds1);
 	printf("cycles %d: %.0f per second, fds %d\n", n, n / (now_s() - start),

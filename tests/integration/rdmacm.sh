@@ -36,8 +36,8 @@
 #      CONNECT_REQUEST: REJECTED 28; the peer killed (SIGKILL) while
 #      connected: DISCONNECTED;
 #   7. with cm_errors, at 0 % loss: 2000 connect / SEND / disconnect
-#      cycles one after another (cm_errors cycles), each side's fds the
-#      same after the last cycle as after the first, and each node's
+#      cycles one after another (cm_errors cycles), each side holding
+#      no more fds after the last cycle than after the first, each node's
 #      ovrdmad back where it started: CM ids, contexts, the engine's QPs
 #      and MRs, its open fds, its resident memory (within 2 MiB: the
 #      allocator keeps what it freed); the cycles per second and the
