@@ -123,6 +123,7 @@ struct svc_conf {
 	uint32_t ctx_max_srq, ctx_max_ah;
 	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
 	uint64_t ctx_max_cq_bytes; /* CQ rings of a context, bytes */
+	uint64_t cm_channel_bytes; /* a CM channel's socket, at most */
 	uint32_t eng_max_qp; /* QPs of the whole node */
 	/* [gpu]: BAR copies through GDRCopy (docs/GPU.md §1.2) */
 	bool gdrcopy; /* auto (where GDRCopy is there), or off */

@@ -64,9 +64,6 @@
  * message in an skb (measured: about 200 fit the default 212992 bytes
  * of net.core.wmem_default, so about 1 KiB); 2 KiB to be safe. */
 #define CM_EV_TRUESIZE 2048u
-/* A channel's socket grows to hold at most this (the queue in ovrdmad
- * takes the rest): 64 MiB, 32768 events. */
-#define CM_SNDBUF_MAX (64u << 20)
 #define CM_EPHEMERAL_LO 40000
 #define CM_EPHEMERAL_HI 60999
 
@@ -242,19 +239,20 @@ static void q_watch(struct svc *s, struct svc_ctx *c, bool on)
  * Room in @c's socket for the events its ids may have undelivered: its
  * send buffer grows (doubled, as root may: SO_SNDBUFFORCE) up to
  * SVC_CM_EVQ_PER_ID events of CM_EV_TRUESIZE bytes per id held, and at
- * most CM_SNDBUF_MAX. So the events wait in the socket itself, and the
+ * most [limits] cm_channel_kb (64 MiB, 32768 events, unless configured
+ * otherwise). So the events wait in the socket itself, and the
  * application's fd is readable exactly while one is pending; the queue
  * takes only what is past that. true: it grew.
  */
-static bool room(struct svc_ctx *c)
+static bool room(struct svc *s, struct svc_ctx *c)
 {
 	uint64_t want =
 		(uint64_t)SVC_CM_EVQ_PER_ID * c->cm_nids * CM_EV_TRUESIZE;
 	int cur = 0, next;
 	socklen_t len = sizeof(cur);
 
-	if (want > CM_SNDBUF_MAX)
-		want = CM_SNDBUF_MAX;
+	if (want > s->conf.cm_channel_bytes)
+		want = s->conf.cm_channel_bytes;
 	/* Linux reports twice what was set, the bookkeeping included */
 	if (getsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &cur, &len) ||
 	    (uint64_t)cur >= want)
@@ -275,7 +273,8 @@ static bool room(struct svc_ctx *c)
 
 /* 0 sent, 1 the socket is full, -1 the channel is gone (the
  * application closed its end: the context follows). */
-static int q_send(struct svc_ctx *c, const struct ovr_ctl_cm_event *e)
+static int q_send(struct svc *s, struct svc_ctx *c,
+		  const struct ovr_ctl_cm_event *e)
 {
 	do {
 		if (send(c->cm_ev_fd, e, sizeof(*e),
@@ -283,7 +282,7 @@ static int q_send(struct svc_ctx *c, const struct ovr_ctl_cm_event *e)
 			return 0;
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
 			return -1;
-	} while (room(c));
+	} while (room(s, c));
 	return 1;
 }
 
@@ -307,7 +306,7 @@ void svc_cm_flush(struct svc *s, struct svc_ctx *c)
 	struct svc_cm_ev *q;
 	int rc = 0;
 
-	while ((q = c->cm_q) && !(rc = q_send(c, &q->e))) {
+	while ((q = c->cm_q) && !(rc = q_send(s, c, &q->e))) {
 		c->cm_q = q->next;
 		c->cm_q_n--;
 		free(q);
@@ -415,7 +414,7 @@ static void event(struct svc *s, struct svc_cm_id *i, uint32_t ev,
 	if (i->qp_type == OVR_QPT_UD)
 		e.ud_vip = i->dst_ip;
 	/* behind the queued ones, if any: events keep their order */
-	if (i->ctx->cm_q || q_send(i->ctx, &e) == 1)
+	if (i->ctx->cm_q || q_send(s, i->ctx, &e) == 1)
 		q_add(s, i->ctx, &e);
 }
 

@@ -42,9 +42,11 @@
 #      and MRs, its open fds, its resident memory (within 2 MiB: the
 #      allocator keeps what it freed); the cycles per second and the
 #      setup latency printed;
-# then no CM id is left on either node; last, with cm_errors, the peer
+# then no CM id is left on either node; with cm_errors, the peer
 # node's ovrdmad killed under a connection: a SEND fails and
-# rdma_disconnect gives DISCONNECTED within 30 s. Every program runs
+# rdma_disconnect gives DISCONNECTED within 30 s; last, on a testbed
+# whose channels' sockets hold 64 KiB, cmtime -c 2000 with its events
+# waiting in ovrdmad's queue (some must, none dropped). Every program runs
 # under a timeout, so a hang fails the test. A summary table ends the
 # output.
 # usage: rdmacm.sh TESTBED [CM_ERRORS]
@@ -352,16 +354,51 @@ run_all "loss 0 %:" 0
 "$tb" fabric set all loss=1% >/dev/null
 run_all "loss 1 %:" 1
 
-# every id went with its program
+# every id went with its program (an id destroyed while connected
+# lingers while its DREQ is retransmitted: at 1 % loss up to the 10
+# sends, about 5 s)
 for n in 1 2; do
-	left=$("$tb" ctl "$n" show counters 2>/dev/null |
-		awk '$1 == "cm_ids" { print $2 }')
+	for _ in $(seq 40); do
+		left=$("$tb" ctl "$n" show counters 2>/dev/null |
+			awk '$1 == "cm_ids" { print $2 }')
+		[ "${left:-0}" = 0 ] && break
+		sleep 0.2
+	done
 	if [ -n "$left" ] && [ "$left" != 0 ]; then
 		echo "== node $n: $left CM ids left"
 		nfail=$((nfail + 1))
 	fi
 done
 [ -n "$cme" ] && peer_ovrdmad_dies
+
+# the queue in ovrdmad: with the channels' sockets held to 64 KiB
+# ([limits] cm_channel_kb; about 60 events), cmtime -c 2000's events
+# wait in the queue - some must have, none may be dropped
+"$tb" down >/dev/null 2>&1
+if "$tb" up 2 --limit cm_channel_kb=64 >/dev/null 2>&1; then
+	mkdir -p "$out"
+	a1=$("$tb" addr 1)
+	pair "queue: cmtime -c 2000, 64 KiB" any 0 timeout 20 cmtime -- \
+		cmtime -s "$a1" -c 2000
+	check "queue: cmtime every step" "$out/${#summary[@]}.cli" \
+		'^(connect|disconnect|destroy) +:' 3
+	q=0 d=0
+	for n in 1 2; do
+		c=$("$tb" ctl "$n" show counters 2>/dev/null)
+		q=$((q + $(awk '$1 == "cm_ev_queued" { print $2 }' <<<"$c")))
+		d=$((d + $(awk '$1 == "cm_ev_dropped" { print $2 }' <<<"$c")))
+	done
+	echo "== queue: $q events waited in ovrdmad's queues, $d dropped"
+	if [ "$q" -eq 0 ] || [ "$d" -ne 0 ]; then
+		nfail=$((nfail + 1))
+		summary+=("$(printf '%-34s %s' "queue: $q queued, $d dropped" FAIL)")
+	else
+		summary+=("$(printf '%-34s %s' "queue: $q queued, $d dropped" ok)")
+	fi
+else
+	echo "== queue: the testbed did not come up with cm_channel_kb=64"
+	nfail=$((nfail + 1))
+fi
 
 echo
 echo "rdmacm summary ($((SECONDS - t_start))s):"
