@@ -1147,6 +1147,7 @@ static int flush_dead(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 
 int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 {
+	bool skipped = false;
 	int k = 0;
 
 	pthread_spin_lock(&cq->lock);
@@ -1160,6 +1161,16 @@ int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 		if (gen != cq->cons / cq->depth + 1)
 			break;
 		qp = qp_lookup(cq->cl, e->qp_num);
+		if (!qp) {
+			/* of a QP destroyed since: discarded, as mlx5's
+			 * destroy_qp cleans the QP's entries out of its
+			 * CQs (libfabric's verbs provider polls its CQ
+			 * after ibv_destroy_qp and takes every wr_id it
+			 * gets for its own) */
+			cq->cons++;
+			skipped = true;
+			continue;
+		}
 		*w = (struct ovr_cl_wc){
 			.status = e->status,
 			.opcode = e->opcode,
@@ -1199,7 +1210,7 @@ int ovr_cl_poll_cq(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 		cq->cons++;
 		k++;
 	}
-	if (k) {
+	if (k || skipped) {
 		atomic_store_explicit(&cq->ring->cons, cq->cons,
 				      memory_order_release);
 		cq->idle_polls = 0;

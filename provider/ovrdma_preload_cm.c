@@ -448,8 +448,20 @@ static int cmd_get_event(int fd, struct cm_chan *ch,
 		if (e.event == OVR_CM_EV_CONNECT_REQUEST) {
 			l = uid_find(ch, e.listen_id);
 			if (!l) {
+				/* the listener is gone: so goes its new id,
+				 * as the kernel destroys it (a REJ to the
+				 * peer) */
+				struct ovr_ctl_cm_req q = {
+					.cmd = OVR_CM_DESTROY_ID, .id = e.id
+				};
+				struct ovr_ctl_cm_rep rep;
+
+				bool closed = ch->closed;
+
 				pthread_mutex_unlock(&ch->lock);
-				continue; /* the listener is gone */
+				if (!closed)
+					cm_call(ch, &q, &rep);
+				continue;
 			}
 			l->events++;
 			r.uid = l->uid;

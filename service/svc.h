@@ -80,6 +80,8 @@
 /* a context pointer with this bit set: its pidfd (struct svc_ctx is
  * aligned, so the bit is free) */
 #define SVC_EV_PIDFD 1ull
+/* ...this bit: its CM channel's socket has room again (EPOLLOUT) */
+#define SVC_EV_CMOUT 2ull
 
 static inline uint64_t svc_page_up(uint64_t n)
 {
@@ -121,6 +123,7 @@ struct svc_conf {
 	uint32_t ctx_max_srq, ctx_max_ah;
 	uint64_t ctx_max_pinned; /* bytes; 0: unlimited */
 	uint64_t ctx_max_cq_bytes; /* CQ rings of a context, bytes */
+	uint64_t cm_channel_bytes; /* a CM channel's socket, at most */
 	uint32_t eng_max_qp; /* QPs of the whole node */
 	/* [gpu]: BAR copies through GDRCopy (docs/GPU.md §1.2) */
 	bool gdrcopy; /* auto (where GDRCopy is there), or off */
@@ -371,8 +374,13 @@ struct svc_ctx {
 	uint64_t cq_bytes; /* its CQ rings (against cq_mb_per_context) */
 	uint64_t async_dropped;
 	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
-	/* a CM event channel (CM_OPEN): the service's end of the events */
+	/* a CM event channel (CM_OPEN): the service's end of the events;
+	 * what its socket could not take waits in cm_q (FIFO), the
+	 * socket's room watched (EPOLLOUT) while it does (svc_cm.c) */
 	int cm_ev_fd;
+	struct svc_cm_ev *cm_q, **cm_q_tail;
+	uint32_t cm_q_n; /* events in cm_q */
+	uint32_t cm_nids; /* ids it owns: cm_q_n <= SVC_CM_EVQ_PER_ID x it */
 	struct svc_ctx *next;
 };
 
@@ -392,7 +400,9 @@ struct svc_counters {
 	uint64_t tx_loopback_full; /* ...dropped: the loopback queue was full */
 	uint64_t wqe_bad; /* malformed WQEs from applications */
 	uint64_t cm_rx, cm_tx, cm_rx_bad, cm_retx; /* CM messages */
-	uint64_t cm_ev_dropped; /* events a full channel could not take */
+	uint64_t cm_ev_dropped; /* events past a channel's bound (never
+				   expected: docs/PROVIDER.md "rdma_cm") */
+	uint64_t cm_ev_queued; /* events that waited for the socket's room */
 	uint64_t cm_ids; /* CM ids alive (lingering ones included) */
 	uint64_t cq_overflows;
 	uint64_t wakeups, sleeps;
@@ -603,12 +613,15 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 #define SVC_CM_QPN 1u
 #define SVC_CM_QKEY 0x80010000u
 struct svc_cm_id;
+struct svc_cm_ev;
 struct svc_req;
 int svc_do_cm_open(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 /* Context @c (a CM channel) goes: its ids are destroyed as by
  * DESTROY_ID (peers told). */
 void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c);
+/* The socket of @c's channel has room: queued events go out. */
+void svc_cm_flush(struct svc *s, struct svc_ctx *c);
 /* A CM message of @len bytes from @src_vip to @dst_vip in tenant @vni. */
 void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	       const uint8_t *msg, uint32_t len);

@@ -487,6 +487,7 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "cm_rx_bad", k->cm_rx_bad);
 	counter(b, "cm_retx", k->cm_retx);
 	counter(b, "cm_ev_dropped", k->cm_ev_dropped);
+	counter(b, "cm_ev_queued", k->cm_ev_queued);
 	counter(b, "cm_ids", k->cm_ids);
 	counter(b, "cq_overflows", k->cq_overflows);
 	counter(b, "sleeps", k->sleeps);

@@ -26,6 +26,17 @@
  * channel closed) while connected lingers without an owner for
  * CM_TIMEWAIT_NS, sending DREQ and answering duplicates.
  *
+ * Events go to the channel's socket, whose send buffer grows with the
+ * ids the channel holds (so the application's fd is readable exactly
+ * while an event is pending); what it still cannot take waits in the
+ * channel's queue, in order, and goes out as the application reads
+ * (EPOLLOUT). No event is dropped: an id has
+ * at most SVC_CM_EVQ_PER_ID events undelivered at once (the queued
+ * events of an id are dropped when it is destroyed, and with a
+ * listener the ids of its CONNECT_REQUESTs still queued, as the
+ * kernel's ucma does), so the queue is bounded by the ids the channel
+ * holds.
+ *
  * Single thread (the loop's); ids in one list, O(N) lookups.
  */
 #include <arpa/inet.h>
@@ -33,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,6 +55,15 @@
 #define CM_TRIES 10 /* sends of one message: about 5 s in all */
 #define CM_TIMEWAIT_NS (2000ull * 1000 * 1000)
 #define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
+/* Events of one id undelivered at once: ADDR_RESOLVED, ROUTE_RESOLVED,
+ * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED; a passive
+ * id: CONNECT_REQUEST, ESTABLISHED, DISCONNECTED. Twice that, for
+ * programs that resolve again after an error. */
+#define SVC_CM_EVQ_PER_ID 8u
+/* What one event costs a Unix socket's send buffer: the 296-byte
+ * message in an skb (measured: about 200 fit the default 212992 bytes
+ * of net.core.wmem_default, so about 1 KiB); 2 KiB to be safe. */
+#define CM_EV_TRUESIZE 2048u
 #define CM_EPHEMERAL_LO 40000
 #define CM_EPHEMERAL_HI 60999
 
@@ -131,6 +152,12 @@ struct svc_cm_id {
 	struct svc_cm_id *next;
 };
 
+/* An event its channel's socket could not take yet. */
+struct svc_cm_ev {
+	struct svc_cm_ev *next;
+	struct ovr_ctl_cm_event e;
+};
+
 /* ---- helpers ------------------------------------------------------------- */
 
 static struct svc_cm_id *id_find(struct svc *s, uint32_t id)
@@ -193,6 +220,176 @@ static void id_free(struct svc *s, struct svc_cm_id *i)
 	s->cnt.cm_ids--;
 }
 
+/* ---- the channel's queue -------------------------------------------------- */
+
+/* Watches (or stops watching) @c's socket for room. */
+static void q_watch(struct svc *s, struct svc_ctx *c, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLOUT,
+				  .data.u64 = (uint64_t)(uintptr_t)c |
+					      SVC_EV_CMOUT };
+
+	if (on)
+		epoll_ctl(s->epfd, EPOLL_CTL_ADD, c->cm_ev_fd, &ev);
+	else
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->cm_ev_fd, NULL);
+}
+
+/*
+ * Room in @c's socket for the events its ids may have undelivered: its
+ * send buffer grows (doubled, as root may: SO_SNDBUFFORCE) up to
+ * SVC_CM_EVQ_PER_ID events of CM_EV_TRUESIZE bytes per id held, and at
+ * most [limits] cm_channel_kb (64 MiB, 32768 events, unless configured
+ * otherwise). So the events wait in the socket itself, and the
+ * application's fd is readable exactly while one is pending; the queue
+ * takes only what is past that. true: it grew.
+ */
+static bool room(struct svc *s, struct svc_ctx *c)
+{
+	uint64_t want =
+		(uint64_t)SVC_CM_EVQ_PER_ID * c->cm_nids * CM_EV_TRUESIZE;
+	int cur = 0, next;
+	socklen_t len = sizeof(cur);
+
+	if (want > s->conf.cm_channel_bytes)
+		want = s->conf.cm_channel_bytes;
+	/* Linux reports twice what was set, the bookkeeping included */
+	if (getsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &cur, &len) ||
+	    (uint64_t)cur >= want)
+		return false;
+	next = cur > INT32_MAX / 2 ? INT32_MAX : cur * 2;
+	if ((uint64_t)next > want)
+		next = (int)want;
+	/* setsockopt sets twice what it is given */
+	next /= 2;
+	if (setsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUFFORCE, &next,
+		       sizeof(next)) &&
+	    setsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &next, sizeof(next)))
+		return false;
+	len = sizeof(next);
+	return !getsockopt(c->cm_ev_fd, SOL_SOCKET, SO_SNDBUF, &next, &len) &&
+	       next > cur;
+}
+
+/* 0 sent, 1 the socket is full, -1 the channel is gone (the
+ * application closed its end: the context follows). */
+static int q_send(struct svc *s, struct svc_ctx *c,
+		  const struct ovr_ctl_cm_event *e)
+{
+	do {
+		if (send(c->cm_ev_fd, e, sizeof(*e),
+			 MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(*e))
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS)
+			return -1;
+	} while (room(s, c));
+	return 1;
+}
+
+static void q_free(struct svc *s, struct svc_ctx *c)
+{
+	struct svc_cm_ev *q, *n;
+
+	if (c->cm_q)
+		q_watch(s, c, false);
+	for (q = c->cm_q; q; q = n) {
+		n = q->next;
+		free(q);
+	}
+	c->cm_q = NULL;
+	c->cm_q_tail = &c->cm_q;
+	c->cm_q_n = 0;
+}
+
+void svc_cm_flush(struct svc *s, struct svc_ctx *c)
+{
+	struct svc_cm_ev *q;
+	int rc = 0;
+
+	while ((q = c->cm_q) && !(rc = q_send(s, c, &q->e))) {
+		c->cm_q = q->next;
+		c->cm_q_n--;
+		free(q);
+	}
+	if (!c->cm_q) {
+		c->cm_q_tail = &c->cm_q;
+		q_watch(s, c, false);
+	} else if (rc < 0) {
+		q_free(s, c);
+	}
+}
+
+/* Queues @e behind the others of @c; the bound is the ids it holds. */
+static void q_add(struct svc *s, struct svc_ctx *c,
+		  const struct ovr_ctl_cm_event *e)
+{
+	struct svc_cm_ev *q = NULL;
+
+	if (c->cm_q_n < SVC_CM_EVQ_PER_ID * c->cm_nids)
+		q = malloc(sizeof(*q));
+	if (!q) {
+		s->cnt.cm_ev_dropped++;
+		return;
+	}
+	q->e = *e;
+	q->next = NULL;
+	if (!c->cm_q) {
+		c->cm_q_tail = &c->cm_q;
+		q_watch(s, c, true);
+	}
+	*c->cm_q_tail = q;
+	c->cm_q_tail = &q->next;
+	c->cm_q_n++;
+	s->cnt.cm_ev_queued++;
+}
+
+static void id_release(struct svc *s, struct svc_cm_id *i, uint64_t now);
+
+/*
+ * @i goes from its channel: its queued events go with it; a listener's
+ * queued CONNECT_REQUESTs take their new ids along (rejected), as the
+ * kernel's ucma destroys them with the listener.
+ */
+static void q_forget(struct svc *s, struct svc_ctx *c, struct svc_cm_id *i,
+		     uint64_t now)
+{
+	struct svc_cm_ev **pp = &c->cm_q, *q;
+
+	while ((q = *pp)) {
+		struct svc_cm_id *child = NULL;
+
+		if (q->e.id != i->id &&
+		    !(q->e.event == OVR_CM_EV_CONNECT_REQUEST &&
+		      q->e.listen_id == i->id)) {
+			pp = &q->next;
+			continue;
+		}
+		if (q->e.id != i->id)
+			child = id_of(s, c, q->e.id);
+		*pp = q->next;
+		c->cm_q_n--;
+		free(q);
+		if (child)
+			id_release(s, child, now); /* may take more: restart */
+		pp = &c->cm_q;
+	}
+	c->cm_q_tail = &c->cm_q;
+	for (q = c->cm_q; q; q = q->next)
+		c->cm_q_tail = &q->next;
+	if (!c->cm_q)
+		q_watch(s, c, false);
+}
+
+/* @i now belongs to @c (NULL: to nobody). */
+static void own(struct svc_cm_id *i, struct svc_ctx *c)
+{
+	if (i->ctx)
+		i->ctx->cm_nids--;
+	i->ctx = c;
+	if (c)
+		c->cm_nids++;
+}
+
 static void event(struct svc *s, struct svc_cm_id *i, uint32_t ev,
 		  int32_t status, const struct cm_wire *m)
 {
@@ -216,9 +413,9 @@ static void event(struct svc *s, struct svc_cm_id *i, uint32_t ev,
 	}
 	if (i->qp_type == OVR_QPT_UD)
 		e.ud_vip = i->dst_ip;
-	if (send(i->ctx->cm_ev_fd, &e, sizeof(e), MSG_DONTWAIT | MSG_NOSIGNAL) <
-	    0)
-		s->cnt.cm_ev_dropped++;
+	/* behind the queued ones, if any: events keep their order */
+	if (i->ctx->cm_q || q_send(s, i->ctx, &e) == 1)
+		q_add(s, i->ctx, &e);
 }
 
 static void xmit(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
@@ -310,8 +507,12 @@ static int do_bind(struct svc *s, struct svc_cm_id *i,
 		for (int d = 0; d < SVC_MAX_DEVS && dev < 0; d++)
 			if (s->devs[d].used && s->devs[d].d.vip == q->src.ip)
 				dev = d;
+		/* as the kernel's: an address no interface has is not
+		 * available; a loopback address is (lo), but no RDMA port
+		 * has its GID (cma_acquire_dev_by_src_ip: ENODEV) */
 		if (dev < 0)
-			return -EADDRNOTAVAIL;
+			return (q->src.ip >> 24) == 127 ? -ENODEV :
+							  -EADDRNOTAVAIL;
 		i->dev = dev;
 		i->vni = s->devs[dev].d.vni;
 	}
@@ -582,7 +783,11 @@ static int do_init_qp_attr(struct svc *s, struct svc_cm_id *i, uint32_t state,
 /* @i's owner lets it go: peers are told, a connection lingers. */
 static void id_release(struct svc *s, struct svc_cm_id *i, uint64_t now)
 {
-	i->ctx = NULL;
+	struct svc_ctx *c = i->ctx;
+
+	own(i, NULL);
+	if (c && c->cm_q)
+		q_forget(s, c, i, now);
 	switch (i->state) {
 	case CMS_REQ_RCVD:
 		if (i->qp_type != OVR_QPT_UD)
@@ -627,22 +832,53 @@ int svc_do_cm_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (r->nfds != 1)
 		return svc_status(c, r->h, -EINVAL);
 	c->cm_ev_fd = svc_take_fd(r, 0);
+	c->cm_q = NULL;
+	c->cm_q_tail = &c->cm_q;
 	return svc_status(c, r->h, 0);
 }
 
 /*
  * rdma_migrate_id: @i's events go to channel @c from now on. Only
  * between two channels of one process (the kernel's file descriptors
- * are the process's); events already queued on the old channel stay
- * there (the interposer drops them, the id being gone from it).
+ * are the process's); those still in the old channel's queue move
+ * along, those already in its socket stay there (the interposer drops
+ * them, the id being gone from it).
  */
-static int migrate(struct svc_ctx *c, struct svc_cm_id *i)
+static int migrate(struct svc *s, struct svc_ctx *c, struct svc_cm_id *i)
 {
+	struct svc_ctx *old;
+	struct svc_cm_ev **pp, *q;
+
 	if (!i || !i->ctx || c->cm_ev_fd < 0)
 		return -EINVAL;
 	if (i->ctx->pid != c->pid || i->ctx->uid != c->uid)
 		return -EINVAL;
-	i->ctx = c;
+	old = i->ctx;
+	own(i, c);
+	if (old == c)
+		return 0;
+	/* its events still queued here move along, in order */
+	for (pp = &old->cm_q; (q = *pp);) {
+		if (q->e.id != i->id) {
+			pp = &q->next;
+			continue;
+		}
+		*pp = q->next;
+		old->cm_q_n--;
+		q->next = NULL;
+		if (!c->cm_q) {
+			c->cm_q_tail = &c->cm_q;
+			q_watch(s, c, true);
+		}
+		*c->cm_q_tail = q;
+		c->cm_q_tail = &q->next;
+		c->cm_q_n++;
+	}
+	old->cm_q_tail = &old->cm_q;
+	for (q = old->cm_q; q; q = q->next)
+		old->cm_q_tail = &q->next;
+	if (!old->cm_q)
+		q_watch(s, old, false);
 	return 0;
 }
 
@@ -656,7 +892,7 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 	if (q->cmd == OVR_CM_MIGRATE) {
 		i = id_find(s, q->id);
-		rc = migrate(c, i);
+		rc = migrate(s, c, i);
 		if (rc)
 			return svc_status(c, r->h, rc);
 	} else if (q->cmd != OVR_CM_CREATE_ID) {
@@ -676,7 +912,7 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 			return svc_status(c, r->h, -ENOMEM);
 		i->id = new_id(s);
 		s->cnt.cm_ids++;
-		i->ctx = c;
+		own(i, c);
 		i->ps = (uint16_t)q->arg;
 		i->qp_type = (uint8_t)q->arg2;
 		i->dev = -1;
@@ -743,6 +979,7 @@ void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c)
 	uint64_t now = svc_now();
 	struct svc_cm_id *i = s->cm_ids, *n;
 
+	q_free(s, c); /* nobody reads them now */
 	for (; i; i = n) {
 		n = i->next;
 		if (i->ctx == c)
@@ -797,7 +1034,7 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	}
 	i->id = new_id(s);
 	s->cnt.cm_ids++;
-	i->ctx = l->ctx;
+	own(i, l->ctx);
 	i->ps = l->ps;
 	i->qp_type = l->qp_type;
 	i->dev = dev;

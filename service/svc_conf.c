@@ -34,6 +34,7 @@ void svc_conf_default(struct svc_conf *c)
 	c->ctx_max_ah = 4096;
 	c->ctx_max_pinned = 0;
 	c->ctx_max_cq_bytes = 1024ull << 20;
+	c->cm_channel_bytes = 64ull << 20;
 	c->eng_max_qp = 4096;
 	c->gdrcopy = true;
 	c->gdrcopy_h2d_max = OVR_GDR_BAR_H2D_MAX;
@@ -308,6 +309,8 @@ static int on_limits(struct conf_state *st, const char *name, const char *value)
 		c->ctx_max_pinned = (uint64_t)v << 20;
 	else if (!strcmp(name, "cq_mb_per_context"))
 		c->ctx_max_cq_bytes = (uint64_t)v << 20;
+	else if (!strcmp(name, "cm_channel_kb"))
+		c->cm_channel_bytes = (uint64_t)v << 10;
 	else if (!strcmp(name, "qps"))
 		c->eng_max_qp = v;
 	else {

@@ -210,6 +210,12 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 				perror("ovrdmad: read");
 			break;
 		default:
+			if (tag & SVC_EV_CMOUT) {
+				uintptr_t c = (uintptr_t)(tag & ~SVC_EV_CMOUT);
+
+				svc_cm_flush(s, (struct svc_ctx *)c);
+				break;
+			}
 			if (tag & SVC_EV_PIDFD) {
 				svc_ctx_exited(
 					s,

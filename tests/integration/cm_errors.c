@@ -3,8 +3,8 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|hold|hold-kill
- *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS
+ *   cm_errors server PORT pdata|die|hold|hold-kill|cycles N
+ *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
  *                   private data (checked), is accepted after an accept
@@ -25,8 +25,26 @@
  *                   a SEND two seconds later must complete in error and
  *                   rdma_disconnect must give DISCONNECTED, all within
  *                   30 s.
+ * cycles N          N connections one after another: the client creates
+ *                   an id, resolves, creates its QP, connects, sends 64
+ *                   bytes (the server checks them), disconnects and
+ *                   destroys QP and id; the server accepts each on a QP
+ *                   of its own and destroys both at DISCONNECTED (which
+ *                   comes without ESTABLISHED where the RTU was lost
+ *                   and the client had sent and disconnected before its
+ *                   retransmission: counted, as the kernel's CM gives
+ *                   it to a program that does not rdma_notify()). Each
+ *                   side checks that it has no more file descriptors
+ *                   open after the last cycle than after the first, and
+ *                   prints the cycles per second; the client prints the
+ *                   setup latency (rdma_connect to ESTABLISHED) median
+ *                   and p99. With CM_TIMES=FILE, each cycle's times
+ *                   (CLOCK_MONOTONIC, s) are written there: the client
+ *                   "i connect established", the server "i established"
+ *                   (bench/cm-setup.sh joins them).
  *
- * Exit 0 when everything happened as wanted; each step is printed.
+ * Exit 0 when everything happened as wanted; each step is printed
+ * (cycles: only the summary).
  */
 #include <errno.h>
 #include <netdb.h>
@@ -44,6 +62,7 @@
 #define PD_REJ 148
 
 static struct rdma_event_channel *ch;
+static int quiet; /* cycles: events not printed */
 
 static double now_s(void)
 {
@@ -103,9 +122,10 @@ static struct rdma_cm_event next_event(double deadline)
 			       e->param.conn.private_data_len);
 			copy.param.conn.private_data = pd;
 		}
-		printf("event %s status %d pd %u\n", rdma_event_str(e->event),
-		       e->status, e->param.conn.private_data_len);
-		fflush(stdout);
+		if (!quiet)
+			printf("event %s status %d pd %u\n",
+			       rdma_event_str(e->event), e->status,
+			       e->param.conn.private_data_len);
 		rdma_ack_cm_event(e);
 		return copy;
 	}
@@ -364,12 +384,213 @@ static int server(const char *port, const char *mode)
 	return 0;
 }
 
+/* ---- cycles ------------------------------------------------------------- */
+
+#define CYC_MSG 64
+
+static int open_fds(void)
+{
+	char p[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		if (!access(p, F_OK))
+			n++;
+	}
+	return n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static FILE *times_file(void)
+{
+	const char *p = getenv("CM_TIMES");
+	FILE *f = p ? fopen(p, "w") : NULL;
+
+	if (p && !f)
+		FAIL("CM_TIMES %s: %s", p, strerror(errno));
+	return f;
+}
+
+/* One 64-byte message on @id's QP: sent and completed, or a receive
+ * posted (its region returned, for after the completion). */
+static struct ibv_mr *cyc_msg(struct rdma_cm_id *id, int send, uint8_t seed)
+{
+	static uint8_t buf[CYC_MSG];
+	struct ibv_sge sge;
+	struct ibv_send_wr swr = { .sg_list = &sge,
+				   .num_sge = 1,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED },
+			   *sbad;
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_cq *cq = send ? id->send_cq : id->recv_cq;
+	struct ibv_mr *mr =
+		ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	double dl = now_s() + 10;
+	struct ibv_wc wc;
+	int n;
+
+	if (!mr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	sge = (struct ibv_sge){ (uintptr_t)buf, sizeof(buf), mr->lkey };
+	if (send) {
+		pattern(buf, sizeof(buf), seed);
+		if (ibv_post_send(id->qp, &swr, &sbad))
+			FAIL("ibv_post_send");
+	} else {
+		memset(buf, 0, sizeof(buf));
+		if (ibv_post_recv(id->qp, &rwr, &rbad))
+			FAIL("ibv_post_recv");
+	}
+	if (!send)
+		return mr; /* completed by the caller */
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && now_s() < dl)
+		;
+	if (n != 1 || wc.status != IBV_WC_SUCCESS)
+		FAIL("SEND: %s",
+		     n == 1 ? ibv_wc_status_str(wc.status) : "no completion");
+	ibv_dereg_mr(mr);
+	return NULL;
+}
+
+static int client_cycles(const char *addr, const char *port, int n)
+{
+	double *lat = calloc((size_t)n, sizeof(double)), t0, t1, start;
+	FILE *tf = times_file();
+	int fds1 = 0;
+
+	if (!lat)
+		FAIL("calloc");
+	quiet = 1;
+	start = now_s();
+	for (int i = 0; i < n; i++) {
+		struct rdma_cm_id *id = resolve(addr, port);
+		struct rdma_cm_event e;
+
+		t0 = now_s();
+		if (connect_pd(id, 0))
+			FAIL("cycle %d: rdma_connect: %s", i, strerror(errno));
+		e = next_event(t0 + 20);
+		t1 = now_s();
+		if (e.event != RDMA_CM_EVENT_ESTABLISHED)
+			FAIL("cycle %d: %s (status %d), want ESTABLISHED", i,
+			     rdma_event_str(e.event), e.status);
+		lat[i] = t1 - t0;
+		if (tf)
+			fprintf(tf, "%d %.9f %.9f\n", i, t0, t1);
+		cyc_msg(id, 1, (uint8_t)i);
+		if (rdma_disconnect(id))
+			FAIL("cycle %d: rdma_disconnect: %s", i,
+			     strerror(errno));
+		e = next_event(now_s() + 20);
+		want(&e, RDMA_CM_EVENT_DISCONNECTED);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		if (i == 0)
+			fds1 = open_fds();
+	}
+	t1 = now_s();
+	if (tf)
+		fclose(tf);
+	/* more is a leak; one fewer can be what the first cycle had
+	 * open for a moment (librdmacm's and the provider's own) */
+	if (open_fds() > fds1)
+		FAIL("%d fds open after the last cycle, %d after the first",
+		     open_fds(), fds1);
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
+	printf("cycles %d: %.0f per second, setup median %.0f us, "
+	       "p99 %.0f us, fds %d\n",
+	       n, n / (t1 - start), lat[n / 2] * 1e6,
+	       lat[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] * 1e6, fds1);
+	free(lat);
+	return 0;
+}
+
+static int server_cycles(const char *port, int n)
+{
+	struct rdma_conn_param p = { .responder_resources = 1,
+				     .initiator_depth = 1,
+				     .rnr_retry_count = 7 };
+	FILE *tf = times_file();
+	double start = 0;
+	int fds1 = 0, rtu_lost = 0;
+
+	quiet = 1;
+	listen_on(port);
+	for (int i = 0; i < n; i++) {
+		struct rdma_cm_event e = next_event(now_s() + 60);
+		struct rdma_cm_id *id;
+		struct ibv_mr *mr;
+		struct ibv_wc wc;
+		double dl;
+		int k;
+
+		want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
+		if (!i)
+			start = now_s();
+		id = e.id;
+		make_qp(id);
+		mr = cyc_msg(id, 0, 0); /* the receive, before the accept */
+		if (rdma_accept(id, &p))
+			FAIL("cycle %d: rdma_accept: %s", i, strerror(errno));
+		e = next_event(now_s() + 20);
+		/* the RTU lost (at loss), the peer may have sent and
+		 * disconnected before its retransmission: DISCONNECTED
+		 * comes instead, as from the kernel's CM, for a program
+		 * that does not rdma_notify() IBV_EVENT_COMM_EST */
+		if (e.event == RDMA_CM_EVENT_DISCONNECTED) {
+			rtu_lost++;
+		} else {
+			want(&e, RDMA_CM_EVENT_ESTABLISHED);
+			if (tf)
+				fprintf(tf, "%d %.9f\n", i, now_s());
+		}
+		dl = now_s() + 10;
+		while ((k = ibv_poll_cq(id->recv_cq, 1, &wc)) == 0 &&
+		       now_s() < dl)
+			;
+		if (k != 1 || wc.status != IBV_WC_SUCCESS ||
+		    wc.byte_len != CYC_MSG)
+			FAIL("cycle %d: the message did not arrive", i);
+		ibv_dereg_mr(mr);
+		if (e.event != RDMA_CM_EVENT_DISCONNECTED) {
+			e = next_event(now_s() + 20);
+			want(&e, RDMA_CM_EVENT_DISCONNECTED);
+		}
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		if (i == 0)
+			fds1 = open_fds();
+	}
+	if (tf)
+		fclose(tf);
+	/* more is a leak; one fewer can be what the first cycle had
+	 * open for a moment (librdmacm's and the provider's own) */
+	if (open_fds() > fds1)
+		FAIL("%d fds open after the last cycle, %d after the first",
+		     open_fds(), fds1);
+	printf("cycles %d: %.0f per second, fds %d, DISCONNECTED before "
+	       "ESTABLISHED (RTU lost) %d\n",
+	       n, n / (now_s() - start), fds1, rtu_lost);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ch = rdma_create_event_channel();
 	if (!ch)
 		FAIL("rdma_create_event_channel: %s", strerror(errno));
+	if (argc == 5 && !strcmp(argv[1], "server") &&
+	    !strcmp(argv[3], "cycles") && atoi(argv[4]) > 0)
+		return server_cycles(argv[2], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(argv[2], argv[3]);
 	if (argc >= 5 && !strcmp(argv[1], "client")) {
@@ -377,13 +598,16 @@ int main(int argc, char **argv)
 			return client_pdata(argv[2], argv[3]);
 		if (!strcmp(argv[4], "peerdead"))
 			return client_peerdead(argv[2], argv[3]);
+		if (argc == 6 && !strcmp(argv[4], "cycles") &&
+		    atoi(argv[5]) > 0)
+			return client_cycles(argv[2], argv[3], atoi(argv[5]));
 		if (argc == 7 && !strcmp(argv[4], "expect"))
 			return client_expect(argv[2], argv[3], argv[5],
 					     atof(argv[6]));
 	}
 	fprintf(stderr,
-		"usage: cm_errors server PORT pdata|die|hold|hold-kill\n"
+		"usage: cm_errors server PORT pdata|die|hold|hold-kill|cycles N\n"
 		"       cm_errors client ADDR PORT pdata|peerdead|"
-		"expect EVENT SECONDS\n");
+		"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }

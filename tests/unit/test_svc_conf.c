@@ -69,6 +69,7 @@ static void test_good(void **state)
 			      "qp_per_context = 10\n"
 			      "pinned_mb_per_context = 3\n"
 			      "cq_mb_per_context = 64\n"
+			      "cm_channel_kb = 256\n"
 			      "[gpu]\n"
 			      "gdrcopy = off\n"
 			      "gdrcopy_h2d_max = 8192\n"
@@ -95,6 +96,7 @@ static void test_good(void **state)
 	assert_int_equal(c.ctx_max_qp, 10);
 	assert_int_equal(c.ctx_max_pinned, 3ull << 20);
 	assert_int_equal(c.ctx_max_cq_bytes, 64ull << 20);
+	assert_int_equal(c.cm_channel_bytes, 256ull << 10);
 	assert_false(c.gdrcopy);
 	assert_int_equal(c.gdrcopy_h2d_max, 8192);
 	assert_int_equal(c.gdrcopy_d2h_max, 0);
