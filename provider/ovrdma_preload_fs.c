@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -328,39 +329,37 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 				  flags);
 }
 
+/* A made file (pci_data) as a stream: true when @path is one, *@f
+ * then the stream or NULL with errno; false when it is not one. */
+static bool pci_fopen(const char *path, const char *mode, FILE **f)
+{
+	int fd = pci_data(path, fopen_flags(mode));
+
+	if (fd == -2)
+		return false;
+	*f = fd >= 0 ? fdopen(fd, mode) : NULL;
+	if (fd >= 0 && !*f)
+		close(fd);
+	return true;
+}
+
 EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
-	int fd = pci_data(path, fopen_flags(mode));
 	FILE *f;
 
-	if (fd == -1)
-		return NULL;
-	if (fd >= 0) {
-		f = fdopen(fd, mode);
-		if (!f)
-			close(fd);
+	if (pci_fopen(path, mode, &f))
 		return f;
-	}
-
 	return NEXT(fopen)(redirect(path, buf, sizeof(buf)), mode);
 }
 
 EXPORT FILE *fopen64(const char *path, const char *mode)
 {
 	char buf[PATH_MAX];
-	int fd = pci_data(path, fopen_flags(mode));
 	FILE *f;
 
-	if (fd == -1)
-		return NULL;
-	if (fd >= 0) {
-		f = fdopen(fd, mode);
-		if (!f)
-			close(fd);
+	if (pci_fopen(path, mode, &f))
 		return f;
-	}
-
 	return NEXT(fopen64)(redirect(path, buf, sizeof(buf)), mode);
 }
 
