@@ -143,7 +143,9 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	e->vendor_err = wc->vendor_err;
 	e->flags = ((wc->wr_id >> 63) ? OVR_CQE_RECV : 0) |
 		   ((wc->wr_id >> 62) & 1 ? OVR_CQE_SRQ : 0);
-	e->ts_us = (uint32_t)(svc_now() / 1000u);
+	/* a round's completions carry its start (no clock read each) */
+	e->ts_us =
+		(uint32_t)((s->round_now ? s->round_now : svc_now()) / 1000u);
 	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
 			      memory_order_release);
 	cq->prod++;
@@ -1346,6 +1348,7 @@ bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 	unsigned int n;
 	bool work;
 
+	s->round_now = now;
 	n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
 	for (unsigned int i = 0; i < n; i++)
 		rx_frame(s, frames[i], lens[i], now);
@@ -1377,5 +1380,6 @@ bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 	if (lost_fail(s))
 		*next = now; /* what the flushes and TERMINATE need */
 	s->port_ops->flush(s->port);
+	s->round_now = 0;
 	return work;
 }

@@ -240,7 +240,8 @@ struct ovr_ring_cqe {
 	uint32_t wc_flags; /* enum ovr_wc_flags */
 	uint32_t vendor_err;
 	uint32_t flags; /* OVR_CQE_* */
-	/* when the service wrote it: CLOCK_MONOTONIC in microseconds,
+	/* when the service wrote it (the start of its loop round, at most
+	 * a round's work earlier): CLOCK_MONOTONIC in microseconds,
 	 * modulo 2^32 (wraps every 71.6 minutes): the completion
 	 * timestamp (OVR_CTL_DEV_CQ_TS; docs/PROVIDER.md 4.8) */
 	uint32_t ts_us;
