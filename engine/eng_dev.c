@@ -121,7 +121,8 @@ bool eng_dev_copy(struct ovr_eng *e, struct eng_qp *qp, int64_t rpsn, void *dev,
 	flags = late ? OVR_ENG_COPY_LATE : 0;
 	if (rpsn < 0 && !to_dev)
 		flags |= OVR_ENG_COPY_SRC |
-			 (e->dev_first ? OVR_ENG_COPY_FIRST : 0);
+			 (e->dev_first ? OVR_ENG_COPY_FIRST : 0) |
+			 (e->dev_fenced ? OVR_ENG_COPY_FENCED : 0);
 	e->dev_first = false;
 	rc = e->ops.dev_copy(e->ctx, dev, off, buf, len, to_dev, msg_len,
 			     flags);

@@ -37,9 +37,14 @@ static bool is_local(uint8_t op)
 
 static bool sge_read(struct ovr_eng *e, struct eng_qp *qp,
 		     const struct eng_lsge *s, unsigned int n, uint32_t off,
-		     uint8_t *dst, uint32_t len, uint32_t msg_len)
+		     uint8_t *dst, uint32_t len, uint32_t msg_len, bool fenced)
 {
-	return eng_sge_copy(e, qp, -1, s, n, off, dst, len, false, msg_len);
+	bool ok;
+
+	e->dev_fenced = fenced;
+	ok = eng_sge_copy(e, qp, -1, s, n, off, dst, len, false, msg_len);
+	e->dev_fenced = false;
+	return ok;
 }
 
 static bool is_q0(uint8_t op)
@@ -320,7 +325,7 @@ static bool fill_req(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
 		return true;
 	}
 	if (sge_read(e, qp, eng_swqe_sge(qp, idx), w->nsge, off, dst, len,
-		     w->len))
+		     w->len, w->flags & OVR_SEND_FENCE))
 		return true;
 	/* the source could not be read: this WR fails, the QP with it */
 	eng_qp_error_local(e, qp, idx, eng_copy_status(e), 0);

@@ -469,6 +469,7 @@ struct ovr_eng {
 	uint8_t dev_nak;
 	uint32_t dev_ridx; /* with dev_nak REM_OP: the receive */
 	bool dev_first; /* the next copy is a send WR's first (SRC|FIRST) */
+	bool dev_fenced; /* the send WR being read was fenced (SRC|FENCED) */
 	/* the receive completion being emitted (eng_complete_recv): its
 	 * index and message's last PSN, held with it */
 	bool cqe_recv;

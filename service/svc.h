@@ -357,6 +357,12 @@ struct svc_ctx {
 	 * application's [ra_lo, ra_hi) */
 	uint8_t *ra;
 	uint64_t ra_lo, ra_hi;
+	/* the process route's drain-time read of small send WRs' sources
+	 * (svc_dp.c, sq_prefetch): SVC_PF_BYTES at pf (NULL until needed)
+	 * hold the application's [pf_lo, pf_hi), read after every send WR
+	 * of the context now in the engine was posted */
+	uint8_t *pf;
+	uint64_t pf_lo, pf_hi;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -423,6 +429,8 @@ struct svc_counters {
 	uint64_t proc_copy_fault; /* ...that found no memory: -EFAULT */
 	uint64_t proc_copy_queued; /* copies run at a batch close */
 	uint64_t proc_ra_hits; /* send sources copied from a read-ahead */
+	uint64_t proc_pf_reads; /* small sends' sources read at drain */
+	uint64_t proc_pf_hits; /* ...copies served from such a read */
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -470,6 +478,10 @@ struct svc_loop_mark {
 
 /* A process-route read-ahead holds this much of a send WR's source. */
 #define SVC_RA_BYTES (256u << 10)
+/* A drain reads the sources of the send WRs it takes that are at most
+ * SVC_PF_MSG long, in one call, when they lie within SVC_PF_BYTES. */
+#define SVC_PF_MSG 4096u
+#define SVC_PF_BYTES (16u << 10)
 
 /* A process-route copy queued for the batch being closed (svc_dp.c). */
 struct svc_pcopy {

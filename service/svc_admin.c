@@ -507,6 +507,8 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "proc_copy_fault", k->proc_copy_fault);
 	counter(b, "proc_copy_queued", k->proc_copy_queued);
 	counter(b, "proc_ra_hits", k->proc_ra_hits);
+	counter(b, "proc_pf_reads", k->proc_pf_reads);
+	counter(b, "proc_pf_hits", k->proc_pf_hits);
 	counter(b, "mr_obj_truncated_pages", svc_mem_truncated_pages());
 }
 

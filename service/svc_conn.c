@@ -263,6 +263,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 	close(c->fd);
 	free(c->obj);
 	free(c->ra);
+	free(c->pf);
 	free(c);
 	s->nctx--;
 	s->cnt.ctx_closed++;

@@ -647,6 +647,100 @@ static inline uint8_t *ring_slot(uint8_t *base, uint32_t idx, uint32_t depth,
 	return base + (size_t)(idx & (depth - 1)) * stride;
 }
 
+/*
+ * The process route's small sends (docs/SERVICE.md section 4.2): before
+ * the WRs in a QP's ring [sq_cons, @prod) go to the engine, read the
+ * sources of those that carry at most SVC_PF_MSG bytes out of the
+ * application, all at once - one call for the span from the lowest to
+ * the highest byte they name, at most SVC_PF_BYTES - so that their
+ * packets are built from it (svc_proc_copy) instead of a system call
+ * each. What was read stands for every send WR of the context in the
+ * engine: each was posted before this drain, and by the verbs' rules
+ * its source holds still until it completes. The read replaces the
+ * context's last one; a drain that reads nothing forgets it, so no WR
+ * posted after a read is ever served from it. Two things may change a
+ * source after its WR was posted and are not served from here: the
+ * bytes an earlier READ or atomic of the QP brings to a fenced WR
+ * (OVR_ENG_COPY_FENCED), and any READ response or atomic result the
+ * service places in the context's memory forgets the read.
+ */
+#define SVC_SRC_OPCODES                                               \
+	(1u << OVR_WR_RDMA_WRITE | 1u << OVR_WR_RDMA_WRITE_WITH_IMM | \
+	 1u << OVR_WR_SEND | 1u << OVR_WR_SEND_WITH_IMM |             \
+	 1u << OVR_WR_SEND_WITH_INV)
+
+static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
+{
+	struct svc_ctx *c = qp->ctx;
+	uint64_t lo = UINT64_MAX, hi = 0, olo = c->pf_lo, ohi = c->pf_hi;
+	struct iovec l;
+	ssize_t n;
+
+	c->pf_lo = c->pf_hi = 0;
+	for (uint32_t i = qp->sq_cons; i != prod; i++) {
+		const uint8_t *slot =
+			ring_slot(qp->sq_slots, i, qp->sq_depth, qp->sq_stride);
+		struct ovr_ring_sge sg[OVR_RING_SQ_MAX_SGE];
+		struct ovr_ring_swqe w;
+		uint64_t total = 0;
+
+		memcpy(&w, slot, sizeof(w));
+		if ((w.send_flags & OVR_SEND_INLINE) || w.opcode > 31 ||
+		    !(SVC_SRC_OPCODES & (1u << w.opcode)) || !w.num_sge ||
+		    w.num_sge > OVR_RING_SQ_MAX_SGE ||
+		    sizeof(w) + w.num_sge * sizeof(sg[0]) > qp->sq_stride)
+			continue;
+		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
+		for (uint32_t j = 0; j < w.num_sge; j++)
+			total += sg[j].length;
+		if (!total || total > SVC_PF_MSG)
+			continue;
+		for (uint32_t j = 0; j < w.num_sge; j++) {
+			uint64_t a = sg[j].addr, b = a + sg[j].length;
+
+			if (!sg[j].length)
+				continue;
+			if (b < a)
+				return; /* wraps: the engine fails it */
+			lo = a < lo ? a : lo;
+			hi = b > hi ? b : hi;
+		}
+	}
+	if (hi <= lo || hi - lo > SVC_PF_BYTES)
+		return;
+	/* the WRs of earlier drains still waiting in the engine lie, most
+	 * likely, in the span read then (an application cycles through a
+	 * buffer): read it again with the new one, as far as it fits */
+	if (ohi > olo) {
+		uint64_t ulo = olo < lo ? olo : lo, uhi = ohi > hi ? ohi : hi;
+
+		if (uhi - ulo > SVC_PF_BYTES) {
+			if (uhi == hi)
+				ulo = hi - SVC_PF_BYTES;
+			else
+				ulo = lo, uhi = hi;
+		}
+		lo = ulo;
+		hi = uhi;
+	}
+	if (!c->pf) {
+		c->pf = malloc(SVC_PF_BYTES);
+		if (!c->pf)
+			return;
+	}
+	l = (struct iovec){ c->pf, hi - lo };
+	s->cnt.proc_copy_calls++;
+	s->cnt.proc_pf_reads++;
+	/* memory that is not there shortens what is read; a WR that needs
+	 * it reads on its own and finds out which error it is */
+	n = svc_procmem_rw(c->memfd, false, &l, 1, lo);
+	if (n <= 0)
+		return;
+	s->cnt.proc_copy_bytes += (uint64_t)n;
+	c->pf_lo = lo;
+	c->pf_hi = lo + (uint64_t)n;
+}
+
 /* Returns false when the engine had no room (try again later). */
 static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 {
@@ -659,6 +753,8 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		s->cnt.wqe_bad++;
 		prod = qp->sq_cons;
 	}
+	if (prod != qp->sq_cons && qp->ctx->memfd >= 0 && !qp->ctx->dead)
+		sq_prefetch(s, qp, prod);
 	while (qp->sq_cons != prod) {
 		uint8_t *slot = ring_slot(qp->sq_slots, qp->sq_cons,
 					  qp->sq_depth, qp->sq_stride);
@@ -1169,6 +1265,21 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 
 	if (c->memfd < 0 || c->dead)
 		return -ESRCH;
+	if ((flags & (OVR_ENG_COPY_SRC | OVR_ENG_COPY_FENCED)) ==
+		    OVR_ENG_COPY_SRC &&
+	    addr >= c->pf_lo && addr + len <= c->pf_hi) {
+		memcpy(host, c->pf + (addr - c->pf_lo), len);
+		s->cnt.proc_pf_hits++;
+		/* the read-ahead is good for a message only once its first
+		 * copy read afresh: this one did not */
+		if (flags & OVR_ENG_COPY_FIRST)
+			c->ra_lo = c->ra_hi = 0;
+		return 0;
+	}
+	/* a READ's response or an atomic's result lands (or anything
+	 * placed at once): what a drain read may be older */
+	if (to_dev && !(flags & OVR_ENG_COPY_LATE))
+		c->pf_lo = c->pf_hi = 0;
 	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
 	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
 		return 0;

@@ -301,6 +301,13 @@ enum {
 	/* (with OVR_ENG_COPY_SRC) The first bytes of the message, as its
 	 * first packet is built (again, when that packet is resent). */
 	OVR_ENG_COPY_FIRST = 4u,
+	/*
+	 * (with OVR_ENG_COPY_SRC) The WR was posted with OVR_SEND_FENCE:
+	 * its source may hold what an earlier READ or atomic of the QP
+	 * brought after the WR was posted, so nothing read before the WR
+	 * reached the head of the queue may stand for it.
+	 */
+	OVR_ENG_COPY_FENCED = 8u,
 };
 
 /* queued copies a batch holds at most: it is closed early at that many */

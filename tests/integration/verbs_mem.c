@@ -121,9 +121,10 @@
 #define TH_TRIALS 64u
 
 static const char *const case_names[] = {
-	"memfd",    "memfd-huge", "file",	  "fork",	"thread",
-	"dontneed", "munmap",	  "forkinit",	  "forknoinit", "huge1g",
-	"madv",	    "odp",	  "odp-implicit", "advise",	"file-path",
+	"memfd",	"memfd-huge", "file",	   "fork",
+	"thread",	"dontneed",   "munmap",	   "forkinit",
+	"forknoinit",	"huge1g",     "madv",	   "odp",
+	"odp-implicit", "advise",     "file-path", "fence",
 };
 #define NCASES (sizeof(case_names) / sizeof(case_names[0]))
 
@@ -2165,11 +2166,203 @@ out:
 	return rc;
 }
 
+/* ---- a fenced WR's source brought by the READ before it ------------------- */
+
+#define FENCE_ROUNDS 300u
+#define FENCE_MAX 2048u
+
+/*
+ * Private memory (the process route), two QPs of this process connected
+ * to each other: each round posts, in one list, an RDMA READ of a fresh
+ * pattern in @src into @mid and a fenced RDMA WRITE (or SEND) of @mid
+ * into @dst, 8 B to 2 KB. The WRITE is taken from the ring with the
+ * READ, before the READ's bytes are in @mid: what it carries must be
+ * those bytes (IBV_SEND_FENCE), never what @mid held when it was posted
+ * (ovrdmad reads small sends' sources when it takes them, docs/SERVICE.md
+ * 4.2).
+ */
+static int fence_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
+		       uint8_t *src, uint8_t *mid, uint8_t *dst, uint32_t len,
+		       bool send, uint64_t pat, uint32_t round)
+{
+	struct ibv_sge rs = { (uintptr_t)mid, len, mr->lkey },
+		       ws = { (uintptr_t)mid, len, mr->lkey },
+		       rv = { (uintptr_t)dst, FENCE_MAX, mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 2,
+				 .sg_list = &ws,
+				 .num_sge = 1,
+				 .opcode = send ? IBV_WR_SEND :
+						  IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED |
+					       IBV_SEND_FENCE },
+			   r = { .wr_id = 1,
+				 .next = &w,
+				 .sg_list = &rs,
+				 .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_READ,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_recv_wr rw = { .wr_id = 3, .sg_list = &rv, .num_sge = 1 },
+			   *rbad;
+	uint32_t want = send ? 3 : 2, got = 0;
+	double t0;
+
+	r.wr.rdma.remote_addr = (uintptr_t)src;
+	r.wr.rdma.rkey = mr->rkey;
+	w.wr.rdma.remote_addr = (uintptr_t)dst;
+	w.wr.rdma.rkey = mr->rkey;
+	pat_fill(src, len, pat);
+	pat_fill(mid, len, pat + 1); /* what a stale read would carry */
+	memset(dst, 0, len);
+	if (send && ibv_post_recv(b, &rw, &rbad))
+		return failf("round %u: ibv_post_recv: %s", round,
+			     strerror(errno));
+	if (ibv_post_send(a, &r, &bad))
+		return failf("round %u: ibv_post_send: %s", round,
+			     strerror(errno));
+	for (t0 = vc_now(); got < want && vc_now() - t0 < OP_TIMEOUT_S;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return failf("ibv_poll_cq: %d", n);
+		if (!n)
+			continue;
+		if (wc.status != IBV_WC_SUCCESS)
+			return failf("round %u (%u B %s): WR %llu: %s", round,
+				     len, send ? "SEND" : "WRITE",
+				     (unsigned long long)wc.wr_id,
+				     vc_st(wc.status));
+		got++;
+	}
+	if (got < want)
+		return failf("round %u: %u of %u completions within %.0f s",
+			     round, got, want, OP_TIMEOUT_S);
+	if (!holds(dst, len, pat)) {
+		char what[96];
+
+		snprintf(what, sizeof(what),
+			 "round %u: the fenced %u B %s after the READ", round,
+			 len, send ? "SEND" : "WRITE");
+		return check(what, dst, len, pat, pat + 1);
+	}
+	return 0;
+}
+
+/*
+ * Each round refills @big (LEN bytes) and posts, in one list, a WRITE of
+ * its first page (read when ovrdmad takes it from the ring) and a WRITE
+ * of all of it into @dst (read ahead as its packets go): the big
+ * one must carry this round's bytes, never what an earlier round's
+ * read-ahead of the same addresses held.
+ */
+static int readahead_round(struct ibv_qp *a, struct ibv_mr *mr, uint8_t *big,
+			   uint8_t *dst, uint64_t pat, uint32_t round)
+{
+	struct ibv_sge s8 = { (uintptr_t)big, PG, mr->lkey },
+		       sb = { (uintptr_t)big, LEN, mr->lkey };
+	struct ibv_send_wr w2 = { .wr_id = 5,
+				  .sg_list = &sb,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   w1 = { .wr_id = 4,
+				  .next = &w2,
+				  .sg_list = &s8,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	uint32_t got = 0;
+	double t0;
+
+	w1.wr.rdma.remote_addr = (uintptr_t)dst + LEN;
+	w1.wr.rdma.rkey = mr->rkey;
+	w2.wr.rdma.remote_addr = (uintptr_t)dst;
+	w2.wr.rdma.rkey = mr->rkey;
+	pat_fill(big, LEN, pat);
+	if (ibv_post_send(a, &w1, &bad))
+		return failf("round %u: ibv_post_send: %s", round,
+			     strerror(errno));
+	for (t0 = vc_now(); got < 2 && vc_now() - t0 < OP_TIMEOUT_S;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return failf("ibv_poll_cq: %d", n);
+		if (n && wc.status != IBV_WC_SUCCESS)
+			return failf("round %u: WR %llu: %s", round,
+				     (unsigned long long)wc.wr_id,
+				     vc_st(wc.status));
+		got += (uint32_t)n;
+	}
+	if (got < 2)
+		return failf("round %u: %u of 2 completions within %.0f s",
+			     round, got, OP_TIMEOUT_S);
+	if (!holds(dst, LEN, pat))
+		return check(
+			"a 64 KB WRITE posted with a 4 KB one from its start",
+			dst, LEN, pat, pat - 1);
+	return 0;
+}
+
+static int case_fence(unsigned cn)
+{
+	struct vc_path path = vc_path_default();
+	struct vc_qpinfo ia, ib;
+	struct ibv_qp *a, *b;
+	struct ibv_mr *mr;
+	uint8_t *m;
+	int rc = 0, e;
+
+	if (posix_memalign((void **)&m, PG, 3 * PG + 3 * LEN))
+		return failf("posix_memalign: out of memory");
+	memset(m, 0, 3 * PG + 3 * LEN);
+	mr = reg(m, 3 * PG + 3 * LEN);
+	if (!mr) {
+		free(m);
+		return -1;
+	}
+	a = qp_create();
+	b = qp_create();
+	vc_qpinfo_of(&dev, a, 0x100 + cn, &ia);
+	vc_qpinfo_of(&dev, b, 0x200 + cn, &ib);
+	e = vc_connect(&dev, a, ia.psn, &ib, &path, true);
+	e = e ? e : vc_connect(&dev, b, ib.psn, &ia, &path, true);
+	if (e) {
+		rc = failf("connecting two QPs of this process: %s",
+			   strerror(e));
+		goto out;
+	}
+	for (uint32_t i = 0; i < FENCE_ROUNDS && !rc; i++) {
+		uint32_t len = 8u << (i % 9); /* 8 B .. 2 KB */
+
+		rc = fence_round(a, b, mr, m, m + PG, m + 2 * PG,
+				 len > FENCE_MAX ? FENCE_MAX : len, i & 1,
+				 PAT(cn, 16 + 2 * i), i);
+	}
+	for (uint32_t i = 0; i < FENCE_ROUNDS / 10 && !rc; i++)
+		rc = readahead_round(a, mr, m + 3 * PG, m + 3 * PG + LEN,
+				     PAT(cn, 1024 + i), i);
+out:
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	if (ibv_dereg_mr(mr))
+		rc = failf("ibv_dereg_mr: %s", strerror(errno));
+	free(m);
+	if (!rc)
+		snprintf(
+			why, sizeof(why),
+			"%u rounds of an RDMA READ and a fenced WRITE or SEND of what it read, posted together, 8 B to 2 KB of private memory: each carried the READ's bytes; %u rounds of a 4 KB and a 64 KB WRITE of a refilled buffer posted together: the 64 KB one carried the new bytes",
+			FENCE_ROUNDS, FENCE_ROUNDS / 10);
+	return rc;
+}
+
 static int (*const case_fn[NCASES])(unsigned) = {
 	case_memfd,	   case_memfd_huge, case_file,	    case_fork,
 	case_thread,	   case_dontneed,   case_munmap,    case_forkinit,
 	case_forknoinit,   case_huge1g,	    case_madv,	    case_odp,
-	case_odp_implicit, case_advise,	    case_file_path,
+	case_odp_implicit, case_advise,	    case_file_path, case_fence,
 };
 
 static int run_server(int port)

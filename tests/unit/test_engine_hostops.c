@@ -44,6 +44,7 @@ struct proc {
 	uint64_t hole_lo, hole_hi; /* offsets; lo == hi: none */
 	bool gone; /* the "application" exited: every copy -ESRCH */
 	uint64_t calls, faults;
+	uint64_t src, src_fenced; /* copies of send sources, ...FENCED */
 };
 
 static struct proc procs[2];
@@ -56,10 +57,17 @@ static int fake_copy(void *ctx, void *dev, uint64_t off, void *host,
 
 	(void)ctx;
 	(void)msg_len;
-	(void)flags;
 	assert_true(pr == &procs[0] || pr == &procs[1]);
 	assert_true(off <= PROC_LEN && len <= PROC_LEN - off);
 	pr->calls++;
+	/* FIRST and FENCED qualify a send source's copy only */
+	assert_true((flags & OVR_ENG_COPY_SRC) ||
+		    !(flags & (OVR_ENG_COPY_FIRST | OVR_ENG_COPY_FENCED)));
+	assert_true(!(flags & OVR_ENG_COPY_SRC) || !to_dev);
+	if (flags & OVR_ENG_COPY_SRC) {
+		pr->src++;
+		pr->src_fenced += !!(flags & OVR_ENG_COPY_FENCED);
+	}
 	if (pr->gone)
 		return -ESRCH;
 	if (off < pr->hole_hi && off + len > pr->hole_lo) {
@@ -399,6 +407,52 @@ static void test_data_exact(void **state)
 	assert_true(st.dev_copies > 0);
 	assert_int_equal(st.dev_copy_err, 0);
 	assert_int_equal(st.dev_copy_fault, 0);
+}
+
+/*
+ * A WR posted with OVR_SEND_FENCE reads its source only after the READ
+ * before it brought its bytes, and tells the copy so
+ * (OVR_ENG_COPY_FENCED: the service must not serve it from anything it
+ * read earlier); an unfenced WR's copies do not say it.
+ */
+static void test_fenced_source(void **state)
+{
+	struct fix *f = *state;
+	const uint32_t len = 20000;
+	struct ovr_eng_sge sge = { .addr = pva(0, 0x30000),
+				   .length = len,
+				   .lkey = f->key[0] };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 2,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED | OVR_SEND_FENCE,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = f->key[1],
+		.remote_addr = pva(1, 0x60000),
+	};
+	uint32_t qpn[2], cq;
+
+	qp_connect(f, qpn, &cq);
+	fill_pattern(procs[0].mem + 0x10000, len, 7);
+	post(f, 0, qpn[0], OVR_WR_RDMA_WRITE, 1, 0x10000, len, 0x40000, 0, 0);
+	expect(f, 0, cq, 1, OVR_WC_SUCCESS);
+	assert_true(procs[0].src > 0);
+	assert_int_equal(procs[0].src_fenced, 0);
+	/* READ node 1's copy back into 0x30000, and WRITE 0x30000 on,
+	 * fenced, in one go: what lands at node 1 is what the READ got */
+	fill_pattern(procs[1].mem + 0x40000, len, 8);
+	memset(procs[0].mem + 0x30000, 0, len);
+	procs[0].src = 0;
+	post(f, 0, qpn[0], OVR_WR_RDMA_READ, 3, 0x30000, len, 0x40000, 0, 0);
+	assert_int_equal(
+		ovr_eng_post_send(f->p->n[0].eng, qpn[0], &wr, f->p->now), 0);
+	expect(f, 0, cq, 3, OVR_WC_SUCCESS);
+	expect(f, 0, cq, 2, OVR_WC_SUCCESS);
+	assert_memory_equal(procs[1].mem + 0x60000, procs[1].mem + 0x40000,
+			    len);
+	assert_true(procs[0].src > 0);
+	assert_int_equal(procs[0].src_fenced, procs[0].src);
 }
 
 /* Fetch-and-add and compare-and-swap on the peer's region, results into
@@ -771,6 +825,8 @@ static void test_reg_checks(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fenced_source, setup_clean,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_data_exact, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup_clean,
