@@ -481,7 +481,12 @@ struct svc_loop_mark {
 /* A drain reads the sources of the send WRs it takes that are at most
  * SVC_PF_MSG long, in one call, when they lie within SVC_PF_BYTES. */
 #define SVC_PF_MSG 4096u
+/* A run of adjoining queued copies is written from one buffer of at
+ * most this much (svc_dp.c, pq_call). */
+#define SVC_GATHER_BYTES (256u << 10)
 #define SVC_PF_BYTES (16u << 10)
+/* ...with at most this much of the previous drain's span either side */
+#define SVC_PF_KEEP 4096u
 
 /* A process-route copy queued for the batch being closed (svc_dp.c). */
 struct svc_pcopy {
@@ -516,13 +521,15 @@ struct svc {
 	uint64_t dev_done; /* ovr_eng_dev_poll's */
 	uint64_t dev_wait_ns; /* sleep bound while batches are in flight */
 	/* process-route copies queued since the last batch close, run at
-	 * the close with one pwritev per run of a context's adjoining
+	 * the close with one pwrite per run of a context's adjoining
 	 * copies (docs/SERVICE.md section 4.2); @pord: copies queued (any
 	 * kind) since the close, @pfault: those that failed */
 	struct svc_pcopy pq[OVR_ENG_BATCH_COPIES];
 	uint32_t npq, pord, npfault;
 	struct ovr_eng_copy_fault pfault[OVR_ENG_BATCH_COPIES];
 	uint32_t pidx[OVR_ENG_BATCH_COPIES];
+	/* a run's pieces gathered for its one pwrite (pq_call) */
+	uint8_t pgather[SVC_GATHER_BYTES];
 	struct svc_buf_range bufr[SVC_BUF_RANGES];
 	uint32_t nbufr;
 	struct svc_rx_src rx_src;
