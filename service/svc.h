@@ -560,9 +560,11 @@ struct svc {
 	uint64_t last_heartbeat;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;
-	/* the dataplane round's time while one runs, else 0: the
-	 * completion timestamps it writes (svc_dp.c, cq_write) */
+	/* while a dataplane round runs (in_round): the time its
+	 * completions carry, read at the first one after the round's last
+	 * input (0: read it then; svc_dp.c, cq_write) */
 	uint64_t round_now;
+	bool in_round;
 	/* the loop's last round (busy_ns, poll_ns) */
 	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
 	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */

@@ -143,9 +143,17 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	e->vendor_err = wc->vendor_err;
 	e->flags = ((wc->wr_id >> 63) ? OVR_CQE_RECV : 0) |
 		   ((wc->wr_id >> 62) & 1 ? OVR_CQE_SRQ : 0);
-	/* a round's completions carry its start (no clock read each) */
-	e->ts_us =
-		(uint32_t)((s->round_now ? s->round_now : svc_now()) / 1000u);
+	/* within a round, the clock is read at the first completion after
+	 * the round's last input (frames received, WRs taken from a ring:
+	 * each clears round_now), not at every completion; never earlier
+	 * than what completes, which a read at the round's start could be */
+	if (!s->in_round)
+		e->ts_us = (uint32_t)(svc_now() / 1000u);
+	else {
+		if (!s->round_now)
+			s->round_now = svc_now();
+		e->ts_us = (uint32_t)(s->round_now / 1000u);
+	}
 	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
 			      memory_order_release);
 	cq->prod++;
@@ -749,6 +757,7 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		atomic_load_explicit(&qp->ring->sq_prod, memory_order_acquire);
 	bool ok = true;
 
+	s->round_now = 0; /* new WRs: completions read the clock anew */
 	if (prod - qp->sq_cons > qp->sq_depth) {
 		/* the client overran its ring: nothing in it can be trusted */
 		s->cnt.wqe_bad++;
@@ -849,6 +858,7 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		atomic_load_explicit(&qp->ring->rq_prod, memory_order_acquire);
 	bool ok = true;
 
+	s->round_now = 0; /* (as sq_drain) */
 	/* the service writes the state word: no ordering needed */
 	if (atomic_load_explicit(&qp->ring->state, memory_order_relaxed) ==
 	    OVR_QPS_RESET)
@@ -903,6 +913,7 @@ static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
 	uint32_t prod =
 		atomic_load_explicit(&srq->ring->prod, memory_order_acquire);
 
+	s->round_now = 0; /* (as sq_drain) */
 	if (prod - srq->cons > srq->depth) {
 		s->cnt.wqe_bad++;
 		prod = srq->cons;
@@ -1480,7 +1491,8 @@ bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 	unsigned int n;
 	bool work;
 
-	s->round_now = now;
+	s->in_round = true;
+	s->round_now = 0;
 	n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
 	for (unsigned int i = 0; i < n; i++)
 		rx_frame(s, frames[i], lens[i], now);
@@ -1512,6 +1524,6 @@ bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 	if (lost_fail(s))
 		*next = now; /* what the flushes and TERMINATE need */
 	s->port_ops->flush(s->port);
-	s->round_now = 0;
+	s->in_round = false;
 	return work;
 }
