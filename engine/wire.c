@@ -17,6 +17,9 @@
 #include <string.h>
 
 #include <isa-l/crc.h>
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 #include <ovrdma/compiler.h>
 #include <ovrdma/wire_codec.h>
@@ -187,7 +190,49 @@ bool ovr_wire_opcode_is_sequenced(unsigned int opcode)
 
 /* ---- CRC ----------------------------------------------------------------- */
 
-uint32_t ovr_wire_crc_update(uint32_t state, const void *buf, size_t len)
+/*
+ * Short buffers (the headers of small PDUs: an 8-byte WRITE's PDU is 68
+ * bytes) go through the SSE4.2 crc32 instruction, one 8-byte step after
+ * another; from CRC_SHORT on, ISA-L's folding code wins (it starts its
+ * parallel folds at 256 bytes). Measured on the development VM (AMD
+ * EPYC), ns per CRC, ISA-L against the instruction: 20 B 5.8 / 3.1,
+ * 68 B 8.6 / 5.6, 128 B 11.3 / 6.1, 192 B 16.0 / 10.6, 256 B 9.6 / 14.3.
+ * The same CRC32C either way (test_engine_wire checks them against each
+ * other); without SSE4.2, ISA-L for all.
+ */
+#define CRC_SHORT 256u
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t
+crc_short_hw(uint32_t state, const unsigned char *p, size_t len)
+{
+	uint64_t s = state;
+
+	while (len >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		s = _mm_crc32_u64(s, v);
+		p += 8;
+		len -= 8;
+	}
+	state = (uint32_t)s;
+	while (len--)
+		state = _mm_crc32_u8(state, *p++);
+	return state;
+}
+
+static bool crc_hw(void)
+{
+	static int have; /* 0: not asked yet, 1: yes, -1: no */
+
+	if (!have)
+		have = __builtin_cpu_supports("sse4.2") ? 1 : -1;
+	return have > 0;
+}
+#endif
+
+uint32_t ovr_wire_crc_update_isal(uint32_t state, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
@@ -200,6 +245,15 @@ uint32_t ovr_wire_crc_update(uint32_t state, const void *buf, size_t len)
 		len -= (size_t)chunk;
 	}
 	return state;
+}
+
+uint32_t ovr_wire_crc_update(uint32_t state, const void *buf, size_t len)
+{
+#if defined(__x86_64__)
+	if (len < CRC_SHORT && crc_hw())
+		return crc_short_hw(state, buf, len);
+#endif
+	return ovr_wire_crc_update_isal(state, buf, len);
 }
 
 uint32_t ovr_wire_crc32c(const void *buf, size_t len)
