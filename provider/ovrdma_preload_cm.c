@@ -60,6 +60,10 @@ struct cm_uid {
 	uint32_t events; /* reported by GET_EVENT */
 	uint64_t uid; /* the application's (0 until known) */
 	uint8_t qp_type;
+	/* RDMA_OPTION_ID_ACK_TIMEOUT: what INIT_QP_ATTR gives for RTS in
+	 * place of ovrdmad's default, as the kernel's rdma_init_qp_attr */
+	bool timeout_set;
+	uint8_t timeout;
 };
 
 struct cm_chan {
@@ -556,7 +560,7 @@ static int cmd_migrate(struct cm_chan *ch, const struct rdma_ucm_migrate_id *c,
 	pthread_mutex_lock(&ch->lock);
 	rc = uid_add(ch, moved.id, moved.uid, moved.qp_type);
 	if (!rc)
-		ch->ids[ch->n - 1].events = moved.events;
+		ch->ids[ch->n - 1] = moved; /* events, options */
 	pthread_mutex_unlock(&ch->lock);
 	if (rc)
 		return rc;
@@ -735,12 +739,19 @@ static int cm_command(int fd, struct cm_chan *ch, uint32_t cmd,
 			BODY(struct rdma_ucm_init_qp_attr);
 		struct ib_uverbs_qp_attr r;
 
+		struct cm_uid *u;
+
 		q.cmd = OVR_CM_INIT_QP_ATTR;
 		q.id = c->id;
 		q.arg = c->qp_state;
 		rc = cm_call(ch, &q, &rep);
 		if (rc)
 			return rc;
+		pthread_mutex_lock(&ch->lock);
+		u = uid_find(ch, c->id);
+		if (u && u->timeout_set && (rep.qp.mask & OVR_QP_TIMEOUT))
+			rep.qp.timeout = u->timeout;
+		pthread_mutex_unlock(&ch->lock);
 		qp_attr_of(&rep.qp, &r);
 		return put(c->response, &r, sizeof(r), out);
 	}
@@ -751,11 +762,29 @@ static int cm_command(int fd, struct cm_chan *ch, uint32_t cmd,
 		const struct rdma_ucm_set_option *c =
 			BODY(struct rdma_ucm_set_option);
 
-		/* TOS, REUSEADDR, AFONLY, ACK_TIMEOUT: taken, without
-		 * effect; an IB path record has no meaning here */
-		if (c->level == RDMA_OPTION_ID)
+		struct cm_uid *u;
+
+		/* an IB path record has no meaning here */
+		if (c->level != RDMA_OPTION_ID)
+			return -EINVAL;
+		/* TOS, REUSEADDR, AFONLY: taken, without effect */
+		if (c->optname != RDMA_OPTION_ID_ACK_TIMEOUT)
 			return 0;
-		return -EINVAL;
+		/* the kernel's checks: one byte, RC ids only */
+		if (c->optlen != 1 || !c->optval)
+			return -EINVAL;
+		rc = -ENOENT;
+		pthread_mutex_lock(&ch->lock);
+		u = uid_find(ch, c->id);
+		if (u && u->qp_type != OVR_QPT_RC) {
+			rc = -EINVAL;
+		} else if (u) {
+			u->timeout = *(const uint8_t *)(uintptr_t)c->optval;
+			u->timeout_set = true;
+			rc = 0;
+		}
+		pthread_mutex_unlock(&ch->lock);
+		return rc;
 	}
 	case RDMA_USER_CM_CMD_NOTIFY: {
 		const struct rdma_ucm_notify *c = BODY(struct rdma_ucm_notify);

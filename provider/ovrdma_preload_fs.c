@@ -11,14 +11,23 @@
  * /sys (ovrdma_preload.c), and an ovrdma device's directory exists only
  * in ovrdmad's tree: these overrides open the tree's file instead, for
  * paths under <root> or /sys whose device directory the kernel does not
- * have and the tree does. Everything else, the kernel's devices
- * included, is opened as asked.
+ * have and the tree does. Where it has none (SYSFS_PATH is the tree),
+ * paths under /sys are served the same way: programs that read
+ * /sys/class/infiniband/<dev>/... by that name (UCX, rdma-core's tests:
+ * the GID type, device/net/<netdev>) find the tree's files. Everything
+ * else, the kernel's devices included, is opened as asked.
  *
- * Covered: open, openat, fopen, stat, lstat, access, opendir (and their
- * 64-bit and _FORTIFY_SOURCE entry points): what libibverbs, the
- * provider, UCX and NCCL use to read sysfs files. Not covered: readlink,
- * statx, fstatat, and listing <root>/class/infiniband, which shows the
- * kernel's devices only.
+ * A GID's netdev (ports/P/gid_attrs/ndevs/N, the interface holding the
+ * vIP in ovrdmad's network namespace) is hidden (ENOENT) from a program
+ * in a namespace without an interface of that name: libibverbs'
+ * ibv_query_gid_ex fails with if_nametoindex's error where the name
+ * does not resolve, and reports ndev_ifindex 0 where the file is absent.
+ *
+ * Covered: open, openat, fopen, stat, lstat, statx, access, opendir (and
+ * their 64-bit and _FORTIFY_SOURCE entry points): what libibverbs, the
+ * provider, UCX, NCCL and ls use to read sysfs files. Not covered:
+ * readlink, fstatat, and listing <root>/class/infiniband, which shows
+ * the kernel's devices only.
  *
  * The same calls serve the files of an ovrdma device's PCI function
  * (ovrdma_preload_pci.c, where realpath is answered): the GPU's or the
@@ -31,6 +40,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -50,7 +60,7 @@ int __openat64_2(int dirfd, const char *path, int flags);
 static void *next_open, *next_open64, *next_openat, *next_openat64,
 	*next___open_2, *next___open64_2, *next___openat_2, *next___openat64_2,
 	*next_fopen, *next_fopen64, *next_stat, *next_stat64, *next_lstat,
-	*next_lstat64, *next_access, *next_opendir;
+	*next_lstat64, *next_statx, *next_access, *next_opendir;
 
 void ovrdma_fs_resolve(void)
 {
@@ -68,6 +78,7 @@ void ovrdma_fs_resolve(void)
 	NEXT(stat64);
 	NEXT(lstat);
 	NEXT(lstat64);
+	NEXT(statx);
 	NEXT(access);
 	NEXT(opendir);
 }
@@ -111,9 +122,8 @@ static const char *redirect(const char *path, char *buf, size_t cap)
 		errno = e;
 		return path;
 	}
-	if (!ovrdma_where.redirect)
-		return path;
-	rest = under(path, ovrdma_where.root);
+	/* without redirection <root> is the tree itself */
+	rest = ovrdma_where.redirect ? under(path, ovrdma_where.root) : NULL;
 	if (!rest)
 		rest = under(path, "/sys");
 	if (!rest || strncmp(rest, "class/infiniband", 16) != 0)
@@ -149,6 +159,45 @@ static const char *redirect(const char *path, char *buf, size_t cap)
 	}
 	errno = e;
 	return buf;
+}
+
+/* Is @path a GID's netdev file of the tree (ports/P/gid_attrs/ndevs/N)
+ * naming an interface this process' network namespace does not have? */
+static bool ndev_elsewhere(const char *path)
+{
+	const char *rest = under(path, ovrdma_where.tree);
+	char name[IF_NAMESIZE + 1];
+	ssize_t n;
+	int fd, e = errno;
+	bool hide;
+
+	if (!rest || strncmp(rest, "class/infiniband/", 17) != 0 ||
+	    !strstr(rest, "/gid_attrs/ndevs/"))
+		return false;
+	fd = NEXT(open)(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = e;
+		return false;
+	}
+	n = read(fd, name, sizeof(name) - 1);
+	close(fd);
+	name[n > 0 ? n : 0] = 0;
+	name[strcspn(name, "\n")] = 0;
+	hide = name[0] && if_nametoindex(name) == 0;
+	errno = e;
+	return hide;
+}
+
+/* *@path becomes the path to open (redirect(), in @buf or itself);
+ * false, errno ENOENT, for a netdev file hidden (ndev_elsewhere). */
+static bool resolve(const char **path, char *buf, size_t cap)
+{
+	*path = redirect(*path, buf, cap);
+	if (*path && (*path)[0] == '/' && ndev_elsewhere(*path)) {
+		errno = ENOENT;
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -240,7 +289,9 @@ EXPORT int open(const char *path, int flags, ...)
 	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
-	return NEXT(open)(redirect(path, buf, sizeof(buf)), flags, mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(open)(path, flags, mode);
 }
 
 EXPORT int open64(const char *path, int flags, ...)
@@ -253,7 +304,9 @@ EXPORT int open64(const char *path, int flags, ...)
 	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
-	return NEXT(open64)(redirect(path, buf, sizeof(buf)), flags, mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(open64)(path, flags, mode);
 }
 
 EXPORT int openat(int dirfd, const char *path, int flags, ...)
@@ -266,8 +319,9 @@ EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
-	return NEXT(openat)(dirfd, redirect(path, buf, sizeof(buf)), flags,
-			    mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(openat)(dirfd, path, flags, mode);
 }
 
 EXPORT int openat64(int dirfd, const char *path, int flags, ...)
@@ -280,8 +334,9 @@ EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 	PCI_OPEN(path, flags);
 
 	MODE_ARG(flags, mode);
-	return NEXT(openat64)(dirfd, redirect(path, buf, sizeof(buf)), flags,
-			      mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(openat64)(dirfd, path, flags, mode);
 }
 
 EXPORT int __open_2(const char *path, int flags)
@@ -292,7 +347,9 @@ EXPORT int __open_2(const char *path, int flags)
 		return ovrdma_cm_open(flags);
 	PCI_OPEN(path, flags);
 
-	return NEXT(__open_2)(redirect(path, buf, sizeof(buf)), flags);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(__open_2)(path, flags);
 }
 
 EXPORT int __open64_2(const char *path, int flags)
@@ -303,7 +360,9 @@ EXPORT int __open64_2(const char *path, int flags)
 		return ovrdma_cm_open(flags);
 	PCI_OPEN(path, flags);
 
-	return NEXT(__open64_2)(redirect(path, buf, sizeof(buf)), flags);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(__open64_2)(path, flags);
 }
 
 EXPORT int __openat_2(int dirfd, const char *path, int flags)
@@ -314,7 +373,9 @@ EXPORT int __openat_2(int dirfd, const char *path, int flags)
 		return ovrdma_cm_open(flags);
 	PCI_OPEN(path, flags);
 
-	return NEXT(__openat_2)(dirfd, redirect(path, buf, sizeof(buf)), flags);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(__openat_2)(dirfd, path, flags);
 }
 
 EXPORT int __openat64_2(int dirfd, const char *path, int flags)
@@ -325,8 +386,9 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 		return ovrdma_cm_open(flags);
 	PCI_OPEN(path, flags);
 
-	return NEXT(__openat64_2)(dirfd, redirect(path, buf, sizeof(buf)),
-				  flags);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(__openat64_2)(dirfd, path, flags);
 }
 
 /* A made file (pci_data) as a stream: true when @path is one, *@f
@@ -350,7 +412,9 @@ EXPORT FILE *fopen(const char *path, const char *mode)
 
 	if (pci_fopen(path, mode, &f))
 		return f;
-	return NEXT(fopen)(redirect(path, buf, sizeof(buf)), mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return NULL;
+	return NEXT(fopen)(path, mode);
 }
 
 EXPORT FILE *fopen64(const char *path, const char *mode)
@@ -360,7 +424,9 @@ EXPORT FILE *fopen64(const char *path, const char *mode)
 
 	if (pci_fopen(path, mode, &f))
 		return f;
-	return NEXT(fopen64)(redirect(path, buf, sizeof(buf)), mode);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return NULL;
+	return NEXT(fopen64)(path, mode);
 }
 
 EXPORT int stat(const char *path, struct stat *st)
@@ -369,7 +435,9 @@ EXPORT int stat(const char *path, struct stat *st)
 
 	PCI_STAT(path, st, fstat);
 
-	return NEXT(stat)(redirect(path, buf, sizeof(buf)), st);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(stat)(path, st);
 }
 
 EXPORT int stat64(const char *path, struct stat64 *st)
@@ -378,7 +446,9 @@ EXPORT int stat64(const char *path, struct stat64 *st)
 
 	PCI_STAT(path, st, fstat64);
 
-	return NEXT(stat64)(redirect(path, buf, sizeof(buf)), st);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(stat64)(path, st);
 }
 
 EXPORT int lstat(const char *path, struct stat *st)
@@ -387,7 +457,9 @@ EXPORT int lstat(const char *path, struct stat *st)
 
 	PCI_STAT(path, st, fstat);
 
-	return NEXT(lstat)(redirect(path, buf, sizeof(buf)), st);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(lstat)(path, st);
 }
 
 EXPORT int lstat64(const char *path, struct stat64 *st)
@@ -396,7 +468,35 @@ EXPORT int lstat64(const char *path, struct stat64 *st)
 
 	PCI_STAT(path, st, fstat64);
 
-	return NEXT(lstat64)(redirect(path, buf, sizeof(buf)), st);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(lstat64)(path, st);
+}
+
+/* coreutils' ls and stat (9.x) look with statx. Paths relative to a
+ * directory fd are passed as they are. */
+EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
+		 struct statx *stx)
+{
+	char buf[PATH_MAX];
+
+	if (path && path[0] == '/') {
+		int fd = pci_data(path, O_RDONLY | O_CLOEXEC);
+
+		if (fd == -1)
+			return -1;
+		if (fd >= 0) {
+			int rc = NEXT(statx)(fd, "", AT_EMPTY_PATH, mask, stx);
+
+			close(fd);
+			if (rc == 0)
+				stx->stx_mode = S_IFREG | 0444;
+			return rc;
+		}
+	}
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(statx)(dirfd, path, flags, mask, stx);
 }
 
 EXPORT int access(const char *path, int how)
@@ -409,12 +509,16 @@ EXPORT int access(const char *path, int how)
 	if (fd >= 0)
 		return close(fd);
 
-	return NEXT(access)(redirect(path, buf, sizeof(buf)), how);
+	if (!resolve(&path, buf, sizeof(buf)))
+		return -1;
+	return NEXT(access)(path, how);
 }
 
 EXPORT DIR *opendir(const char *path)
 {
 	char buf[PATH_MAX];
 
-	return NEXT(opendir)(redirect(path, buf, sizeof(buf)));
+	if (!resolve(&path, buf, sizeof(buf)))
+		return NULL;
+	return NEXT(opendir)(path);
 }

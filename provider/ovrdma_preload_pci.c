@@ -48,6 +48,8 @@
  *   F/max_link_speed, max_link_width, current_link_*,
  *   F/numa_node, local_cpus, local_cpulist             the GPU's files
  *   F/../<file>                                        the parent's files
+ *   <sys>/class/infiniband/<dev>/device/net/...        not answered: the
+ *                                                      tree's (its netdev)
  * and <sys>/bus/pci/devices/D:B:00.0 resolves to F as well. Everything
  * else - the kernel's devices, every real path - passes through.
  *
@@ -451,6 +453,10 @@ static int match(const char *path, const char **rest)
 		if (strncmp(end, "/device", 7) != 0 ||
 		    (end[7] != 0 && end[7] != '/') ||
 		    !tree_dev(r, (size_t)(end - r)))
+			return -1;
+		/* device/net/: the tree's (its netdev), not the function's */
+		if (strncmp(end + 7, "/net", 4) == 0 &&
+		    (end[11] == 0 || end[11] == '/'))
 			return -1;
 		i = fn_of(r, (size_t)(end - r));
 		*rest = end + 7;

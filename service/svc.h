@@ -76,6 +76,7 @@
 #define SVC_EV_WAKE 2ull
 #define SVC_EV_TIMER 3ull
 #define SVC_EV_RX 4ull
+#define SVC_EV_NDEV 5ull /* rtnetlink: addresses, links (svc_sysfs.c) */
 #define SVC_EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
 /* a context pointer with this bit set: its pidfd (struct svc_ctx is
  * aligned, so the bit is free) */
@@ -544,6 +545,7 @@ struct svc {
 	int epfd;
 	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
 	int timer_fd;
+	int ndev_fd; /* rtnetlink reports for the tree's netdevs; -1: none */
 	int svc_fd; /* the service page's memfd */
 	struct ovr_ring_svc *page;
 	struct svc_dev devs[SVC_MAX_DEVS];
@@ -791,6 +793,8 @@ int svc_sysfs_init(struct svc *s);
 void svc_sysfs_add(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_del(struct svc *s, const struct ovr_ctl_dev *d);
 void svc_sysfs_fini(struct svc *s);
+/* the kernel reported an address or link change: netdevs looked up again */
+void svc_sysfs_ndev_event(struct svc *s);
 /* mkdir @path mode 0755 whatever the umask (0 when it is there already,
  * left as it is), or -errno */
 int svc_mkdir_pub(const char *path);

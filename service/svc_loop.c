@@ -147,6 +147,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->port = port;
 	memcpy(s->mac, mac, 6);
 	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
+	s->ndev_fd = -1;
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
 	s->cm_next_at = UINT64_MAX;
@@ -197,6 +198,9 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 		switch (tag) {
 		case SVC_EV_LISTEN:
 			svc_ctl_accept(s);
+			break;
+		case SVC_EV_NDEV:
+			svc_sysfs_ndev_event(s);
 			break;
 		case SVC_EV_WAKE:
 		case SVC_EV_TIMER:

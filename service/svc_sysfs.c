@@ -12,6 +12,8 @@
  *                           ovrdma_pid}
  *   DIR/class/infiniband/N/ports/1/{state,link_layer,gids/0,
  *                           gid_attrs/types/0,pkeys/0,...}
+ *   DIR/class/infiniband/N/ports/1/gid_attrs/ndevs/0  IF    } when an
+ *   DIR/class/infiniband/N/device/net/IF/{ifindex,address} } IF holds vIP
  *   /dev/infiniband/U -> /dev/null
  *
  * U is "uverbs-<hash>-N", the hash taken over DIR and N: several ovrdmad
@@ -29,16 +31,33 @@
  * half a device; removal goes the other way round. Publication failures
  * are logged and do not stop the service: the client library reaches a
  * device without sysfs.
+ *
+ * The netdev: IF is the interface that holds the device's vIP in
+ * ovrdmad's network namespace (getifaddrs; the VM's interface with the
+ * tenant address, vip0 in the testbed), as the kernel reports a RoCE
+ * GID's netdev. It is looked up when the device is published and again
+ * whenever the kernel reports an IPv4 address or a link added, changed
+ * or removed (an rtnetlink socket in the loop's epoll set, read by the
+ * control side like a control socket; nothing per round); entries that
+ * no longer hold are replaced or removed.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <netpacket/packet.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -351,6 +370,107 @@ static int write_ibdev(struct svc *s, const struct ovr_ctl_dev *d,
 	return rc;
 }
 
+/* The interface holding @vip (host order) in this network namespace:
+ * its name (a label "vip0:1" cut to the device's name), index and MAC
+ * in @nd; -ENOENT when none holds it. */
+struct ndev {
+	char name[IF_NAMESIZE];
+	unsigned int index;
+	uint8_t mac[6];
+};
+
+static int vip_ndev(uint32_t vip, struct ndev *nd)
+{
+	struct ifaddrs *all, *a;
+	int rc = -ENOENT;
+
+	memset(nd, 0, sizeof(*nd));
+	if (getifaddrs(&all))
+		return -errno;
+	for (a = all; a && rc; a = a->ifa_next) {
+		const struct sockaddr_in *sin = (void *)a->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET ||
+		    ntohl(sin->sin_addr.s_addr) != vip)
+			continue;
+		snprintf(nd->name, sizeof(nd->name), "%.*s",
+			 (int)strcspn(a->ifa_name, ":"), a->ifa_name);
+		nd->index = if_nametoindex(nd->name);
+		rc = nd->index ? 0 : -ENOENT;
+	}
+	for (a = all; a && !rc; a = a->ifa_next) {
+		const struct sockaddr_ll *ll = (void *)a->ifa_addr;
+
+		if (ll && ll->sll_family == AF_PACKET &&
+		    (unsigned int)ll->sll_ifindex == nd->index &&
+		    ll->sll_halen == 6) {
+			memcpy(nd->mac, ll->sll_addr, 6);
+			break;
+		}
+	}
+	freeifaddrs(all);
+	return rc;
+}
+
+/*
+ * The device's netdev entries as @nd says (NULL: none): ndevs/0, which
+ * libibverbs' ibv_query_gid_ex reads for the GID's ndev_ifindex
+ * (if_nametoindex of the name), and device/net/IF/, where programs
+ * (rdma-core's tests, UCX) look for the device's interface. Unchanged
+ * entries are left as they are; readers see the old or the new name.
+ */
+static int write_ndev(const char *ibdev, const struct ndev *nd)
+{
+	char dir[PATH_MAX], cur[IF_NAMESIZE + 1] = "", idx[16] = "";
+	int rc;
+
+	if (get(ibdev, "ports/1/gid_attrs/ndevs/0", cur, sizeof(cur)) == 0 &&
+	    nd && strcmp(cur, nd->name) == 0 &&
+	    snprintf(dir, sizeof(dir), "device/net/%s/ifindex", cur) > 0 &&
+	    get(ibdev, dir, idx, sizeof(idx)) == 0 &&
+	    strtoul(idx, NULL, 10) == nd->index)
+		return 0;
+	if (!nd && !cur[0])
+		return 0;
+	join(dir, sizeof(dir), ibdev, "device");
+	rm_tree(dir);
+	join(dir, sizeof(dir), ibdev, "ports/1/gid_attrs/ndevs");
+	rm_tree(dir);
+	if (!nd)
+		return 0;
+	rc = mkdirs(dir);
+	rc = rc ? rc : put(dir, "0", "%s\n", nd->name);
+	if (snprintf(dir, sizeof(dir), "%s/device/net/%s", ibdev, nd->name) >=
+	    (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	rc = rc ? rc : mkdirs(dir);
+	rc = rc ? rc : put(dir, "ifindex", "%u\n", nd->index);
+	rc = rc ? rc :
+		  put(dir, "address", "%02x:%02x:%02x:%02x:%02x:%02x\n",
+		      nd->mac[0], nd->mac[1], nd->mac[2], nd->mac[3],
+		      nd->mac[4], nd->mac[5]);
+	return rc;
+}
+
+/* Looks up device @d's netdev and writes its entries. */
+static int publish_ndev(struct svc *s, const struct ovr_ctl_dev *d)
+{
+	char ibdev[PATH_MAX];
+	struct ndev nd;
+	int rc;
+
+	if (path_of(ibdev, sizeof(ibdev), s, "infiniband", d->name))
+		return -ENAMETOOLONG;
+	rc = vip_ndev(d->vip, &nd);
+	if (rc && rc != -ENOENT)
+		return rc;
+	rc = write_ndev(ibdev, rc ? NULL : &nd);
+	if (rc)
+		fprintf(stderr, "ovrdmad: sysfs: %s's netdev %s: %s\n", d->name,
+			nd.name, strerror(-rc));
+	return rc;
+}
+
 /* /dev/infiniband/@u: a link to /dev/null (what libibverbs opens as the
  * command fd; the provider never writes a command to it). */
 static int make_cdev(const char *u)
@@ -408,6 +528,8 @@ static int publish(struct svc *s, const struct ovr_ctl_dev *d)
 		return -errno;
 	rc = write_ibdev(s, d, ibdev);
 	if (!rc)
+		publish_ndev(s, d); /* logged; the device is there without */
+	if (!rc)
 		rc = make_cdev(u);
 	if (!rc) {
 		rm_tree(tmp);
@@ -426,6 +548,58 @@ static int publish(struct svc *s, const struct ovr_ctl_dev *d)
 		unpublish(s, d->name);
 	}
 	return rc;
+}
+
+/* The kernel's reports of IPv4 addresses and links (rtnetlink
+ * multicast groups) in the loop's epoll set: -errno when it cannot be
+ * opened (logged; the netdev is then looked up at publication only). */
+static int ndev_watch(struct svc *s)
+{
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
+				  .nl_groups = RTMGRP_LINK |
+					       RTMGRP_IPV4_IFADDR };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = SVC_EV_NDEV };
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			NETLINK_ROUTE);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    (s->epfd >= 0 && epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev))) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr,
+			"ovrdmad: sysfs: watching addresses: %s (netdevs "
+			"looked up at publication only)\n",
+			strerror(e));
+		return -e;
+	}
+	s->ndev_fd = fd;
+	return 0;
+}
+
+void svc_sysfs_ndev_event(struct svc *s)
+{
+	char buf[8192];
+	ssize_t n;
+
+	/* what changed does not matter: every device is looked at again
+	 * (a few devices, one getifaddrs each); an overrun (ENOBUFS) too */
+	do
+		n = recv(s->ndev_fd, buf, sizeof(buf), 0);
+	while (n > 0 || (n < 0 && errno == ENOBUFS));
+	if (!s->sysfs_ready)
+		return;
+	for (int i = 0; i < SVC_MAX_DEVS; i++) {
+		char ibdev[PATH_MAX];
+
+		if (!s->devs[i].used ||
+		    path_of(ibdev, sizeof(ibdev), s, "infiniband",
+			    s->devs[i].d.name) ||
+		    live_owner(ibdev) || access(ibdev, F_OK))
+			continue; /* another's, or not published */
+		publish_ndev(s, &s->devs[i].d);
+	}
 }
 
 int svc_sysfs_init(struct svc *s)
@@ -470,6 +644,7 @@ int svc_sysfs_init(struct svc *s)
 	if (d)
 		closedir(d);
 	drop_uverbs(s, NULL);
+	ndev_watch(s);
 	s->sysfs_ready = true;
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
 		if (s->devs[i].used)
@@ -502,6 +677,9 @@ void svc_sysfs_fini(struct svc *s)
 	bool empty = true;
 	DIR *d;
 
+	if (s->ndev_fd >= 0)
+		close(s->ndev_fd); /* closing drops it from the epoll set */
+	s->ndev_fd = -1;
 	if (!s->sysfs_ready)
 		return;
 	for (int i = 0; i < SVC_MAX_DEVS; i++)

@@ -22,7 +22,13 @@
 #   3. a kernel with RDMA netlink and no device (the GPU server without
 #      RDMA hardware): ovrdma7 through netlink, its files where
 #      SYSFS_PATH says; librdmacm's rdma_get_devices opens it;
-#   4. no ovrdma node running: only rxe_fake, nothing fails.
+#   4. no ovrdma node running: only rxe_fake, nothing fails;
+#   5. the device's netdev: a node in a network namespace whose (veth)
+#      interface holds its vIP reports it (gid_attrs/ndevs/0,
+#      device/net/IF/{ifindex,address}); ls and ibv_query_gid_ex see
+#      it there, with and without a kernel's devices; a program in
+#      another namespace gets ndev_ifindex 0; the vIP moved to another
+#      interface, or removed, is followed.
 # usage: discovery.sh OVRDMAD OVRDMACTL OVRDMA_RUN BUILD_DIR LIBFAKENL CHECK
 set -u
 ovrdmad=$1 ctl=$2 run=$3 build=$4 fakenl=$5 check=$6
@@ -49,6 +55,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -f /dev/infiniband/uverbs-*-ovrdma7 2>/dev/null
+	ip netns del "ovrdisc$$" 2>/dev/null
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -81,8 +88,8 @@ EOC
 conf a 10.0.0.1 server 1 2
 conf b 10.0.0.2 client 2 1
 
-start() { # name
-	"$ovrdmad" -- -c "$dir/$1.conf" >>"$dir/$1.log" 2>&1 &
+start() { # name [network namespace]
+	${2:+ip netns exec "$2"} "$ovrdmad" -- -c "$dir/$1.conf" >>"$dir/$1.log" 2>&1 &
 	pids+=($!)
 	eval "pid_$1=$!"
 	for _ in $(seq 100); do
@@ -96,7 +103,7 @@ start() { # name
 }
 fail() {
 	echo "discovery: FAIL: $*"
-	for n in a b; do
+	for n in a b c; do
 		[ -f "$dir/$n.log" ] && { echo "--- $n.log"; tail -20 "$dir/$n.log"; }
 	done
 	[ -f "$dir/nl.log" ] && { echo "--- requests the stand-in saw"; tail -20 "$dir/nl.log"; }
@@ -295,4 +302,53 @@ grep -qx 'dev rxe_fake index 3 guid 0011223344550003 path /sys/class/infiniband/
 	fail "rxe_fake without a node: $out"
 out=$(on a "$check" read rxe_fake node_desc) || fail "rxe_fake's node_desc: $out"
 echo "only rxe_fake, as the kernel has it"
+
+echo "== 5. the device's netdev"
+ns=ovrdisc$$
+ip netns add $ns || fail "ip netns add $ns"
+ip -n $ns link add vipd0 address 02:00:00:00:0d:03 type veth peer name vipd0p &&
+	ip -n $ns addr add 192.168.1.3/24 dev vipd0 && ip -n $ns link set vipd0 up ||
+	fail "an interface with the vIP"
+conf c 10.0.0.3 server 3 1
+sed -i "s|$dir/memif.sock|$dir/memif-c.sock|" "$dir/c.conf"
+start c $ns
+tree=$dir/sysfs-c/class/infiniband/ovrdma7
+inns() { ip netns exec $ns "$run" --sysfs "$dir/sysfs-c" "$@"; }
+ifx=$(ip netns exec $ns cat /sys/class/net/vipd0/ifindex)
+[ "$(cat "$tree/ports/1/gid_attrs/ndevs/0")" = vipd0 ] &&
+	[ "$(cat "$tree/device/net/vipd0/ifindex")" = "$ifx" ] &&
+	[ "$(cat "$tree/device/net/vipd0/address")" = 02:00:00:00:0d:03 ] ||
+	fail "the tree's netdev: $(find "$tree/device" "$tree/ports/1/gid_attrs" -type f 2>&1)"
+# rdma-core's tests read /sys/class/infiniband/DEV/device/net/ with ls
+# (statx, opendir), then the interface's address with ip
+out=$(inns ls /sys/class/infiniband/ovrdma7/device/net/ 2>&1)
+[ "$out" = vipd0 ] || fail "ls .../device/net without kernel devices: $out"
+out=$(ip netns exec $ns env LD_PRELOAD=$fakenl "$run" --sysfs "$dir/sysfs-c" \
+	ls /sys/class/infiniband/ovrdma7/device/net/ 2>&1)
+[ "$out" = vipd0 ] || fail "ls .../device/net beside a kernel device: $out"
+out=$(inns "$check" open ovrdma7 2>&1) || fail "open ovrdma7 in $ns: $out"
+grep -qx "opened ovrdma7 state 4 gid0 ::ffff:192.168.1.3 ndev $ifx" <<<"$out" ||
+	fail "ibv_query_gid_ex in $ns: $out, not ndev $ifx"
+out=$("$run" --sysfs "$dir/sysfs-c" "$check" open ovrdma7 2>&1) ||
+	fail "open ovrdma7 outside $ns: $out"
+grep -q ' ndev 0$' <<<"$out" || fail "outside $ns (no vipd0 here): $out"
+echo "ovrdma7's netdev vipd0 (ifindex $ifx): ls, ibv_query_gid_ex; ndev 0 outside its namespace"
+# followed as the kernel reports addresses (rtnetlink)
+until_tree() { # what... (a test of the tree, up to 2 s)
+	for _ in $(seq 20); do "$@" && return 0; sleep 0.1; done
+	return 1
+}
+ip -n $ns link add vipd1 type veth peer name vipd1p && ip -n $ns link set vipd1 up &&
+	ip -n $ns addr del 192.168.1.3/24 dev vipd0 &&
+	ip -n $ns addr add 192.168.1.3/24 dev vipd1 || fail "moving the vIP"
+until_tree grep -qx vipd1 "$tree/ports/1/gid_attrs/ndevs/0" ||
+	fail "ndevs/0 after the vIP moved to vipd1: $(cat "$tree/ports/1/gid_attrs/ndevs/0" 2>&1)"
+[ "$(ls "$tree/device/net")" = vipd1 ] || fail "device/net after the move: $(ls "$tree/device/net")"
+ip -n $ns addr del 192.168.1.3/24 dev vipd1 || fail "removing the vIP"
+until_tree test ! -e "$tree/ports/1/gid_attrs/ndevs/0" ||
+	fail "ndevs/0 with no interface holding the vIP"
+[ ! -e "$tree/device" ] || fail "device/ with no interface holding the vIP"
+out=$(inns "$check" open ovrdma7 2>&1) || fail "open ovrdma7 without a netdev: $out"
+grep -q ' ndev 0$' <<<"$out" || fail "without a netdev: $out"
+echo "the vIP moved to vipd1: followed; removed: no netdev, ndev 0"
 echo "discovery: OK"

@@ -13,6 +13,8 @@
  *   discovery_check read DEV F   the file F under DEV's ibdev_path, as
  *                                the program reads it (open(2))
  *   discovery_check open DEV     opens DEV, queries port 1 and GID 0
+ *                                (ibv_query_gid and ibv_query_gid_ex:
+ *                                "... gid0 GID ndev IFINDEX")
  *   discovery_check rdmacm       librdmacm's rdma_get_devices(): the
  *                                devices it opened
  *   discovery_check nlraw SIZE [peek]
@@ -100,6 +102,7 @@ static int open_dev(struct ibv_device *dev)
 	struct ibv_context *ctx = ibv_open_device(dev);
 	struct ibv_port_attr port;
 	char gid_str[INET6_ADDRSTRLEN];
+	struct ibv_gid_entry entry;
 	union ibv_gid gid;
 
 	if (!ctx) {
@@ -111,9 +114,18 @@ static int open_dev(struct ibv_device *dev)
 		ibv_close_device(ctx);
 		return 1;
 	}
+	/* libibverbs' sysfs fallback: ndev_ifindex is if_nametoindex of
+	 * gid_attrs/ndevs/0, 0 without the file */
+	int rc = ibv_query_gid_ex(ctx, 1, 0, &entry, 0);
+
+	if (rc) {
+		fprintf(stderr, "ibv_query_gid_ex: %s\n", strerror(rc));
+		ibv_close_device(ctx);
+		return 1;
+	}
 	inet_ntop(AF_INET6, gid.raw, gid_str, sizeof(gid_str));
-	printf("opened %s state %d gid0 %s\n", ibv_get_device_name(dev),
-	       port.state, gid_str);
+	printf("opened %s state %d gid0 %s ndev %u\n", ibv_get_device_name(dev),
+	       port.state, gid_str, entry.ndev_ifindex);
 	return ibv_close_device(ctx) ? 1 : 0;
 }
 
