@@ -473,6 +473,14 @@ EXPORT int lstat64(const char *path, struct stat64 *st)
 	return NEXT(lstat64)(path, st);
 }
 
+/* An absolute path (statx's path is declared nonnull, but Linux 6.11 on
+ * takes NULL with AT_EMPTY_PATH: checked here, out of that declaration's
+ * sight) */
+static bool absolute(const char *path)
+{
+	return path && path[0] == '/';
+}
+
 /* coreutils' ls and stat (9.x) look with statx. Paths relative to a
  * directory fd are passed as they are. */
 EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
@@ -480,7 +488,7 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 {
 	char buf[PATH_MAX];
 
-	if (path && path[0] == '/') {
+	if (absolute(path)) {
 		int fd = pci_data(path, O_RDONLY | O_CLOEXEC);
 
 		if (fd == -1)
@@ -494,7 +502,7 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned int mask,
 			return rc;
 		}
 	}
-	if (!resolve(&path, buf, sizeof(buf)))
+	if (absolute(path) && !resolve(&path, buf, sizeof(buf)))
 		return -1;
 	return NEXT(statx)(dirfd, path, flags, mask, stx);
 }
