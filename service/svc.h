@@ -339,6 +339,20 @@ struct svc_dev {
 	uint32_t contexts;
 };
 
+/* A drain reads the sources of the send WRs it takes that are at most
+ * SVC_PF_MSG long, in one call, when they lie within SVC_PF_BYTES. */
+#define SVC_PF_MSG 4096u
+#define SVC_PF_BYTES (16u << 10)
+/* ...with at most this much of a neighbouring span either side */
+#define SVC_PF_KEEP 4096u
+/* ...and keeps this many spans (several QPs' buffers) */
+#define SVC_PF_SPANS 4u
+/* source ranges of one drain checked against the spans (more: all go) */
+#define SVC_PF_RANGES 64u
+/* A run of adjoining queued copies is written from one buffer of at
+ * most this much (svc_dp.c, pq_call). */
+#define SVC_GATHER_BYTES (256u << 10)
+
 struct svc_ctx {
 	int fd;
 	uint32_t id;
@@ -358,12 +372,17 @@ struct svc_ctx {
 	 * application's [ra_lo, ra_hi) */
 	uint8_t *ra;
 	uint64_t ra_lo, ra_hi;
-	/* the process route's drain-time read of small send WRs' sources
-	 * (svc_dp.c, sq_prefetch): SVC_PF_BYTES at pf (NULL until needed)
-	 * hold the application's [pf_lo, pf_hi), read after every send WR
-	 * of the context now in the engine was posted */
-	uint8_t *pf;
-	uint64_t pf_lo, pf_hi;
+	/* the process route's drain-time reads of small send WRs' sources
+	 * (svc_dp.c, sq_prefetch): up to SVC_PF_SPANS disjoint spans, each
+	 * holding the application's [lo, hi) (empty: hi <= lo) in
+	 * SVC_PF_BYTES at buf (NULL until needed), read after every send
+	 * WR of the context now in the engine whose source it holds was
+	 * posted; seq: newer is larger */
+	struct svc_pf_span {
+		uint8_t *buf;
+		uint64_t lo, hi, seq;
+	} pf[SVC_PF_SPANS];
+	uint64_t pf_seq;
 	uid_t uid;
 	gid_t gid;
 	char client[32];
@@ -479,15 +498,6 @@ struct svc_loop_mark {
 
 /* A process-route read-ahead holds this much of a send WR's source. */
 #define SVC_RA_BYTES (256u << 10)
-/* A drain reads the sources of the send WRs it takes that are at most
- * SVC_PF_MSG long, in one call, when they lie within SVC_PF_BYTES. */
-#define SVC_PF_MSG 4096u
-/* A run of adjoining queued copies is written from one buffer of at
- * most this much (svc_dp.c, pq_call). */
-#define SVC_GATHER_BYTES (256u << 10)
-#define SVC_PF_BYTES (16u << 10)
-/* ...with at most this much of the previous drain's span either side */
-#define SVC_PF_KEEP 4096u
 
 /* A process-route copy queued for the batch being closed (svc_dp.c). */
 struct svc_pcopy {

@@ -263,7 +263,8 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 	close(c->fd);
 	free(c->obj);
 	free(c->ra);
-	free(c->pf);
+	for (uint32_t i = 0; i < SVC_PF_SPANS; i++)
+		free(c->pf[i].buf);
 	free(c);
 	s->nctx--;
 	s->cnt.ctx_closed++;

@@ -677,14 +677,30 @@ static inline uint8_t *ring_slot(uint8_t *base, uint32_t idx, uint32_t depth,
 	 1u << OVR_WR_SEND | 1u << OVR_WR_SEND_WITH_IMM |             \
 	 1u << OVR_WR_SEND_WITH_INV)
 
+static bool pf_overlap(const struct svc_pf_span *p, uint64_t lo, uint64_t hi)
+{
+	return p->hi > p->lo && lo < p->hi && p->lo < hi;
+}
+
+/* Forget every span of @c (a READ's response or an atomic's result
+ * landed, or a drain could not say what it took) */
+static void pf_forget(struct svc_ctx *c)
+{
+	for (uint32_t k = 0; k < SVC_PF_SPANS; k++)
+		c->pf[k].lo = c->pf[k].hi = 0;
+}
+
 static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 {
 	struct svc_ctx *c = qp->ctx;
-	uint64_t lo = UINT64_MAX, hi = 0, olo = c->pf_lo, ohi = c->pf_hi;
+	uint64_t rlo[SVC_PF_RANGES], rhi[SVC_PF_RANGES];
+	uint64_t lo = UINT64_MAX, hi = 0;
+	struct svc_pf_span *t = NULL;
+	uint32_t nr = 0;
+	bool all = false;
 	struct iovec l;
 	ssize_t n;
 
-	c->pf_lo = c->pf_hi = 0;
 	for (uint32_t i = qp->sq_cons; i != prod; i++) {
 		const uint8_t *slot =
 			ring_slot(qp->sq_slots, i, qp->sq_depth, qp->sq_stride);
@@ -694,60 +710,114 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 
 		memcpy(&w, slot, sizeof(w));
 		if ((w.send_flags & OVR_SEND_INLINE) || w.opcode > 31 ||
-		    !(SVC_SRC_OPCODES & (1u << w.opcode)) || !w.num_sge ||
-		    w.num_sge > OVR_RING_SQ_MAX_SGE ||
-		    sizeof(w) + w.num_sge * sizeof(sg[0]) > qp->sq_stride)
+		    !(SVC_SRC_OPCODES & (1u << w.opcode)) || !w.num_sge)
 			continue;
+		if (w.num_sge > OVR_RING_SQ_MAX_SGE ||
+		    sizeof(w) + w.num_sge * sizeof(sg[0]) > qp->sq_stride) {
+			all = true; /* (the engine fails it) */
+			continue;
+		}
 		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
-		for (uint32_t j = 0; j < w.num_sge; j++)
+		for (uint32_t j = 0; j < w.num_sge; j++) {
+			uint64_t a = sg[j].addr, b = a + sg[j].length;
+
 			total += sg[j].length;
+			if (!sg[j].length)
+				continue;
+			if (b < a || nr == SVC_PF_RANGES) {
+				all = true;
+				continue;
+			}
+			rlo[nr] = a;
+			rhi[nr++] = b;
+		}
 		if (!total || total > SVC_PF_MSG)
 			continue;
 		for (uint32_t j = 0; j < w.num_sge; j++) {
 			uint64_t a = sg[j].addr, b = a + sg[j].length;
 
-			if (!sg[j].length)
+			if (!sg[j].length || b < a)
 				continue;
-			if (b < a)
-				return; /* wraps: the engine fails it */
 			lo = a < lo ? a : lo;
 			hi = b > hi ? b : hi;
 		}
 	}
-	if (hi <= lo || hi - lo > SVC_PF_BYTES)
-		return;
-	/* the WRs of earlier drains still waiting in the engine lie, most
-	 * likely, in the span read then, next to the new WRs' (an
-	 * application cycles through a buffer): read up to SVC_PF_KEEP of
-	 * it on either side again with the new one */
-	if (ohi > olo) {
-		uint64_t ulo = olo < lo ? olo : lo, uhi = ohi > hi ? ohi : hi;
+	if (hi > lo && hi - lo <= SVC_PF_BYTES) {
+		/* the WRs of earlier drains still waiting in the engine lie,
+		 * most likely, in a span read then next to the new WRs' (an
+		 * application cycles through a buffer): read up to
+		 * SVC_PF_KEEP of the newest such on either side again */
+		for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
+			struct svc_pf_span *p = &c->pf[k];
 
-		if (lo - ulo > SVC_PF_KEEP)
-			ulo = lo - SVC_PF_KEEP;
-		if (uhi - hi > SVC_PF_KEEP)
-			uhi = hi + SVC_PF_KEEP;
-		if (uhi - ulo <= SVC_PF_BYTES) {
-			lo = ulo;
-			hi = uhi;
+			if (pf_overlap(p,
+				       lo > SVC_PF_KEEP ? lo - SVC_PF_KEEP : 0,
+				       hi + SVC_PF_KEEP) &&
+			    (!t || p->seq > t->seq))
+				t = p;
+		}
+		if (t) {
+			uint64_t ulo = t->lo < lo ? t->lo : lo,
+				 uhi = t->hi > hi ? t->hi : hi;
+
+			if (lo - ulo > SVC_PF_KEEP)
+				ulo = lo - SVC_PF_KEEP;
+			if (uhi - hi > SVC_PF_KEEP)
+				uhi = hi + SVC_PF_KEEP;
+			if (uhi - ulo <= SVC_PF_BYTES) {
+				lo = ulo;
+				hi = uhi;
+			}
+		} else {
+			/* an empty slot, else the oldest */
+			for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
+				struct svc_pf_span *p = &c->pf[k];
+
+				if (!t || (t->hi > t->lo &&
+					   (p->hi <= p->lo || p->seq < t->seq)))
+					t = p;
+			}
+		}
+		t->lo = t->hi = 0;
+		if (!t->buf)
+			t->buf = malloc(SVC_PF_BYTES);
+		if (t->buf) {
+			l = (struct iovec){ t->buf, hi - lo };
+			s->cnt.proc_copy_calls++;
+			s->cnt.proc_pf_reads++;
+			/* memory that is not there shortens what is read; a
+			 * WR that needs it reads on its own and finds out
+			 * which error it is */
+			n = svc_procmem_rw(c->memfd, false, &l, 1, lo);
+			if (n > 0) {
+				s->cnt.proc_copy_bytes += (uint64_t)n;
+				t->lo = lo;
+				t->hi = lo + (uint64_t)n;
+				t->seq = ++c->pf_seq;
+			}
 		}
 	}
-	if (!c->pf) {
-		c->pf = malloc(SVC_PF_BYTES);
-		if (!c->pf)
-			return;
+	/* The spans stay disjoint, and none older than this drain holds a
+	 * byte of a WR it took: a span that overlaps the new one or any
+	 * source just taken goes. So a copy's bytes lie in at most one
+	 * span, read after the WR they belong to was posted. */
+	for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
+		struct svc_pf_span *p = &c->pf[k];
+
+		if (p == t || p->hi <= p->lo)
+			continue;
+		/* (more sources than were noted, or one that wraps: all
+		 * others go) */
+		if (all || (t && pf_overlap(p, t->lo, t->hi))) {
+			p->lo = p->hi = 0;
+			continue;
+		}
+		for (uint32_t j = 0; j < nr; j++)
+			if (pf_overlap(p, rlo[j], rhi[j])) {
+				p->lo = p->hi = 0;
+				break;
+			}
 	}
-	l = (struct iovec){ c->pf, hi - lo };
-	s->cnt.proc_copy_calls++;
-	s->cnt.proc_pf_reads++;
-	/* memory that is not there shortens what is read; a WR that needs
-	 * it reads on its own and finds out which error it is */
-	n = svc_procmem_rw(c->memfd, false, &l, 1, lo);
-	if (n <= 0)
-		return;
-	s->cnt.proc_copy_bytes += (uint64_t)n;
-	c->pf_lo = lo;
-	c->pf_hi = lo + (uint64_t)n;
 }
 
 /* Returns false when the engine had no room (try again later). */
@@ -1298,20 +1368,24 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 	if (c->memfd < 0 || c->dead)
 		return -ESRCH;
 	if ((flags & (OVR_ENG_COPY_SRC | OVR_ENG_COPY_FENCED)) ==
-		    OVR_ENG_COPY_SRC &&
-	    addr >= c->pf_lo && addr + len <= c->pf_hi) {
-		memcpy(host, c->pf + (addr - c->pf_lo), len);
-		s->cnt.proc_pf_hits++;
-		/* the read-ahead is good for a message only once its first
-		 * copy read afresh: this one did not */
-		if (flags & OVR_ENG_COPY_FIRST)
-			c->ra_lo = c->ra_hi = 0;
-		return 0;
-	}
+	    OVR_ENG_COPY_SRC)
+		for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
+			const struct svc_pf_span *p = &c->pf[k];
+
+			if (addr < p->lo || addr + len > p->hi)
+				continue;
+			memcpy(host, p->buf + (addr - p->lo), len);
+			s->cnt.proc_pf_hits++;
+			/* the read-ahead is good for a message only once its
+			 * first copy read afresh: this one did not */
+			if (flags & OVR_ENG_COPY_FIRST)
+				c->ra_lo = c->ra_hi = 0;
+			return 0;
+		}
 	/* a READ's response or an atomic's result lands (or anything
 	 * placed at once): what a drain read may be older */
 	if (to_dev && !(flags & OVR_ENG_COPY_LATE))
-		c->pf_lo = c->pf_hi = 0;
+		pf_forget(c);
 	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
 	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
 		return 0;

@@ -2306,6 +2306,70 @@ static int readahead_round(struct ibv_qp *a, struct ibv_mr *mr, uint8_t *big,
 	return 0;
 }
 
+/*
+ * Two QPs of one context, each WRITEing from one of two buffers @x and
+ * @y far apart (its own span of what ovrdmad reads at the drain), which
+ * swap each round and are refilled before it; each WR posted alone, 8 B
+ * to 8 KB (longer than 4 KB: not read at the drain, so an earlier span
+ * over its first page must go): what lands must be this round's bytes,
+ * never a span read for the other QP or an earlier round.
+ */
+static int twoqp_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
+		       uint8_t *x, uint8_t *y, uint8_t *dst, uint32_t len,
+		       uint64_t pat, uint32_t round)
+{
+	uint8_t *src[2] = { round & 1 ? y : x, round & 1 ? x : y };
+	struct ibv_qp *qp[2] = { a, b };
+	uint32_t got = 0;
+	double t0;
+
+	pat_fill(x, 2 * PG, pat);
+	pat_fill(y, 2 * PG, pat + 1);
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge sg = { (uintptr_t)src[i], len, mr->lkey };
+		struct ibv_send_wr w = { .wr_id = 6 + (uint64_t)i,
+					 .sg_list = &sg,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		w.wr.rdma.remote_addr = (uintptr_t)dst + (uint64_t)i * 2 * PG;
+		w.wr.rdma.rkey = mr->rkey;
+		if (ibv_post_send(qp[i], &w, &bad))
+			return failf("round %u: ibv_post_send: %s", round,
+				     strerror(errno));
+	}
+	for (t0 = vc_now(); got < 2 && vc_now() - t0 < OP_TIMEOUT_S;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return failf("ibv_poll_cq: %d", n);
+		if (n && wc.status != IBV_WC_SUCCESS)
+			return failf("round %u: WR %llu: %s", round,
+				     (unsigned long long)wc.wr_id,
+				     vc_st(wc.status));
+		got += (uint32_t)n;
+	}
+	if (got < 2)
+		return failf("round %u: %u of 2 completions within %.0f s",
+			     round, got, OP_TIMEOUT_S);
+	for (int i = 0; i < 2; i++) {
+		uint64_t want = src[i] == x ? pat : pat + 1;
+
+		if (!holds(dst + (size_t)i * 2 * PG, len, want)) {
+			char what[96];
+
+			snprintf(what, sizeof(what),
+				 "round %u: QP %d's %u B WRITE", round, i, len);
+			return check(what, dst + (size_t)i * 2 * PG, len, want,
+				     want - 2);
+		}
+	}
+	return 0;
+}
+
 static int case_fence(unsigned cn)
 {
 	struct vc_path path = vc_path_default();
@@ -2344,6 +2408,11 @@ static int case_fence(unsigned cn)
 	for (uint32_t i = 0; i < FENCE_ROUNDS / 10 && !rc; i++)
 		rc = readahead_round(a, mr, m + 3 * PG, m + 3 * PG + LEN,
 				     PAT(cn, 1024 + i), i);
+	/* x and y 32 KB apart, the destinations past them */
+	for (uint32_t i = 0; i < FENCE_ROUNDS && !rc; i++)
+		rc = twoqp_round(a, b, mr, m + 3 * PG, m + 3 * PG + 8 * PG,
+				 m + 3 * PG + 2 * LEN, 8u << (i % 11),
+				 PAT(cn, 4096 + 2 * i), i);
 out:
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
@@ -2353,8 +2422,8 @@ out:
 	if (!rc)
 		snprintf(
 			why, sizeof(why),
-			"%u rounds of an RDMA READ and a fenced WRITE or SEND of what it read, posted together, 8 B to 2 KB of private memory: each carried the READ's bytes; %u rounds of a 4 KB and a 64 KB WRITE of a refilled buffer posted together: the 64 KB one carried the new bytes",
-			FENCE_ROUNDS, FENCE_ROUNDS / 10);
+			"%u rounds of an RDMA READ and a fenced WRITE or SEND of what it read, posted together, 8 B to 2 KB of private memory: each carried the READ's bytes; %u rounds of a 4 KB and a 64 KB WRITE of a refilled buffer posted together: the 64 KB one carried the new bytes; %u rounds of two QPs WRITEing 8 B to 8 KB from two refilled buffers that swap: each carried its buffer's new bytes",
+			FENCE_ROUNDS, FENCE_ROUNDS / 10, FENCE_ROUNDS);
 	return rc;
 }
 
