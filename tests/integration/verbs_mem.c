@@ -2171,6 +2171,32 @@ out:
 #define FENCE_ROUNDS 300u
 #define FENCE_MAX 2048u
 
+/* The next @want completions of the CQ, all successful, within the
+ * timeout; else why not (round @round, @what). */
+static int reap(uint32_t want, uint32_t round, const char *what)
+{
+	uint32_t got = 0;
+
+	for (double t0 = vc_now();
+	     got < want && vc_now() - t0 < OP_TIMEOUT_S;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return failf("ibv_poll_cq: %d", n);
+		if (n && wc.status != IBV_WC_SUCCESS)
+			return failf("round %u (%s): WR %llu: %s", round, what,
+				     (unsigned long long)wc.wr_id,
+				     vc_st(wc.status));
+		got += (uint32_t)n;
+	}
+	if (got < want)
+		return failf(
+			"round %u (%s): %u of %u completions within %.0f s",
+			round, what, got, want, OP_TIMEOUT_S);
+	return 0;
+}
+
 /*
  * Private memory (the process route), two QPs of this process connected
  * to each other: each round posts, in one list, an RDMA READ of a fresh
@@ -2204,9 +2230,6 @@ static int fence_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
 			   *bad;
 	struct ibv_recv_wr rw = { .wr_id = 3, .sg_list = &rv, .num_sge = 1 },
 			   *rbad;
-	uint32_t want = send ? 3 : 2, got = 0;
-	double t0;
-
 	r.wr.rdma.remote_addr = (uintptr_t)src;
 	r.wr.rdma.rkey = mr->rkey;
 	w.wr.rdma.remote_addr = (uintptr_t)dst;
@@ -2220,24 +2243,8 @@ static int fence_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
 	if (ibv_post_send(a, &r, &bad))
 		return failf("round %u: ibv_post_send: %s", round,
 			     strerror(errno));
-	for (t0 = vc_now(); got < want && vc_now() - t0 < OP_TIMEOUT_S;) {
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		if (n < 0)
-			return failf("ibv_poll_cq: %d", n);
-		if (!n)
-			continue;
-		if (wc.status != IBV_WC_SUCCESS)
-			return failf("round %u (%u B %s): WR %llu: %s", round,
-				     len, send ? "SEND" : "WRITE",
-				     (unsigned long long)wc.wr_id,
-				     vc_st(wc.status));
-		got++;
-	}
-	if (got < want)
-		return failf("round %u: %u of %u completions within %.0f s",
-			     round, got, want, OP_TIMEOUT_S);
+	if (reap(send ? 3 : 2, round, send ? "READ, SEND" : "READ, WRITE"))
+		return -1;
 	if (!holds(dst, len, pat)) {
 		char what[96];
 
@@ -2273,9 +2280,6 @@ static int readahead_round(struct ibv_qp *a, struct ibv_mr *mr, uint8_t *big,
 				  .opcode = IBV_WR_RDMA_WRITE,
 				  .send_flags = IBV_SEND_SIGNALED },
 			   *bad;
-	uint32_t got = 0;
-	double t0;
-
 	w1.wr.rdma.remote_addr = (uintptr_t)dst + LEN;
 	w1.wr.rdma.rkey = mr->rkey;
 	w2.wr.rdma.remote_addr = (uintptr_t)dst;
@@ -2284,21 +2288,8 @@ static int readahead_round(struct ibv_qp *a, struct ibv_mr *mr, uint8_t *big,
 	if (ibv_post_send(a, &w1, &bad))
 		return failf("round %u: ibv_post_send: %s", round,
 			     strerror(errno));
-	for (t0 = vc_now(); got < 2 && vc_now() - t0 < OP_TIMEOUT_S;) {
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		if (n < 0)
-			return failf("ibv_poll_cq: %d", n);
-		if (n && wc.status != IBV_WC_SUCCESS)
-			return failf("round %u: WR %llu: %s", round,
-				     (unsigned long long)wc.wr_id,
-				     vc_st(wc.status));
-		got += (uint32_t)n;
-	}
-	if (got < 2)
-		return failf("round %u: %u of 2 completions within %.0f s",
-			     round, got, OP_TIMEOUT_S);
+	if (reap(2, round, "WRITEs"))
+		return -1;
 	if (!holds(dst, LEN, pat))
 		return check(
 			"a 64 KB WRITE posted with a 4 KB one from its start",
@@ -2320,8 +2311,6 @@ static int twoqp_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
 {
 	uint8_t *src[2] = { round & 1 ? y : x, round & 1 ? x : y };
 	struct ibv_qp *qp[2] = { a, b };
-	uint32_t got = 0;
-	double t0;
 
 	pat_fill(x, 2 * PG, pat);
 	pat_fill(y, 2 * PG, pat + 1);
@@ -2340,21 +2329,8 @@ static int twoqp_round(struct ibv_qp *a, struct ibv_qp *b, struct ibv_mr *mr,
 			return failf("round %u: ibv_post_send: %s", round,
 				     strerror(errno));
 	}
-	for (t0 = vc_now(); got < 2 && vc_now() - t0 < OP_TIMEOUT_S;) {
-		struct ibv_wc wc;
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		if (n < 0)
-			return failf("ibv_poll_cq: %d", n);
-		if (n && wc.status != IBV_WC_SUCCESS)
-			return failf("round %u: WR %llu: %s", round,
-				     (unsigned long long)wc.wr_id,
-				     vc_st(wc.status));
-		got += (uint32_t)n;
-	}
-	if (got < 2)
-		return failf("round %u: %u of 2 completions within %.0f s",
-			     round, got, OP_TIMEOUT_S);
+	if (reap(2, round, "WRITEs"))
+		return -1;
 	for (int i = 0; i < 2; i++) {
 		uint64_t want = src[i] == x ? pat : pat + 1;
 
