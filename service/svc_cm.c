@@ -319,6 +319,20 @@ void svc_cm_flush(struct svc *s, struct svc_ctx *c)
 	}
 }
 
+/* @q behind the events queued for @c (its socket's room watched from
+ * the first on) */
+static void q_link(struct svc *s, struct svc_ctx *c, struct svc_cm_ev *q)
+{
+	q->next = NULL;
+	if (!c->cm_q) {
+		c->cm_q_tail = &c->cm_q;
+		q_watch(s, c, true);
+	}
+	*c->cm_q_tail = q;
+	c->cm_q_tail = &q->next;
+	c->cm_q_n++;
+}
+
 /* Queues @e behind the others of @c; the bound is the ids it holds. */
 static void q_add(struct svc *s, struct svc_ctx *c,
 		  const struct ovr_ctl_cm_event *e)
@@ -332,14 +346,7 @@ static void q_add(struct svc *s, struct svc_ctx *c,
 		return;
 	}
 	q->e = *e;
-	q->next = NULL;
-	if (!c->cm_q) {
-		c->cm_q_tail = &c->cm_q;
-		q_watch(s, c, true);
-	}
-	*c->cm_q_tail = q;
-	c->cm_q_tail = &q->next;
-	c->cm_q_n++;
+	q_link(s, c, q);
 	s->cnt.cm_ev_queued++;
 }
 
@@ -865,14 +872,7 @@ static int migrate(struct svc *s, struct svc_ctx *c, struct svc_cm_id *i)
 		}
 		*pp = q->next;
 		old->cm_q_n--;
-		q->next = NULL;
-		if (!c->cm_q) {
-			c->cm_q_tail = &c->cm_q;
-			q_watch(s, c, true);
-		}
-		*c->cm_q_tail = q;
-		c->cm_q_tail = &q->next;
-		c->cm_q_n++;
+		q_link(s, c, q);
 	}
 	old->cm_q_tail = &old->cm_q;
 	for (q = old->cm_q; q; q = q->next)

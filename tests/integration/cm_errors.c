@@ -401,6 +401,16 @@ static int open_fds(void)
 	return n;
 }
 
+/* More fds open than after the first cycle is a leak; one fewer can be
+ * what the first cycle had open for a moment (librdmacm's and the
+ * provider's own). */
+static void no_fd_leak(int fds1)
+{
+	if (open_fds() > fds1)
+		FAIL("%d fds open after the last cycle, %d after the first",
+		     open_fds(), fds1);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -499,11 +509,7 @@ static int client_cycles(const char *addr, const char *port, int n)
 	t1 = now_s();
 	if (tf)
 		fclose(tf);
-	/* more is a leak; one fewer can be what the first cycle had
-	 * open for a moment (librdmacm's and the provider's own) */
-	if (open_fds() > fds1)
-		FAIL("%d fds open after the last cycle, %d after the first",
-		     open_fds(), fds1);
+	no_fd_leak(fds1);
 	qsort(lat, (size_t)n, sizeof(*lat), cmp_double);
 	printf("cycles %d: %.0f per second, setup median %.0f us, "
 	       "p99 %.0f us, fds %d\n",
@@ -571,11 +577,7 @@ static int server_cycles(const char *port, int n)
 	}
 	if (tf)
 		fclose(tf);
-	/* more is a leak; one fewer can be what the first cycle had
-	 * open for a moment (librdmacm's and the provider's own) */
-	if (open_fds() > fds1)
-		FAIL("%d fds open after the last cycle, %d after the first",
-		     open_fds(), fds1);
+	no_fd_leak(fds1);
 	printf("cycles %d: %.0f per second, fds %d, DISCONNECTED before "
 	       "ESTABLISHED (RTU lost) %d\n",
 	       n, n / (now_s() - start), fds1, rtu_lost);
