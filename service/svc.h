@@ -50,6 +50,8 @@
 #define SVC_SYSFS_PATH_MAX 192
 #define SVC_SYSFS_DEFAULT OVR_CTL_SYSFS_DEFAULT
 #define SVC_PAGE 4096ull
+/* refused connection requests remembered at once (struct svc) */
+#define SVC_CM_REFUSED 64
 /*
  * Entries of a CQ ring at most (2^22: max_cqe 4194303, as mlx5 offers):
  * 192 MB of ring, a memfd both sides map without touching it, so only the
@@ -588,6 +590,17 @@ struct svc {
 	uint32_t cm_next_id; /* local communication ids, random start */
 	uint16_t cm_next_port; /* ephemeral ports */
 	uint64_t cm_next_at; /* earliest CM timer (UINT64_MAX: none) */
+	/* REQs / SIDR_REQs refused for want of a listener, remembered
+	 * while their sender may still retransmit them (svc_cm.c,
+	 * rx_req): a copy arriving after a listener appeared is refused
+	 * again, never handed to it (a connection nobody waits for) */
+	struct svc_cm_refused {
+		uint64_t until; /* 0: free */
+		uint32_t vni, src, dst, id, qpn, psn;
+		uint16_t sport, dport;
+		uint8_t type;
+	} cm_refused[SVC_CM_REFUSED];
+	uint32_t cm_refused_next; /* the slot taken next (oldest first) */
 	/* GPU memory (docs/GPU.md): the driver, loaded at the first GPU
 	 * registration; gdr_err < 0 once loading failed (not retried),
 	 * with the reason in gdr_why (logged once) */

@@ -54,6 +54,9 @@
 #define CM_RTO_MAX_NS (800ull * 1000 * 1000)
 #define CM_TRIES 10 /* sends of one message: about 5 s in all */
 #define CM_TIMEWAIT_NS (2000ull * 1000 * 1000)
+/* a refused REQ's retransmissions may follow it for CM_TRIES sends,
+ * about 4.75 s (50 ms doubling to 800 ms): remembered a while longer */
+#define CM_REFUSED_NS (6000ull * 1000 * 1000)
 #define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
 /* Events of one id undelivered at once: ADDR_RESOLVED, ROUTE_RESOLVED,
  * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED; a passive
@@ -990,6 +993,49 @@ void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c)
 /* ---- messages from peers ------------------------------------------------- */
 
 /* A REQ or SIDR_REQ: a new id of the listener of that port. */
+/*
+ * A REQ (SIDR_REQ) refused for want of a listener: its sender
+ * retransmits it until our REJ arrives, so copies may come after a
+ * listener appeared - the kernel's CM would hand such a copy to the
+ * listener, a connection to an id that has already given up (the
+ * listener's one accept spent on it: perftest's server then waits for
+ * ever). Remembered (the message's identity: ids, ports, QPN, PSN) for
+ * CM_REFUSED_NS, the refusal repeated for every copy. With @add,
+ * remembers @m (the oldest entry makes room); else whether it is
+ * remembered. Bounded: a flood of refused REQs only forgets early.
+ */
+static bool refused(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
+		    const struct cm_wire *m, bool add)
+{
+	uint64_t now = svc_now();
+	struct svc_cm_refused *r;
+
+	for (unsigned int k = 0; k < SVC_CM_REFUSED; k++) {
+		r = &s->cm_refused[k];
+		if (r->until > now && r->vni == vni && r->src == src &&
+		    r->dst == dst && r->id == m->local_id && r->qpn == m->qpn &&
+		    r->psn == m->psn && r->sport == m->src_port &&
+		    r->dport == m->dst_port && r->type == m->type) {
+			r->until = now + CM_REFUSED_NS;
+			return true;
+		}
+	}
+	if (!add)
+		return false;
+	r = &s->cm_refused[s->cm_refused_next++ % SVC_CM_REFUSED];
+	*r = (struct svc_cm_refused){ .until = now + CM_REFUSED_NS,
+				      .vni = vni,
+				      .src = src,
+				      .dst = dst,
+				      .id = m->local_id,
+				      .qpn = m->qpn,
+				      .psn = m->psn,
+				      .sport = m->src_port,
+				      .dport = m->dst_port,
+				      .type = m->type };
+	return true;
+}
+
 static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 		   const struct cm_wire *m)
 {
@@ -1020,8 +1066,12 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 		    (i->qp_type == OVR_QPT_UD) == ud &&
 		    (i->dev < 0 || i->dev == dev))
 			l = i;
+	if (l && refused(s, vni, src, dst, m, false))
+		l = NULL; /* a copy of a REQ refused before: refused again */
 	if (!l || s->cnt.cm_ids >= CM_MAX_IDS - 1 ||
 	    !(i = calloc(1, sizeof(*i)))) {
+		if (!l)
+			refused(s, vni, src, dst, m, true);
 		memset(&rej, 0, CM_HDR_LEN);
 		rej.version = 1;
 		rej.type = ud ? CM_SIDR_REP : CM_REJ;
@@ -1090,7 +1140,24 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	/* a reply to REQ / SIDR_REQ names our id; afterwards both ids */
 	if (i && i->remote_id && i->remote_id != ntohl(m.local_id))
 		i = NULL;
-	if (!i) {
+	if (!i ||
+	    (m.type == CM_REP && !i->remote_id && i->state != CMS_REQ_SENT)) {
+		/* a REP for an id that is gone, or that gave up its REQ
+		 * (rejected, timed out): REJ, so the peer's application
+		 * learns now that nobody will use its connection */
+		if (m.type == CM_REP) {
+			struct cm_wire r;
+
+			memset(&r, 0, CM_HDR_LEN);
+			r.version = 1;
+			r.type = CM_REJ;
+			r.reason = OVR_CM_REJ_STALE_CONN;
+			r.local_id = m.remote_id;
+			r.remote_id = m.local_id;
+			r.src_port = m.dst_port;
+			r.dst_port = m.src_port;
+			xmit(s, vni, dst_vip, src_vip, &r);
+		}
 		/* the id is gone: a DREQ still deserves its DREP */
 		if (m.type == CM_DREQ) {
 			struct cm_wire d = m;

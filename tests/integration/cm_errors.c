@@ -3,7 +3,7 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|hold|hold-kill|cycles N
+ *   cm_errors server PORT pdata|die|hold|hold-kill|cycles N|quiet S
  *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
@@ -15,6 +15,9 @@
  *                   with 56 it connects and reads the 196 bytes of the
  *                   REP, disconnects (DISCONNECTED); the second connect
  *                   is REJECTED (28) with the 148 bytes of the REJ.
+ * server quiet S    listens for S seconds and wants no event at all
+ *                   (rdmacm.sh: a REQ refused before the listener came
+ *                   up, its copies arriving after, must not reach it).
  * server die        killed (SIGKILL) at its first CONNECT_REQUEST.
  * server hold       accepts one connection and waits; hold-kill is killed
  *                   (SIGKILL) a second after ESTABLISHED.
@@ -384,6 +387,33 @@ static int server(const char *port, const char *mode)
 	return 0;
 }
 
+static int server_quiet(const char *port, double secs)
+{
+	double dl = now_s() + secs;
+	struct rdma_cm_event e;
+
+	listen_on(port);
+	for (;;) {
+		double left = dl - now_s();
+		struct timeval tv;
+		fd_set fds;
+
+		if (left <= 0)
+			break;
+		FD_ZERO(&fds);
+		FD_SET(ch->fd, &fds);
+		tv.tv_sec = (time_t)left;
+		tv.tv_usec = (suseconds_t)((left - (double)tv.tv_sec) * 1e6);
+		if (select(ch->fd + 1, &fds, NULL, NULL, &tv) > 0) {
+			e = next_event(dl + 1);
+			FAIL("%s on a listener nobody connected to",
+			     rdma_event_str(e.event));
+		}
+	}
+	printf("no event in %.0f s\n", secs);
+	return 0;
+}
+
 /* ---- cycles ------------------------------------------------------------- */
 
 #define CYC_MSG 64
@@ -593,6 +623,9 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "server") &&
 	    !strcmp(argv[3], "cycles") && atoi(argv[4]) > 0)
 		return server_cycles(argv[2], atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[1], "server") &&
+	    !strcmp(argv[3], "quiet") && atof(argv[4]) > 0)
+		return server_quiet(argv[2], atof(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(argv[2], argv[3]);
 	if (argc >= 5 && !strcmp(argv[1], "client")) {
@@ -607,9 +640,9 @@ int main(int argc, char **argv)
 			return client_expect(argv[2], argv[3], argv[5],
 					     atof(argv[6]));
 	}
-	fprintf(stderr,
-		"usage: cm_errors server PORT pdata|die|hold|hold-kill|cycles N\n"
-		"       cm_errors client ADDR PORT pdata|peerdead|"
-		"expect EVENT SECONDS|cycles N\n");
+	fprintf(stderr, "usage: cm_errors server PORT "
+			"pdata|die|hold|hold-kill|cycles N|quiet S\n"
+			"       cm_errors client ADDR PORT pdata|peerdead|"
+			"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }

@@ -34,7 +34,9 @@
 #      limits (REQ 56, REP 196, REJ 148) EINVAL and at the limits
 #      carried byte-exact; the listener killed (SIGKILL) at the
 #      CONNECT_REQUEST: REJECTED 28; the peer killed (SIGKILL) while
-#      connected: DISCONNECTED;
+#      connected: DISCONNECTED; a REQ refused for want of a listener
+#      whose copies reach a listener started meanwhile (the REJ delayed
+#      4 s): REJECTED 8, and nothing for the listener;
 #   7. with cm_errors, at 0 % loss: 2000 connect / SEND / disconnect
 #      cycles one after another (cm_errors cycles), each side holding
 #      no more fds after the last cycle than after the first, each node's
@@ -277,6 +279,39 @@ errors() {
 		"$cme" client "$a1" 7301 expect REJECTED 10
 	pair "$l peer killed when connected" 137 0 "$cme" server 7302 \
 		hold-kill -- "$cme" client "$a1" 7302 expect DISCONNECTED 15
+	[ "$lossy" = 0 ] && late_listener
+}
+
+# late_listener: a REQ refused for want of a listener, whose copies
+# (retransmitted while the REJ travels: delayed 4 s here, on the way to
+# node 2) arrive after a listener came up, is refused again - never
+# handed to the listener (a connection to an id that gave up: perftest's
+# server, accepting one, would wait for it for ever). The client gets
+# REJECTED 8; the listener, for 6 s, nothing.
+late_listener() {
+	local a1 n=$((${#summary[@]} + 1)) spid crc src verdict=ok
+	a1=$("$tb" addr 1)
+	"$tb" fabric set 1 delay=4s >/dev/null
+	timeout -k 5 30 "$tb" run 2 "$cme" client "$a1" 7304 expect REJECTED 12 \
+		>"$out/$n.cli" 2>&1 &
+	local cpid=$!
+	sleep 1
+	timeout -k 5 30 "$tb" run 1 "$cme" server 7304 quiet 6 \
+		>"$out/$n.srv" 2>&1
+	src=$?
+	wait "$cpid"
+	crc=$?
+	"$tb" fabric set 1 delay=0 >/dev/null
+	[ "$src" = 0 ] || verdict="FAIL (listener exit $src)"
+	[ "$crc" = 0 ] && grep -q 'REJECTED status 8 ' "$out/$n.cli" ||
+		verdict="FAIL (client exit $crc)"
+	echo "== late listener: $verdict"
+	if [ "$verdict" != ok ]; then
+		nfail=$((nfail + 1))
+		echo "-- server:"; tail -20 "$out/$n.srv"
+		echo "-- client:"; tail -20 "$out/$n.cli"
+	fi
+	summary+=("$(printf '%-34s %s' "late listener: refused again" "$verdict")")
 }
 
 # state NODE: what ovrdmad holds - CM ids, contexts (ovrdmactl's own
