@@ -26,7 +26,13 @@
 # datagrams - and each must pass, RC at 1 % loss, UD without loss (a
 # datagram lost stalls qperf's ud_lat ping-pong; UD does not retry).
 # Anything else fails the test, and so does a server that no longer
-# answers (qperf's conf at the end). A table of the runs ends the output.
+# answers (qperf's conf at the end). A server child stuck (the next
+# client unanswered: the server waits for each child) is shown - its
+# threads' kernel waits and backtraces, and ovrdmad's - and killed; the
+# run is repeated once when the child was stuck in qperf's own code
+# (qperf 0.4.11 exits from its SIGURG and SIGALRM handlers), and fails
+# when its backtrace runs through libibverbs, librdmacm or ovrdma (or
+# gdb cannot tell). A table of the runs ends the output.
 # usage: qperf.sh TESTBED GRH_LIB
 set -u
 tb=$1 grh=$2
@@ -107,6 +113,59 @@ classify() { # log srv_log srv_from
 	fi
 }
 
+# A server that stopped answering (the client's "failed to receive node
+# information" or "failed to connect": qperf's server forks a child per
+# test and waits for it before it accepts the next client): where its
+# processes and node 1's ovrdmad are - each one's state, every thread's
+# kernel wait, system call and kernel stack, and with gdb its backtrace
+# - then the server's children are killed, so that the server goes on.
+# stuck_in: "verbs" when a stuck child's backtrace runs through
+# libibverbs, librdmacm or ovrdma's provider (or cannot be had), else
+# "qperf" (its own code or libc's: the run is repeated once; see the
+# loop). Printed every time.
+nstuck=0 stuck_in=
+show_stuck() {
+	local p t pids bt
+	nstuck=$((nstuck + 1))
+	stuck_in=qperf
+	echo "qperf: the server stopped answering; its processes and ovrdmad:"
+	pids="$(pgrep -x qperf) $(cat "$OVRDMA_TESTBED_DIR/n1/ovrdmad.pid")"
+	for p in $pids; do
+		echo "-- pid $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)):" \
+			"$(grep -E '^(State|PPid)' "/proc/$p/status" 2>/dev/null |
+				paste -sd' ')"
+		for t in /proc/$p/task/*; do
+			echo "   task ${t##*/} ($(cat "$t/comm" 2>/dev/null)):" \
+				"wchan $(cat "$t/wchan" 2>/dev/null)," \
+				"syscall $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+			sed 's/^/      /' "$t/stack" 2>/dev/null | head -12
+		done
+		bt=
+		command -v gdb >/dev/null &&
+			bt=$(timeout 30 gdb -batch -p "$p" \
+				-ex 'thread apply all bt' 2>/dev/null |
+				grep -E '^(#|Thread)' | head -40)
+		echo "$bt"
+		# a child of the server (whose parent is no qperf)
+		if [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" 2>/dev/null)" \
+			2>/dev/null)" = qperf ]; then
+			if [ -z "$bt" ] ||
+				grep -Eq 'ovrdma|libibverbs|librdmacm' <<<"$bt"; then
+				stuck_in=verbs
+			fi
+			kill -9 "$p"
+		fi
+	done
+	sleep 1
+}
+
+# run_client LOG ARGS...: one client run on node 2 (environment in env)
+run_client() {
+	local log=$1
+	shift
+	env "${env[@]}" timeout -k 5 60 "$tb" run 2 qperf "$@" >"$log" 2>&1
+}
+
 tests=(rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat rc_rdma_write_bw
 	rc_rdma_write_lat rc_compare_swap_mr rc_fetch_add_mr ud_bw ud_lat)
 nfail=0 npass=0
@@ -127,9 +186,22 @@ for mode in plain -cm1 grh; do
 		esac
 		t0=$SECONDS
 		from=$(stat -c %s "$out/server.log")
-		env "${env[@]}" timeout -k 5 60 "$tb" run 2 qperf "${args[@]}" \
-			"$addr" "$t" >"$log" 2>&1
+		run_client "$log" "${args[@]}" "$addr" "$t"
 		rc=$?
+		note=
+		if grep -Eq 'failed to (receive node information|connect)' "$log"; then
+			# a server child stuck: shown and killed; stuck in
+			# qperf's own code, the run once more
+			show_stuck
+			if [ "$stuck_in" = qperf ]; then
+				from=$(stat -c %s "$out/server.log")
+				run_client "$log" "${args[@]}" "$addr" "$t"
+				rc=$?
+				note=" (again: a server child was stuck in qperf)"
+			else
+				note=" (a server child stuck in verbs)"
+			fi
+		fi
 		got=$(classify "$log" "$out/server.log" "$from")
 		# what RoCE hardware gives; pass for -cm1 RC (rdma_cm) and
 		# with the GRH supplied
@@ -155,7 +227,7 @@ for mode in plain -cm1 grh; do
 			cat "$log"
 		fi
 		summary+=("$(printf '%-20s %-6s %-5s %-11s %3ds %s' "$t" "$mode" \
-			"$verdict" "$got" $((SECONDS - t0)) "${res:-$what}")")
+			"$verdict" "$got" $((SECONDS - t0)) "${res:-$what}$note")")
 	done
 done
 
@@ -174,7 +246,8 @@ echo "qperf: -cm1 = the RC connection through rdma_cm (UD: qperf ignores -cm1);"
 echo "qperf: grh = the address vector completed by libqperf_grh.so as rdma_cm would (RC at 1 % loss, UD at none)"
 printf '%-20s %-6s %-5s %-11s %4s %s\n' test mode ok outcome time "result or message"
 printf '%s\n' "${summary[@]}"
-echo "qperf: ${#summary[@]} runs, $npass passed, $nfail failed"
+echo "qperf: ${#summary[@]} runs, $npass passed, $nfail failed," \
+	"$nstuck with a server child stuck (shown above, run again)"
 if [ $nfail -gt 0 ]; then
 	echo "--- server"
 	cat "$out/server.log"
