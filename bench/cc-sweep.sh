@@ -27,23 +27,21 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 build=${OVRDMA_BUILD:-$root/build}
 seed=1 quick=() scen=s1,s2,s3,s4,s5 algs=dcqcn,timely,swift,ovr
 out='' docs=0 partial=0
 
-usage() {
-	sed -n '8,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-	exit 2
-}
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--seed) [ $# -ge 2 ] || usage; seed=$2 && shift ;;
+	--seed) bench_val --seed $#; seed=$2 && shift ;;
 	--quick) quick=(--quick) partial=1 ;;
-	--scenario) [ $# -ge 2 ] || usage; scen=$2 partial=1 && shift ;;
-	--alg) [ $# -ge 2 ] || usage; algs=$2 partial=1 && shift ;;
-	--out) [ $# -ge 2 ] || usage; out=$2 && shift ;;
+	--scenario) bench_val --scenario $#; scen=$2 partial=1 && shift ;;
+	--alg) bench_val --alg $#; algs=$2 partial=1 && shift ;;
+	--out) bench_val --out $#; out=$2 && shift ;;
 	--docs) docs=1 ;;
-	*) usage ;;
+	*) bench_usage ;;
 	esac
 	shift
 done

@@ -42,21 +42,15 @@ runs=3 cycles=500 conns="500 2000" loss=0
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) runs=$2 && shift ;;
-	--cycles) cycles=$2 && shift ;;
-	--conns) conns=$2 && shift ;;
-	--loss) loss=$2 && shift ;;
-	*)
-		sed -n '7,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-		exit 2
-		;;
+	--runs) bench_val --runs $#; runs=$2 && shift ;;
+	--cycles) bench_val --cycles $#; cycles=$2 && shift ;;
+	--conns) bench_val --conns $#; conns=$2 && shift ;;
+	--loss) bench_val --loss $#; loss=$2 && shift ;;
+	*) bench_usage ;;
 	esac
 	shift
 done
-[ "$(id -u)" -eq 0 ] || {
-	echo "cm-setup: needs root (network namespaces, DPDK)" >&2
-	exit 1
-}
+bench_root
 command -v cmtime >/dev/null || {
 	echo "cm-setup: cmtime missing (apt-get install rdmacm-utils)" >&2
 	exit 1

@@ -34,22 +34,16 @@ runs=3 seconds=4 ccs=ovr,fixed rates=0,0.01
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) runs=$2 && shift ;;
-	--seconds) seconds=$2 && shift ;;
-	--cc) ccs=$2 && shift ;;
-	--loss) rates=$2 && shift ;;
-	*)
-		sed -n '7,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-		exit 2
-		;;
+	--runs) bench_val --runs $#; runs=$2 && shift ;;
+	--seconds) bench_val --seconds $#; seconds=$2 && shift ;;
+	--cc) bench_val --cc $#; ccs=$2 && shift ;;
+	--loss) bench_val --loss $#; rates=$2 && shift ;;
+	*) bench_usage ;;
 	esac
 	shift
 done
 
-[ "$(id -u)" -eq 0 ] || {
-	echo "loss-recovery: needs root (namespaces, DPDK)" >&2
-	exit 1
-}
+bench_root
 [ -x "$bench" ] || {
 	echo "loss-recovery: no $bench (build the tree or set OVRDMA_BUILD)" >&2
 	exit 1

@@ -27,6 +27,8 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$here/..
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 export OVRDMA_BUILD=${OVRDMA_BUILD:-$root/build}
 export OVRDMA_TESTBED_DIR=${OVRDMA_TESTBED_DIR:-/run/ovrdma-ptbench}
 export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrpb}
@@ -35,20 +37,14 @@ runs=3 secs=3 losses="0 1"
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) runs=$2 && shift ;;
-	--seconds) secs=$2 && shift ;;
-	--loss) losses=$2 && shift ;;
-	*)
-		sed -n '7,8s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-		exit 2
-		;;
+	--runs) bench_val --runs $#; runs=$2 && shift ;;
+	--seconds) bench_val --seconds $#; secs=$2 && shift ;;
+	--loss) bench_val --loss $#; losses=$2 && shift ;;
+	*) bench_usage ;;
 	esac
 	shift
 done
-[ "$(id -u)" -eq 0 ] || {
-	echo "perftest-vs-tcp: needs root (network namespaces, DPDK)" >&2
-	exit 1
-}
+bench_root
 for p in ib_send_lat ib_write_lat ib_write_bw ib_send_bw sockperf iperf3 ss; do
 	command -v $p >/dev/null || {
 		echo "perftest-vs-tcp: $p missing (apt-get install perftest sockperf iperf3 iproute2)" >&2

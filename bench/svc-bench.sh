@@ -74,12 +74,13 @@ runs=3 iters=20000 seconds=3 reg=1 cc="" mem="" fabric=memif
 
 while [ $# -gt 0 ]; do
 	case "$1" in
-	--runs) runs=$2 && shift ;;
-	--iters) iters=$2 && shift ;;
-	--seconds) seconds=$2 && shift ;;
+	--runs) bench_val --runs $#; runs=$2 && shift ;;
+	--iters) bench_val --iters $#; iters=$2 && shift ;;
+	--seconds) bench_val --seconds $#; seconds=$2 && shift ;;
 	--no-reg) reg=0 ;;
-	--cc) cc=$2 && shift ;;
+	--cc) bench_val --cc $#; cc=$2 && shift ;;
 	--fabric)
+		bench_val --fabric $#
 		case "$2" in
 		memif | direct) fabric=$2 ;;
 		*) echo "svc-bench: --fabric memif|direct" >&2 && exit 2 ;;
@@ -87,6 +88,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	--mem)
+		bench_val --mem $#
 		case "$2" in
 		private | shared) mem=$2 ;;
 		both) mem="private shared" ;;
@@ -94,10 +96,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift
 		;;
-	*)
-		sed -n '5,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}" >&2
-		exit 2
-		;;
+	*) bench_usage ;;
 	esac
 	shift
 done
@@ -106,10 +105,7 @@ done
 	echo "svc-bench: --fabric direct needs --mem (the per-route table)" >&2
 	exit 2
 }
-[ "$(id -u)" -eq 0 ] || {
-	echo "svc-bench: needs root (namespaces, DPDK)" >&2
-	exit 1
-}
+bench_root
 for b in "$bench" "$fab" "$gen"; do
 	[ -x "$b" ] || {
 		echo "svc-bench: no $b (build the tree or set OVRDMA_BUILD)" >&2
