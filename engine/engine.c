@@ -257,6 +257,11 @@ int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 	return rc;
 }
 
+void *ovr_eng_mr_dev(struct ovr_eng *e, uint32_t key)
+{
+	return ovr_mr_dev_cookie(e->mrs, key);
+}
+
 int ovr_eng_alloc_mw(struct ovr_eng *e, uint32_t pd, unsigned int type,
 		     uint32_t *rkey)
 {

@@ -359,6 +359,13 @@ int ovr_mr_is_dev(const struct ovr_mr_table *tab, uint32_t key)
 	return e && (e->access & MR_DEV);
 }
 
+void *ovr_mr_dev_cookie(const struct ovr_mr_table *tab, uint32_t key)
+{
+	const struct ovr_mr_entry *e = lookup(tab, key);
+
+	return e && (e->access & MR_DEV) ? e->dev : NULL;
+}
+
 int ovr_mr_get(struct ovr_mr_table *tab, uint32_t key)
 {
 	struct ovr_mr_entry *e = lookup(tab, key);

@@ -154,6 +154,8 @@ int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 
 /* Does @key name a live device-memory region? */
 int ovr_mr_is_dev(const struct ovr_mr_table *tab, uint32_t key);
+/* The owner's cookie of the live device region @key names; else NULL. */
+void *ovr_mr_dev_cookie(const struct ovr_mr_table *tab, uint32_t key);
 
 /*
  * Take / drop a reference on the region of @key, one per posted work

@@ -707,6 +707,7 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 		struct ovr_ring_sge sg[OVR_RING_SQ_MAX_SGE];
 		struct ovr_ring_swqe w;
 		uint64_t total = 0;
+		bool other = false;
 
 		memcpy(&w, slot, sizeof(w));
 		if ((w.send_flags & OVR_SEND_INLINE) || w.opcode > 31 ||
@@ -720,10 +721,17 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
 		for (uint32_t j = 0; j < w.num_sge; j++) {
 			uint64_t a = sg[j].addr, b = a + sg[j].length;
+			const struct svc_devref *d;
 
 			total += sg[j].length;
 			if (!sg[j].length)
 				continue;
+			/* only the process route's sources are read here:
+			 * a region the service maps (or a GPU's) is
+			 * copied from directly */
+			d = ovr_eng_mr_dev(s->eng, sg[j].lkey);
+			if (!d || d->kind != SVC_DEV_PROC || d->p != c)
+				other = true;
 			if (b < a || nr == SVC_PF_RANGES) {
 				all = true;
 				continue;
@@ -731,7 +739,7 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 			rlo[nr] = a;
 			rhi[nr++] = b;
 		}
-		if (!total || total > SVC_PF_MSG)
+		if (!total || total > SVC_PF_MSG || other)
 			continue;
 		for (uint32_t j = 0; j < w.num_sge; j++) {
 			uint64_t a = sg[j].addr, b = a + sg[j].length;

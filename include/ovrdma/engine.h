@@ -422,6 +422,14 @@ int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		      unsigned int access);
 
 /*
+ * The @dev cookie the region of @key was registered with
+ * (ovr_eng_reg_mr_dev / _ext), or NULL: no such region, or one the
+ * engine addresses itself. A hash lookup; the region may go as soon as
+ * the caller lets the engine run.
+ */
+void *ovr_eng_mr_dev(struct ovr_eng *e, uint32_t key);
+
+/*
  * Memory windows (ibv_alloc_mw, docs/PROVIDER.md "Memory windows"):
  * allocate one of @type (OVR_MW_TYPE_1 or _2) in @pd, unbound; 0 and
  * its rkey, -EINVAL (another type) or -ENOSPC. Binding is a work

@@ -813,12 +813,30 @@ static void test_reg_checks(void **state)
 					    pva(0, 0), 4096, OVR_ACCESS_ALL,
 					    NULL, 0, OVR_ENG_MR_HOST, &key),
 			 -EINVAL);
+	/* the cookie of a region behind dev_copy, as registered (the
+	 * service's drain tells its process route by it); none for a
+	 * region the engine addresses, an unknown key, one deregistered */
+	assert_ptr_equal(ovr_eng_mr_dev(f->p->n[0].eng, f->key[0]), &procs[0]);
+	assert_null(ovr_eng_mr_dev(f->p->n[0].eng, f->key[0] ^ 0x80));
+	{
+		static uint8_t host[64];
+		uint32_t hkey;
+
+		assert_int_equal(ovr_eng_reg_mr(f->p->n[0].eng, f->p->n[0].pd,
+						(uintptr_t)host, sizeof(host),
+						OVR_ACCESS_ALL, host, &hkey),
+				 0);
+		assert_null(ovr_eng_mr_dev(f->p->n[0].eng, hkey));
+		assert_int_equal(ovr_eng_dereg_mr(f->p->n[0].eng, hkey), 0);
+	}
 	assert_int_equal(ovr_eng_dereg_mr(f->p->n[0].eng, f->key[0]), 0);
+	assert_null(ovr_eng_mr_dev(f->p->n[0].eng, f->key[0]));
 	assert_int_equal(ovr_eng_reg_mr_ext(f->p->n[0].eng, f->p->n[0].pd,
 					    pva(0, 0), PROC_LEN, OVR_ACCESS_ALL,
 					    &procs[0], 0, OVR_ENG_MR_HOST,
 					    &f->key[0]),
 			 0);
+	assert_ptr_equal(ovr_eng_mr_dev(f->p->n[0].eng, f->key[0]), &procs[0]);
 	check_healthy(f, 9);
 }
 
