@@ -16,7 +16,7 @@
 #include "engine_impl.h"
 
 /* indexed by enum ovr_wr_opcode; post_send admits only these */
-const struct eng_wr_map eng_wr_map[OVR_WR_SEND_WITH_INV + 1] = {
+const struct eng_wr_map eng_wr_map[OVR_WR_ATOMIC_WRITE + 1] = {
 	[OVR_WR_RDMA_WRITE] = { OVR_OP_WRITE, OVR_WC_RDMA_WRITE },
 	[OVR_WR_RDMA_WRITE_WITH_IMM] = { OVR_OP_WRITE_IMM, OVR_WC_RDMA_WRITE },
 	[OVR_WR_SEND] = { OVR_OP_SEND, OVR_WC_SEND },
@@ -25,6 +25,7 @@ const struct eng_wr_map eng_wr_map[OVR_WR_SEND_WITH_INV + 1] = {
 	[OVR_WR_ATOMIC_CMP_AND_SWP] = { OVR_OP_ATOMIC_CS, OVR_WC_COMP_SWAP },
 	[OVR_WR_ATOMIC_FETCH_AND_ADD] = { OVR_OP_ATOMIC_FA, OVR_WC_FETCH_ADD },
 	[OVR_WR_SEND_WITH_INV] = { OVR_OP_SEND_INV, OVR_WC_SEND },
+	[OVR_WR_ATOMIC_WRITE] = { OVR_OP_ATOMIC_WR, OVR_WC_ATOMIC_WRITE },
 	/* local operations: no packet */
 	[OVR_WR_LOCAL_INV] = { 0, OVR_WC_LOCAL_INV },
 	[OVR_WR_BIND_MW] = { 0, OVR_WC_BIND_MW },
@@ -83,6 +84,12 @@ static int post_send_check(const struct eng_qp *qp,
 	case OVR_WR_RDMA_READ:
 	case OVR_WR_ATOMIC_CMP_AND_SWP:
 	case OVR_WR_ATOMIC_FETCH_AND_ADD:
+		break;
+	case OVR_WR_ATOMIC_WRITE:
+		/* its 8 bytes in the WR (swap), no SGE, not inline */
+		if (qp->type != OVR_QPT_RC || wr->num_sge ||
+		    (wr->send_flags & OVR_SEND_INLINE))
+			return EINVAL;
 		break;
 	case OVR_WR_LOCAL_INV:
 	case OVR_WR_BIND_MW:
@@ -211,6 +218,8 @@ static void swqe_check_range(const struct eng_qp *qp, struct eng_swqe *w,
 {
 	bool atomic = is_atomic(wr->opcode);
 
+	if (wr->opcode == OVR_WR_ATOMIC_WRITE)
+		atomic = true; /* an 8-byte target too */
 	if (w->state != W_LOCERR && qp->type == OVR_QPT_RC &&
 	    (wr->opcode == OVR_WR_RDMA_WRITE ||
 	     wr->opcode == OVR_WR_RDMA_WRITE_WITH_IMM ||
@@ -396,6 +405,8 @@ bool eng_tx_req_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t idx,
 		p.u.areq.va = w->raddr;
 		if (w->opcode == OVR_WR_ATOMIC_CMP_AND_SWP) {
 			p.u.areq.compare = w->cmp_add;
+			p.u.areq.swap_add = w->swap;
+		} else if (w->opcode == OVR_WR_ATOMIC_WRITE) {
 			p.u.areq.swap_add = w->swap;
 		} else {
 			p.u.areq.swap_add = w->cmp_add;

@@ -672,20 +672,26 @@ static bool rd_exec_read(struct ovr_eng *e, struct eng_qp *qp,
 }
 
 /* Execute an atomic, keeping the original value for the response (and
- * its retransmissions). False: refused, the QP failed. */
+ * its retransmissions). False: refused, the QP failed. An ATOMIC WRITE
+ * (IBTA 1.5) stores its 8 bytes with one aligned store; it needs the
+ * remote write right (as rxe: a WRITE that is atomic), and answers
+ * with an ATOMIC_RESP whose value the requester ignores. */
 static bool rd_exec_atomic(struct ovr_eng *e, struct eng_qp *qp,
 			   struct eng_rdq *q)
 {
 	struct ovr_mr_loc loc = { .host = NULL, .dev = NULL };
+	bool wr = q->opcode == OVR_OP_ATOMIC_WR;
+	unsigned int right = wr ? OVR_ACCESS_REMOTE_WRITE :
+				  OVR_ACCESS_REMOTE_ATOMIC;
 	uint64_t v, nv;
 
 	if (q->va & 7) {
 		eng_qp_fatal_nak(e, qp, OVR_NAK_INV_REQ, q->psn);
 		return false;
 	}
-	if (!(qp->access & OVR_ACCESS_REMOTE_ATOMIC) ||
-	    ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va, 8,
-			      OVR_ACCESS_REMOTE_ATOMIC, &loc)) {
+	if (!(qp->access & right) ||
+	    ovr_mr_check_rkey(e->mrs, q->rkey, qp->pd, qp->qpn, q->va, 8, right,
+			      &loc)) {
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_ACCESS, q->psn);
 		return false;
 	}
@@ -698,6 +704,26 @@ static bool rd_exec_atomic(struct ovr_eng *e, struct eng_qp *qp,
 		e->st.dev_atomic_refused++;
 		eng_qp_fatal_nak(e, qp, OVR_NAK_REM_OP, q->psn);
 		return false;
+	}
+	if (wr) {
+		q->orig = 0;
+		if (loc.dev) {
+			e->st.dev_atomics++;
+			if (eng_dev_copy_sync(e, loc.dev, loc.dev_off,
+					      &q->swap_add, 8, true)) {
+				eng_qp_fatal_nak(e, qp, eng_copy_nak(e),
+						 q->psn);
+				return false;
+			}
+		} else if ((uintptr_t)loc.host & 7) {
+			memcpy(loc.host, &q->swap_add, 8);
+		} else {
+			/* one store: the service maps whole pages, so its
+			 * view is aligned as the application's */
+			__atomic_store_n((uint64_t *)(void *)loc.host,
+					 q->swap_add, __ATOMIC_RELAXED);
+		}
+		return true;
 	}
 	/*
 	 * Host memory behind the copy op (another process's): read,
@@ -973,7 +999,7 @@ static void rx_dup(struct ovr_eng *e, struct eng_qp *qp,
 		qp->ts_fresh = true;
 	}
 	if (p->opcode == OVR_OP_READ_REQ || p->opcode == OVR_OP_ATOMIC_CS ||
-	    p->opcode == OVR_OP_ATOMIC_FA) {
+	    p->opcode == OVR_OP_ATOMIC_FA || p->opcode == OVR_OP_ATOMIC_WR) {
 		resp_probe(e, qp, p, now);
 		if (qp->state == OVR_QPS_ERR)
 			return; /* refused: its NAK goes instead */
@@ -1171,7 +1197,7 @@ static bool rx_rd_resp(struct ovr_eng *e, struct eng_qp *qp,
 			return false;
 		}
 		w->resp_got += p->payload_len;
-	} else {
+	} else if (w->opcode != OVR_WR_ATOMIC_WRITE) {
 		uint64_t orig = p->u.aresp.orig;
 
 		if (!sge_write(e, qp, -1, eng_swqe_sge(qp, idx), w->nsge, 0,
@@ -1248,6 +1274,7 @@ static void rx_seq(struct ovr_eng *e, struct eng_qp *qp,
 	case OVR_OP_READ_REQ:
 	case OVR_OP_ATOMIC_CS:
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		ok = rx_rd_req(e, qp, p);
 		break;
 	case OVR_OP_READ_RESP:

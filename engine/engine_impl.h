@@ -497,7 +497,7 @@ struct eng_wr_map {
 	uint8_t wc;
 };
 
-extern const struct eng_wr_map eng_wr_map[OVR_WR_SEND_WITH_INV + 1];
+extern const struct eng_wr_map eng_wr_map[OVR_WR_ATOMIC_WRITE + 1];
 
 /* Fills a PDU's payload (eng_tx_pdu); false: failed, the QP with it. */
 typedef bool (*eng_fill_fn)(struct ovr_eng *e, struct eng_qp *qp, uint8_t *dst,
@@ -928,7 +928,7 @@ static inline void eng_set_lsge(struct eng_lsge *s,
 static inline bool eng_is_q1(uint8_t op)
 {
 	return op == OVR_WR_RDMA_READ || op == OVR_WR_ATOMIC_CMP_AND_SWP ||
-	       op == OVR_WR_ATOMIC_FETCH_AND_ADD;
+	       op == OVR_WR_ATOMIC_FETCH_AND_ADD || op == OVR_WR_ATOMIC_WRITE;
 }
 
 static inline void eng_arm_timers(struct eng_qp *qp, uint64_t now,

@@ -55,6 +55,8 @@ static const struct op_rule op_rules[256] = {
 			       SEQ_FLAGS | OVR_F_LAST, OVR_F_LAST },
 	[OVR_OP_ATOMIC_FA] = { true, true, false, sizeof(struct ovr_wire_areq),
 			       SEQ_FLAGS | OVR_F_LAST, OVR_F_LAST },
+	[OVR_OP_ATOMIC_WR] = { true, true, false, sizeof(struct ovr_wire_areq),
+			       SEQ_FLAGS | OVR_F_LAST, OVR_F_LAST },
 	[OVR_OP_READ_RESP] = { true, true, true, sizeof(struct ovr_wire_rresp),
 			       SEQ_FLAGS | OVR_F_LAST, 0 },
 	[OVR_OP_ATOMIC_RESP] = { true, true, false,
@@ -124,6 +126,8 @@ const char *ovr_wire_opcode_name(unsigned int opcode)
 		return "ATOMIC_CS";
 	case OVR_OP_ATOMIC_FA:
 		return "ATOMIC_FA";
+	case OVR_OP_ATOMIC_WR:
+		return "ATOMIC_WR";
 	case OVR_OP_READ_RESP:
 		return "READ_RESP";
 	case OVR_OP_ATOMIC_RESP:
@@ -405,6 +409,7 @@ static int check_opcode_fields(const struct ovr_wire_pkt *pkt)
 		return check_segment(pkt->u.rresp.msg_len, pkt->u.rresp.mo,
 				     plen, pkt->flags);
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		if (pkt->u.areq.compare)
 			return -OVR_WIRE_ERSVD;
 		return 0;
@@ -546,6 +551,7 @@ static void put_ext(uint8_t *e, const struct ovr_wire_pkt *pkt)
 		break;
 	case OVR_OP_ATOMIC_CS:
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		put32(e + OFF(ovr_wire_areq, rkey), pkt->u.areq.rkey);
 		put32(e + OFF(ovr_wire_areq, msn), pkt->u.areq.msn);
 		put64(e + OFF(ovr_wire_areq, va), pkt->u.areq.va);
@@ -691,6 +697,7 @@ static void get_ext(const uint8_t *e, struct ovr_wire_pkt *pkt)
 		break;
 	case OVR_OP_ATOMIC_CS:
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		pkt->u.areq.rkey = get32(e + OFF(ovr_wire_areq, rkey));
 		pkt->u.areq.msn = get32(e + OFF(ovr_wire_areq, msn));
 		pkt->u.areq.va = get64(e + OFF(ovr_wire_areq, va));
@@ -991,10 +998,13 @@ static void fmt_ext(struct fmt *f, const struct ovr_wire_pkt *p)
 		break;
 	case OVR_OP_ATOMIC_CS:
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		fmt_add(f, " rkey=0x%08x va=0x%016llx msn=%u %s=0x%llx",
 			p->u.areq.rkey, (unsigned long long)p->u.areq.va,
 			p->u.areq.msn,
-			p->opcode == OVR_OP_ATOMIC_CS ? "swap" : "add",
+			p->opcode == OVR_OP_ATOMIC_CS ? "swap" :
+			p->opcode == OVR_OP_ATOMIC_FA ? "add" :
+							"value",
 			(unsigned long long)p->u.areq.swap_add);
 		if (p->opcode == OVR_OP_ATOMIC_CS)
 			fmt_add(f, " compare=0x%llx",

@@ -312,7 +312,12 @@ int ovrdma_send_wr_check(const struct ovr_cl_send_wr *w, bool ud)
 	case IBV_WR_BIND_MW:
 		/* no data: SGEs (from a setter) or inline are mistakes */
 		return inl || w->num_sge ? EINVAL : 0;
-	default: /* TSO, ATOMIC_WRITE, driver opcodes */
+	case IBV_WR_ATOMIC_WRITE:
+		/* its 8 bytes in the WR (ibv_wr_atomic_write), an 8-byte
+		 * aligned target; RC only (UD is refused above; UC by
+		 * the client) */
+		return inl || w->num_sge || (w->remote_addr & 7) ? EINVAL : 0;
+	default: /* TSO, driver opcodes */
 		return EINVAL;
 	}
 }
@@ -381,6 +386,10 @@ static int send_wr(const struct ibv_send_wr *wr, struct ovr_cl_send_wr *w,
 			return rc;
 		break;
 	}
+	case IBV_WR_ATOMIC_WRITE:
+		/* ibv_send_wr has no place for its 8 bytes: only
+		 * ibv_wr_atomic_write posts it (as mlx5) */
+		return EINVAL;
 	default: /* refused by the check */
 		break;
 	}

@@ -43,8 +43,7 @@
 #include "ovrdma_verbs.h"
 
 /* What ibv_create_qp_ex takes: comp_mask bits, send operations per QP
- * type, create flags. ATOMIC_WRITE and TSO are refused: no 8-byte
- * atomic write on the wire, no raw packets. */
+ * type, create flags. TSO is refused: no raw packets. */
 #define QPX_COMP_MASK                                          \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | \
 	 IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
@@ -53,7 +52,8 @@
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |                 \
 	 IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |       \
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
-	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |                  \
+	 IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define QPX_UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 /* UC: SENDs and WRITEs, as the IB spec's UC opcodes, and the local
  * BIND_MW and LOCAL_INV (as mlx5) */
@@ -274,11 +274,18 @@ static void qpx_send_tso(struct ibv_qp_ex *ibqpx, void *hdr, uint16_t hdr_sz,
 	qpx_begin(ibqpx, IBV_WR_TSO, 0);
 }
 
+/* ibv_wr_atomic_write: the 8 bytes at @atomic_wr, as they are, to the
+ * 8-byte aligned @remote_addr with one store (IBTA 1.5's ATOMIC WRITE;
+ * the region needs IBV_ACCESS_REMOTE_WRITE) */
 static void qpx_atomic_write(struct ibv_qp_ex *ibqpx, uint32_t rkey,
 			     uint64_t remote_addr, const void *atomic_wr)
 {
-	(void)rkey, (void)remote_addr, (void)atomic_wr;
-	qpx_begin(ibqpx, IBV_WR_ATOMIC_WRITE, 0);
+	struct ovrdma_qpx *x = qpx_begin(ibqpx, IBV_WR_ATOMIC_WRITE,
+					 IBV_QP_EX_WITH_ATOMIC_WRITE);
+
+	x->wr.rkey = rkey;
+	x->wr.remote_addr = remote_addr;
+	memcpy(&x->wr.swap, atomic_wr, 8);
 }
 
 /* ---- setters -------------------------------------------------------------- */

@@ -27,6 +27,10 @@ enum ovr_wr_opcode {
 	OVR_WR_LOCAL_INV = 7, /* invalidate a type-2 window (or a region) */
 	OVR_WR_BIND_MW = 8, /* bind a memory window (both types) */
 	OVR_WR_SEND_WITH_INV = 9,
+	/* IBTA 1.5's 8-byte ATOMIC WRITE (ibv_wr_atomic_write): no SGE,
+	 * the 8 bytes in swap, written as they are to an 8-byte aligned
+	 * target with one store; RC only */
+	OVR_WR_ATOMIC_WRITE = 15,
 };
 
 /* The work requests a UC QP carries, one bit per enum ovr_wr_opcode:
@@ -73,6 +77,7 @@ enum ovr_wc_opcode {
 	OVR_WC_FETCH_ADD = 4,
 	OVR_WC_BIND_MW = 5,
 	OVR_WC_LOCAL_INV = 6,
+	OVR_WC_ATOMIC_WRITE = 9,
 	OVR_WC_RECV = 128,
 	OVR_WC_RECV_RDMA_WITH_IMM = 129,
 };

@@ -106,6 +106,9 @@ enum ovr_wire_opcode {
 	/* sequenced, responder to requester */
 	OVR_OP_READ_RESP = 0x09,
 	OVR_OP_ATOMIC_RESP = 0x0a,
+	/* sequenced, requester to responder: an atomic's header, swap_add
+	 * the 8 bytes stored (compare 0); answered with ATOMIC_RESP */
+	OVR_OP_ATOMIC_WR = 0x0b,
 	/* unsequenced control */
 	OVR_OP_ACK = 0x10,
 	OVR_OP_NAK = 0x11,

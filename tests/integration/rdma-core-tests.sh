@@ -36,7 +36,6 @@ py=/usr/bin/python3
 # skip not listed fails the run. "not implemented yet (issue 24)": XRC -
 # its line goes when it lands.
 expected='
-test_qpex.test_qp_ex_rc_atomic_write | Extended QP is not supported on this device | ATOMIC_WRITE (IBTA 1.5): not an operation of ovrdma'"'"'s wire or engine (docs/PROVIDER.md, "The extended QP API")
 test_shared_pd.* | Importing a device is not supported | ibv_import_device (another process'"'"'s context by its command fd): ovrdma'"'"'s contexts are control connections, not kernel objects to share
 test_tag_matching.* | Tag matching is not supported | tag matching (tm_caps 0): a NIC offload of MPI'"'"'s tag matching into its own SRQ lists; ovrdma'"'"'s SRQs are plain ones (the extended CQ takes IBV_WC_EX_WITH_TM_INFO, never present)
 test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC

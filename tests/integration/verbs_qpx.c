@@ -20,15 +20,18 @@
  * the seed and a stream number (verbs_common.h), so neither side sends
  * data out of band. The client, all through the wr_* API:
  *
- *   create  refusals through libibverbs (TSO, ATOMIC_WRITE on RC;
- *           RDMA_WRITE, BIND_MW, LOCAL_INV on UD: EOPNOTSUPP), a plain
+ *   create  refusals through libibverbs (TSO on RC; RDMA_WRITE,
+ *           ATOMIC_WRITE, BIND_MW, LOCAL_INV on UD: EOPNOTSUPP), a plain
  *           QP has no ibv_qp_ex, the capabilities written back;
  *   ops     one WR per opcode: RDMA_WRITE (a 3-piece gather),
  *           WRITE_WITH_IMM, SEND (2 pieces), SEND_WITH_IMM with inline
  *           data from 3 buffers overwritten right after the setter,
  *           SEND_WITH_INV (the server's completion names the rkey),
  *           RDMA_READ (a 2-piece scatter between guard bytes),
- *           CMP_AND_SWP (a hit and a miss), FETCH_AND_ADD;
+ *           CMP_AND_SWP (a hit and a miss), FETCH_AND_ADD,
+ *           ATOMIC_WRITE (its 8 bytes as they are; a misaligned
+ *           target EINVAL at wr_complete, ibv_post_send's
+ *           IBV_WR_ATOMIC_WRITE EINVAL);
  *   batch   12 WRs of four kinds in one wr_start / wr_complete,
  *           completions in order with their wr_ids;
  *   abort   a WRITE and a SEND built then aborted: no completion, the
@@ -527,7 +530,7 @@ static void step_create(void)
 		const char *name;
 	} refused[] = {
 		{ IBV_QPT_RC, IBV_QP_EX_WITH_TSO, "RC TSO" },
-		{ IBV_QPT_RC, IBV_QP_EX_WITH_ATOMIC_WRITE, "RC ATOMIC_WRITE" },
+		{ IBV_QPT_UD, IBV_QP_EX_WITH_ATOMIC_WRITE, "UD ATOMIC_WRITE" },
 		{ IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, "UD RDMA_WRITE" },
 		/* memory windows: RC only (docs/PROVIDER.md, "Memory
 		 * windows") */
@@ -725,6 +728,44 @@ static void step_ops(void)
 		vc_die("FETCH_AND_ADD returned 0x%" PRIx64, old);
 	expect((struct item){ .kind = K_WORD, .off = R_ATOM, .value = 0x2005 });
 	verify("ops: CMP_AND_SWP, FETCH_AND_ADD");
+
+	/* ATOMIC_WRITE: 8 bytes stored as they are, nothing returned */
+	{
+		static const uint8_t aw[8] = { 0xef, 0xcd, 0xab, 0x89,
+					       0x67, 0x45, 0x23, 0x01 };
+		struct ibv_send_wr pw = { .wr_id = 12,
+					  .opcode = IBV_WR_ATOMIC_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		uint64_t want;
+		int rc;
+
+		memcpy(&want, aw, 8);
+		ibv_wr_start(x);
+		x->wr_id = 10;
+		ibv_wr_atomic_write(x, C.peer.rkey, raddr(R_ATOM + 16), aw);
+		complete_ok(x, "atomic write");
+		sent(10, IBV_WC_ATOMIC_WRITE, "ATOMIC_WRITE");
+		ibv_wr_start(x);
+		x->wr_id = 11;
+		ibv_wr_atomic_write(x, C.peer.rkey, raddr(R_ATOM + 20), aw);
+		rc = ibv_wr_complete(x);
+		if (rc != EINVAL)
+			vc_die("ATOMIC_WRITE to a misaligned target: "
+			       "wr_complete %s, want EINVAL",
+			       strerror(rc));
+		pw.wr.rdma.remote_addr = raddr(R_ATOM + 16);
+		pw.wr.rdma.rkey = C.peer.rkey;
+		rc = ibv_post_send(C.rc, &pw, &bad);
+		if (rc != EINVAL)
+			vc_die("ibv_post_send IBV_WR_ATOMIC_WRITE: %s, want "
+			       "EINVAL",
+			       strerror(rc));
+		nothing_completes(C.cq, "ATOMIC_WRITE refused");
+		expect((struct item){
+			.kind = K_WORD, .off = R_ATOM + 16, .value = want });
+		verify("ops: ATOMIC_WRITE");
+	}
 }
 
 static void step_batch(void)
@@ -1203,7 +1244,8 @@ static int run_client(const char *host, int port, bool ud, unsigned int rounds)
 			IBV_QP_EX_WITH_SEND_WITH_INV |
 			IBV_QP_EX_WITH_RDMA_READ |
 			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
+			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+			IBV_QP_EX_WITH_ATOMIC_WRITE,
 		&C.cap);
 	C.ucap = (struct ibv_qp_cap){ .max_send_wr = 16,
 				      .max_recv_wr = 1,

@@ -245,6 +245,96 @@ static void test_atomics(void **state)
 	assert_int_equal(got, 7);
 }
 
+/* IBTA 1.5's ATOMIC WRITE: the WR's 8 bytes land as they are, in order
+ * with the WRs around it, with no result written back; refused at
+ * posting with an SGE or inline; a misaligned target is the
+ * responder's INV_REQ. */
+static void test_atomic_write(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	static const uint8_t val[8] = { 'a', 't', 'o', 'm', 'i', 'c', 0xff, 1 };
+	uint8_t before[64], pat[64];
+	struct ovr_eng_sge sge = { ovr_pair_va(p, 0, 0), 64, p->n[0].key };
+	struct ovr_eng_send_wr wr = {
+		.wr_id = 1,
+		.opcode = OVR_WR_RDMA_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 16384),
+	};
+
+	for (int i = 0; i < 64; i++)
+		pat[i] = p->n[0].mem[i] = (uint8_t)(i + 1);
+	memcpy(before, p->n[0].mem + 4096, sizeof(before));
+	/* a WRITE of 64 bytes, the ATOMIC WRITE over bytes 8..15 of it,
+	 * a READ of all 64 back */
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	wr = (struct ovr_eng_send_wr){
+		.wr_id = 2,
+		.opcode = OVR_WR_ATOMIC_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 16384 + 8),
+	};
+	memcpy(&wr.swap, val, 8);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	sge.addr = ovr_pair_va(p, 0, 8192);
+	wr = (struct ovr_eng_send_wr){
+		.wr_id = 3,
+		.opcode = OVR_WR_RDMA_READ,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 16384),
+	};
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 3));
+	expect_wc(f, 0, 0, 1, OVR_WC_SUCCESS, OVR_WC_RDMA_WRITE);
+	expect_wc(f, 0, 0, 2, OVR_WC_SUCCESS, OVR_WC_ATOMIC_WRITE);
+	expect_wc(f, 0, 0, 3, OVR_WC_SUCCESS, OVR_WC_RDMA_READ);
+	memcpy(pat + 8, val, 8);
+	assert_memory_equal(p->n[1].mem + 16384, pat, 64);
+	assert_memory_equal(p->n[0].mem + 8192, pat, 64);
+	/* nothing written back anywhere of the requester's */
+	assert_memory_equal(p->n[0].mem + 4096, before, sizeof(before));
+	/* no completion at the target */
+	assert_int_equal(ovr_pair_cq_len(p, 1, 1), 0);
+
+	/* posting: its bytes are the WR's, not an SGE's, nor inline */
+	wr = (struct ovr_eng_send_wr){
+		.wr_id = 4,
+		.opcode = OVR_WR_ATOMIC_WRITE,
+		.send_flags = OVR_SEND_SIGNALED,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.rkey = p->n[1].key,
+		.remote_addr = ovr_pair_va(p, 1, 16384),
+	};
+	sge.length = 8;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 EINVAL);
+	wr.num_sge = 0;
+	wr.sg_list = NULL;
+	wr.send_flags |= OVR_SEND_INLINE;
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 EINVAL);
+	/* a target that is not 8-byte aligned: the responder refuses it */
+	wr.send_flags = OVR_SEND_SIGNALED;
+	wr.remote_addr = ovr_pair_va(p, 1, 16384 + 4);
+	assert_int_equal(ovr_eng_post_send(p->n[0].eng, f->qpn[0], &wr, p->now),
+			 0);
+	assert_true(wait_cq(p, 0, 0, 1));
+	expect_wc(f, 0, 0, 4, OVR_WC_REM_INV_REQ_ERR, 0);
+	assert_memory_equal(p->n[1].mem + 16384, pat, 64);
+}
+
 /* ---- ordering of a WRITE's bytes ---------------------------------------- */
 
 struct lbl {
@@ -1711,6 +1801,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_imm_zero,
 						setup_clean, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_write, setup_clean,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_write, setup_lossy,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup_clean,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_atomics, setup_lossy,

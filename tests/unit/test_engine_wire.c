@@ -28,7 +28,7 @@ static const uint8_t all_opcodes[] = {
 	OVR_OP_ACK,	    OVR_OP_NAK,
 	OVR_OP_CNP,	    OVR_OP_UD_SEND,
 	OVR_OP_UD_SEND_IMM, OVR_OP_VERSION_REJECT,
-	OVR_OP_TERMINATE,
+	OVR_OP_TERMINATE,   OVR_OP_ATOMIC_WR,
 };
 #define NOPS (sizeof(all_opcodes) / sizeof(all_opcodes[0]))
 
@@ -103,6 +103,7 @@ static void sample(struct ovr_wire_pkt *p, uint8_t opcode, uint32_t plen)
 		p->u.areq.compare = 0x0123456789abcdefull;
 		ovr_fallthrough;
 	case OVR_OP_ATOMIC_FA:
+	case OVR_OP_ATOMIC_WR:
 		p->u.areq.rkey = 0xddeeff00;
 		p->u.areq.msn = 8;
 		p->u.areq.va = 0x2000;

@@ -472,7 +472,11 @@ static void test_create(void **state)
 		       EOPNOTSUPP);
 	expect_refused(init_attr(IBV_QPT_RC, EX_MASK, IBV_QP_EX_WITH_TSO),
 		       EOPNOTSUPP);
-	expect_refused(init_attr(IBV_QPT_RC, EX_MASK,
+	/* ATOMIC_WRITE: RC's only */
+	expect_refused(init_attr(IBV_QPT_UD, EX_MASK,
+				 UD_OPS | IBV_QP_EX_WITH_ATOMIC_WRITE),
+		       EOPNOTSUPP);
+	expect_refused(init_attr(IBV_QPT_UC, EX_MASK,
 				 IBV_QP_EX_WITH_ATOMIC_WRITE),
 		       EOPNOTSUPP);
 	expect_refused(init_attr(IBV_QPT_RC, EX_MASK, 1ull << 40), EOPNOTSUPP);
