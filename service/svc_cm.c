@@ -482,6 +482,24 @@ static void send_once(struct svc *s, struct svc_cm_id *i, uint8_t type,
 	xmit(s, i->vni, i->src_ip, i->dst_ip, &m);
 }
 
+/* Answers @m (from @peer to @us) with a bare @type carrying @reason, for
+ * which no id of ours stands: ids and ports are @m's, swapped. */
+static void answer(struct svc *s, uint32_t vni, uint32_t us, uint32_t peer,
+		   const struct cm_wire *m, uint8_t type, uint8_t reason)
+{
+	struct cm_wire r;
+
+	memset(&r, 0, CM_HDR_LEN);
+	r.version = 1;
+	r.type = type;
+	r.reason = reason;
+	r.local_id = m->remote_id;
+	r.remote_id = m->local_id;
+	r.src_port = m->dst_port;
+	r.dst_port = m->src_port;
+	xmit(s, vni, us, peer, &r);
+}
+
 static uint32_t rand24(void)
 {
 	return (uint32_t)(random() ^ svc_now()) & 0xffffffu;
@@ -1050,7 +1068,6 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	uint16_t port = ntohs(m->dst_port);
 	bool ud = m->type == CM_SIDR_REQ;
 	int dev = dev_of(s, vni, dst);
-	struct cm_wire rej;
 
 	if (dev < 0)
 		return;
@@ -1081,14 +1098,8 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	    !(i = calloc(1, sizeof(*i)))) {
 		if (!l)
 			refused(s, vni, src, dst, m, true);
-		memset(&rej, 0, CM_HDR_LEN);
-		rej.version = 1;
-		rej.type = ud ? CM_SIDR_REP : CM_REJ;
-		rej.reason = ud ? 1 : OVR_CM_REJ_INVALID_SERVICE_ID;
-		rej.remote_id = m->local_id;
-		rej.src_port = m->dst_port;
-		rej.dst_port = m->src_port;
-		xmit(s, vni, dst, src, &rej);
+		answer(s, vni, dst, src, m, ud ? CM_SIDR_REP : CM_REJ,
+		       ud ? 1 : OVR_CM_REJ_INVALID_SERVICE_ID);
 		return;
 	}
 	i->id = new_id(s);
@@ -1157,29 +1168,12 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 		/* a REP for an id that is gone, or that gave up its REQ
 		 * (rejected, timed out): REJ, so the peer's application
 		 * learns now that nobody will use its connection */
-		if (m.type == CM_REP) {
-			struct cm_wire r;
-
-			memset(&r, 0, CM_HDR_LEN);
-			r.version = 1;
-			r.type = CM_REJ;
-			r.reason = OVR_CM_REJ_STALE_CONN;
-			r.local_id = m.remote_id;
-			r.remote_id = m.local_id;
-			r.src_port = m.dst_port;
-			r.dst_port = m.src_port;
-			xmit(s, vni, dst_vip, src_vip, &r);
-		}
+		if (m.type == CM_REP)
+			answer(s, vni, dst_vip, src_vip, &m, CM_REJ,
+			       OVR_CM_REJ_STALE_CONN);
 		/* the id is gone: a DREQ still deserves its DREP */
-		if (m.type == CM_DREQ) {
-			struct cm_wire d = m;
-
-			d.type = CM_DREP;
-			d.local_id = m.remote_id;
-			d.remote_id = m.local_id;
-			d.pd_len = 0;
-			xmit(s, vni, dst_vip, src_vip, &d);
-		}
+		if (m.type == CM_DREQ)
+			answer(s, vni, dst_vip, src_vip, &m, CM_DREP, 0);
 		return;
 	}
 	switch (m.type) {

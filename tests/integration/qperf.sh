@@ -67,7 +67,9 @@ addr=$("$tb" addr 1)
 
 # one server for every run (qperf serves its clients one after another);
 # ENV: more environment for it
+srv_env=()
 server() { # ENV...
+	srv_env=("$@")
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null && wait "$spid" 2>/dev/null
 	for _ in $(seq 100); do
 		"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':19765 ' || break
@@ -118,18 +120,23 @@ classify() { # log srv_log srv_from
 # test and waits for it before it accepts the next client): where its
 # processes and node 1's ovrdmad are - each one's state, every thread's
 # kernel wait, system call and kernel stack, and with gdb its backtrace
-# - then the server's children are killed, so that the server goes on.
-# stuck_in: "verbs" when a stuck child's backtrace runs through
-# libibverbs, librdmacm or ovrdma's provider (or cannot be had), else
+# - then the server's children are killed and the server started anew.
+# stuck_in: "verbs" when a stuck child's main thread runs through
+# libibverbs, librdmacm or ovrdma's provider (or gdb cannot tell), else
 # "qperf" (its own code or libc's: the run is repeated once; see the
-# loop). Printed every time.
+# loop). Only node 1's processes (its network namespace: another test
+# may run qperf beside this one). Printed every time.
 nstuck=0 stuck_in=
 show_stuck() {
-	local p t pids bt
+	local p t pids= bt main
 	nstuck=$((nstuck + 1))
 	stuck_in=qperf
 	echo "qperf: the server stopped answering; its processes and ovrdmad:"
-	pids="$(pgrep -x qperf) $(cat "$OVRDMA_TESTBED_DIR/n1/ovrdmad.pid")"
+	for p in $(ip netns pids "$OVRDMA_TESTBED_PREFIX-n1" 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = qperf ] &&
+			pids+=" $p"
+	done
+	pids+=" $(cat "$OVRDMA_TESTBED_DIR/n1/ovrdmad.pid")"
 	for p in $pids; do
 		echo "-- pid $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)):" \
 			"$(grep -E '^(State|PPid)' "/proc/$p/status" 2>/dev/null |
@@ -146,17 +153,22 @@ show_stuck() {
 				-ex 'thread apply all bt' 2>/dev/null |
 				grep -E '^(#|Thread)' | head -40)
 		echo "$bt"
-		# a child of the server (whose parent is no qperf)
+		# a child of the server (whose parent is no qperf); its main
+		# thread (the provider's watcher thread is always in ovrdma)
 		if [ "$(ps -o comm= -p "$(ps -o ppid= -p "$p" 2>/dev/null)" \
 			2>/dev/null)" = qperf ]; then
-			if [ -z "$bt" ] ||
-				grep -Eq 'ovrdma|libibverbs|librdmacm' <<<"$bt"; then
+			main=$(awk -v lwp="(LWP $p)" '/^Thread / {
+				m = index($0, lwp) > 0; next } m' <<<"$bt")
+			if [ -z "$main" ] ||
+				grep -Eq 'ovrdma|libibverbs|librdmacm' <<<"$main"; then
 				stuck_in=verbs
 			fi
 			kill -9 "$p"
 		fi
 	done
-	sleep 1
+	# a fresh server (the old one's queue holds the clients that gave
+	# up; a child holds its listening socket too, hence the kill)
+	server "${srv_env[@]}"
 }
 
 # run_client LOG ARGS...: one client run on node 2 (environment in env)

@@ -10,7 +10,10 @@
  * --uc: UC QPs instead, and UC's operations only (WRITE, WRITE_WITH_IMM,
  * SEND, SEND_WITH_IMM): for a link without loss, where UC must deliver
  * everything (a lost packet drops its message: the server would wait
- * for it).
+ * for it). A UC send completes when the message has left, not arrived,
+ * so each QP's round ends with an operation that takes a receive (a
+ * last WRITE becomes WRITE_WITH_IMM): the server looks at a round's
+ * memory after those receives completed.
  *
  * The client drives: on each of --qps RC QPs it posts rounds of --window
  * operations (RDMA WRITE, WRITE_WITH_IMM, READ, SEND, SEND_WITH_IMM,
@@ -204,6 +207,14 @@ static void plan_round(uint32_t r)
 				w -= wt[t];
 				t++;
 			}
+			/* UC: a sender's completion says only that the
+			 * message left, so each QP's round ends with one
+			 * that takes a receive - its completion at the
+			 * server, after everything before it on the QP
+			 * (UC delivers in order), is when the server may
+			 * look at the round's memory */
+			if (P.uc && j == P.window - 1 && t == OP_WRITE)
+				t = OP_WRITE_IMM;
 			o->type = (uint8_t)t;
 			o->id = ((uint64_t)r << 32) | (q << 16) | j;
 			o->imm = (uint32_t)vc_next(&g);
