@@ -77,6 +77,12 @@ out=$OVRDMA_TESTBED_DIR/runs
 nfail=0
 summary=()
 
+# cm_ids NODE: the CM ids NODE's ovrdmad holds
+cm_ids() {
+	"$tb" ctl "$1" show counters 2>/dev/null |
+		awk '$1 == "cm_ids" { print $2 }'
+}
+
 # pair NAME WANT_SERVER WANT_CLIENT SERVER_CMD -- CLIENT_CMD: runs the
 # server on node 1 and, a second later, the client on node 2; each
 # side's exit status must be WANT (a number, or "any").
@@ -87,9 +93,22 @@ pair() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
+	local ids0
+	ids0=$(cm_ids 1)
 	timeout -k 5 "${pair_ts:-60}" "$tb" run 1 "${srv[@]}" >"$out/$n.srv" 2>&1 &
 	spid=$!
 	sleep 1
+	# pair_listen=1: the server's rdma_cm id exists first (node 1 holds
+	# more ids than before; at most 5 s): perftest -R's client,
+	# REJECTED by a server not listening yet, retries on its own and
+	# may leave the server a connection it then drops
+	if [ "${pair_listen:-0}" = 1 ]; then
+		for _ in $(seq 50); do
+			[ "$(cm_ids 1)" -gt "${ids0:-0}" ] 2>/dev/null && break
+			sleep 0.1
+		done
+		sleep 0.3
+	fi
 	timeout -k 5 "${pair_tc:-45}" "$tb" run 2 "${cli[@]}" >"$out/$n.cli" 2>&1
 	crc=$?
 	# a server not listening yet a second after its start (a loaded
@@ -169,9 +188,9 @@ run_all() { # LABEL LOSSY
 		check "$l udaddy datagrams" "$out/${#summary[@]}.cli" \
 			'^test complete' 1
 	fi
-	pair "$l ib_write_bw -R" 0 0 ib_write_bw -R -n 500 -- \
+	pair_listen=1 pair "$l ib_write_bw -R" 0 0 ib_write_bw -R -n 500 -- \
 		ib_write_bw -R -n 500 "$a1"
-	pair "$l ib_send_lat -R" 0 0 ib_send_lat -R -n 500 -- \
+	pair_listen=1 pair "$l ib_send_lat -R" 0 0 ib_send_lat -R -n 500 -- \
 		ib_send_lat -R -n 500 "$a1"
 	# no listener on that port: REJECTED, the client fails at once
 	pair "$l rping, no listener" 0 255 sleep 3 -- \
@@ -184,7 +203,7 @@ run_all() { # LABEL LOSSY
 		rstream -s "$a1" -C 100 -S 4096
 	pair "$l riostream (rsocket iomap)" 0 0 riostream -C 100 -S 4096 -- \
 		riostream -s "$a1" -C 100 -S 4096
-	pair "$l ib_read_bw -R" 0 0 ib_read_bw -R -n 500 -- \
+	pair_listen=1 pair "$l ib_read_bw -R" 0 0 ib_read_bw -R -n 500 -- \
 		ib_read_bw -R -n 500 "$a1"
 	# many connections at once on one channel: cmtime's server runs
 	# until stopped; the client's steps must all complete, no event
