@@ -57,10 +57,6 @@
 /* a refused REQ's retransmissions may follow it for CM_TRIES sends,
  * about 4.75 s (50 ms doubling to 800 ms): remembered a while longer */
 #define CM_REFUSED_NS (6000ull * 1000 * 1000)
-/* a REQ acknowledged by MRA waits this long for REP or REJ: the kernel's
- * rdma_cm sends MRA at every RC CONNECT_REQUEST it gives an application,
- * with a service timeout of 4.096 us x 2^24 (about 68 s) */
-#define CM_MRA_NS (60000ull * 1000 * 1000)
 #define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
 /* Events of one id undelivered at once: ADDR_RESOLVED, ROUTE_RESOLVED,
  * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED; a passive
@@ -93,7 +89,6 @@ enum cm_type {
 	CM_DREP = 6,
 	CM_SIDR_REQ = 7,
 	CM_SIDR_REP = 8,
-	CM_MRA = 9, /* REQ received: the application is deciding */
 };
 
 /* The message, big-endian; private data follows (docs/WIRE.md). */
@@ -157,7 +152,6 @@ struct svc_cm_id {
 	uint64_t at; /* 0: none */
 	uint64_t rto;
 	uint8_t tries;
-	bool mra; /* REQ_SENT: the peer sent MRA (no more resends) */
 	struct svc_cm_id *next;
 };
 
@@ -656,7 +650,6 @@ static int do_connect(struct svc *s, struct svc_cm_id *i,
 	msg_init(i, &i->out, ud ? CM_SIDR_REQ : CM_REQ);
 	i->out.pd_len = q->conn.private_data_len;
 	i->state = ud ? CMS_SIDR_SENT : CMS_REQ_SENT;
-	i->mra = false;
 	send_reliable(s, i, now);
 	return 0;
 }
@@ -1075,9 +1068,7 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	for (i = s->cm_ids; i; i = i->next)
 		if (i->remote_id == ntohl(m->local_id) && i->dst_ip == src &&
 		    i->vni == vni && i->listen_id) {
-			if (i->state == CMS_REQ_RCVD && !ud)
-				send_once(s, i, CM_MRA, 0, NULL, 0);
-			else if (i->state == CMS_REP_SENT)
+			if (i->state == CMS_REP_SENT)
 				xmit(s, vni, dst, src, &i->out);
 			else if (i->state == CMS_UD_DONE)
 				xmit(s, vni, dst, src, &i->out);
@@ -1130,9 +1121,6 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	i->next = s->cm_ids;
 	s->cm_ids = i;
 	event(s, i, OVR_CM_EV_CONNECT_REQUEST, 0, m);
-	/* the application decides: the peer waits for it (CM_MRA_NS) */
-	if (!ud)
-		send_once(s, i, CM_MRA, 0, NULL, 0);
 }
 
 void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
@@ -1147,7 +1135,7 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	}
 	memcpy(&m, msg, len);
 	if (m.version != 1 || CM_HDR_LEN + m.pd_len != len || !m.type ||
-	    m.type > CM_MRA) {
+	    m.type > CM_SIDR_REP) {
 		s->cnt.cm_rx_bad++;
 		return;
 	}
@@ -1189,12 +1177,6 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 			event(s, i, OVR_CM_EV_CONNECT_RESPONSE, 0, &m);
 		} else if (i->state == CMS_ESTABLISHED) {
 			send_once(s, i, CM_RTU, 0, NULL, 0); /* RTU lost */
-		}
-		break;
-	case CM_MRA:
-		if (i->state == CMS_REQ_SENT && !i->mra) {
-			i->mra = true;
-			arm(s, i, svc_now() + CM_MRA_NS);
 		}
 		break;
 	case CM_RTU:
@@ -1285,7 +1267,7 @@ uint64_t svc_cm_poll(struct svc *s, uint64_t now)
 		if (!i->at)
 			continue;
 		if (i->at <= now) {
-			bool resend = (i->state == CMS_REQ_SENT && !i->mra) ||
+			bool resend = i->state == CMS_REQ_SENT ||
 				      i->state == CMS_SIDR_SENT ||
 				      i->state == CMS_REP_SENT ||
 				      i->state == CMS_DREQ_SENT ||

@@ -3,7 +3,7 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|slow|hold|hold-kill|cycles N|quiet S
+ *   cm_errors server PORT pdata|die|hold|hold-kill|cycles N|quiet S
  *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
@@ -19,9 +19,6 @@
  *                   (rdmacm.sh: a REQ refused before the listener came
  *                   up, its copies arriving after, must not reach it).
  * server die        killed (SIGKILL) at its first CONNECT_REQUEST.
- * server slow       accepts its first request 8 s after it came (the
- *                   peer waits, as the kernel's rdma_cm makes it with
- *                   MRA), then wants DISCONNECTED.
  * server hold       accepts one connection and waits; hold-kill is killed
  *                   (SIGKILL) a second after ESTABLISHED.
  * client expect     connects and wants EVENT (an RDMA_CM_EVENT_ name less
@@ -344,10 +341,6 @@ static int server(const char *port, const char *mode)
 		printf("REQ private data: %d bytes verified\n", PD_REQ);
 	}
 	make_qp(id);
-	if (!strcmp(mode, "slow")) {
-		sleep(8);
-		printf("accepting 8 s after the request\n");
-	}
 	p.private_data = pd;
 	if (!strcmp(mode, "pdata")) {
 		pattern(pd, PD_REP + 1, 2);
@@ -381,8 +374,6 @@ static int server(const char *port, const char *mode)
 	want(&e, RDMA_CM_EVENT_DISCONNECTED);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
-	if (strcmp(mode, "pdata"))
-		return 0;
 
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -650,7 +641,7 @@ int main(int argc, char **argv)
 					     atof(argv[6]));
 	}
 	fprintf(stderr, "usage: cm_errors server PORT "
-			"pdata|die|slow|hold|hold-kill|cycles N|quiet S\n"
+			"pdata|die|hold|hold-kill|cycles N|quiet S\n"
 			"       cm_errors client ADDR PORT pdata|peerdead|"
 			"expect EVENT SECONDS|cycles N\n");
 	return 2;
