@@ -721,17 +721,10 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
 		for (uint32_t j = 0; j < w.num_sge; j++) {
 			uint64_t a = sg[j].addr, b = a + sg[j].length;
-			const struct svc_devref *d;
 
 			total += sg[j].length;
 			if (!sg[j].length)
 				continue;
-			/* only the process route's sources are read here:
-			 * a region the service maps (or a GPU's) is
-			 * copied from directly */
-			d = ovr_eng_mr_dev(s->eng, sg[j].lkey);
-			if (!d || d->kind != SVC_DEV_PROC || d->p != c)
-				other = true;
 			if (b < a || nr == SVC_PF_RANGES) {
 				all = true;
 				continue;
@@ -739,7 +732,23 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 			rlo[nr] = a;
 			rhi[nr++] = b;
 		}
-		if (!total || total > SVC_PF_MSG || other)
+		if (!total || total > SVC_PF_MSG)
+			continue;
+		/* only the process route's sources are read here (a region
+		 * the service maps, or a GPU's, is copied from directly):
+		 * asked of the engine for the small WRs only, once per key */
+		for (uint32_t j = 0, key = 0, seen = 0; j < w.num_sge && !other;
+		     j++) {
+			const struct svc_devref *d;
+
+			if (!sg[j].length || (seen && sg[j].lkey == key))
+				continue;
+			key = sg[j].lkey;
+			seen = 1;
+			d = ovr_eng_mr_dev(s->eng, key);
+			other = !d || d->kind != SVC_DEV_PROC || d->p != c;
+		}
+		if (other)
 			continue;
 		for (uint32_t j = 0; j < w.num_sge; j++) {
 			uint64_t a = sg[j].addr, b = a + sg[j].length;

@@ -128,14 +128,20 @@ pair() {
 	if [ "$wc" != any ] && [ "$crc" != "$wc" ]; then
 		verdict="FAIL (client exit $crc, want $wc)"
 	fi
-	echo "== $name: $verdict ($((SECONDS - t0))s)"
-	if [ "$verdict" != ok ]; then
-		nfail=$((nfail + 1))
-		echo "-- server:"; tail -20 "$out/$n.srv"
-		echo "-- client:"; tail -20 "$out/$n.cli"
-	fi
-	summary+=("$(printf '%-34s %s' "$name" "$verdict")")
+	report "$name" "$verdict" "$n" "$name: $verdict ($((SECONDS - t0))s)"
 	[ "$verdict" = ok ]
+}
+
+# report NAME VERDICT N LINE: a run's verdict - LINE printed, on failure
+# the end of both sides' output ($out/N.srv, .cli), NAME in the summary
+report() {
+	echo "== $4"
+	if [ "$2" != ok ]; then
+		nfail=$((nfail + 1))
+		echo "-- server:"; tail -20 "$out/$3.srv"
+		echo "-- client:"; tail -20 "$out/$3.cli"
+	fi
+	summary+=("$(printf '%-34s %s' "$1" "$2")")
 }
 
 # check NAME FILE PATTERN [COUNT]: FILE has PATTERN (at least COUNT lines)
@@ -324,13 +330,8 @@ late_listener() {
 	[ "$src" = 0 ] || verdict="FAIL (listener exit $src)"
 	[ "$crc" = 0 ] && grep -q 'REJECTED status 8 ' "$out/$n.cli" ||
 		verdict="FAIL (client exit $crc)"
-	echo "== late listener: $verdict"
-	if [ "$verdict" != ok ]; then
-		nfail=$((nfail + 1))
-		echo "-- server:"; tail -20 "$out/$n.srv"
-		echo "-- client:"; tail -20 "$out/$n.cli"
-	fi
-	summary+=("$(printf '%-34s %s' "late listener: refused again" "$verdict")")
+	report "late listener: refused again" "$verdict" "$n" \
+		"late listener: $verdict"
 }
 
 # state NODE: what ovrdmad holds - CM ids, contexts (ovrdmactl's own
