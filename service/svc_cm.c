@@ -10,6 +10,7 @@
  *
  *   active                                passive
  *   CONNECT ----------- REQ ------------> listener: new id, CONNECT_REQUEST
+ *           <---------- MRA -------------  (the application decides)
  *   CONNECT_RESPONSE <-- REP ------------ ACCEPT
  *   ACCEPT (librdmacm)- RTU ------------> ESTABLISHED
  *   DISCONNECT -------- DREQ -----------> DISCONNECTED
@@ -21,8 +22,11 @@
  * Messages are datagrams between the nodes' QPN 1 in the tenant, from
  * the id's vIP to the peer's: the overlay's tables and security groups
  * judge them exactly as data. The sender of REQ, REP, DREQ and SIDR_REQ
- * retransmits (CM_RTO_NS, doubling, CM_TRIES); duplicates are answered
- * from the state they find. An id whose owner destroyed it (or whose
+ * retransmits (CM_RTO_NS, doubling, CM_TRIES); a REQ acknowledged by MRA
+ * is resent every CM_MRA_RESEND_NS until CM_MRA_NS. Duplicates are
+ * answered from the state they find; a refusal (REJ, SIDR_REP 1) is
+ * sent once and kept, the id answering copies of the request with it
+ * (lingering CM_REFUSED_NS after its owner destroyed it). An id whose owner destroyed it (or whose
  * channel closed) while connected lingers without an owner for
  * CM_TIMEWAIT_NS, sending DREQ and answering duplicates.
  *
@@ -57,6 +61,13 @@
 /* a refused REQ's retransmissions may follow it for CM_TRIES sends,
  * about 4.75 s (50 ms doubling to 800 ms): remembered a while longer */
 #define CM_REFUSED_NS (6000ull * 1000 * 1000)
+/* a REQ acknowledged by MRA waits this long for REP or REJ: the kernel's
+ * rdma_cm sends MRA at every RC CONNECT_REQUEST it gives an application,
+ * with a service timeout of 4.096 us x 2^24 (about 68 s). The REQ is
+ * still resent, every CM_MRA_RESEND_NS, so that a REJ (or REP) lost on
+ * the way is answered again by the passive id. */
+#define CM_MRA_NS (60000ull * 1000 * 1000)
+#define CM_MRA_RESEND_NS (1000ull * 1000 * 1000)
 #define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
 /* Events of one id undelivered at once: ADDR_RESOLVED, ROUTE_RESOLVED,
  * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED; a passive
@@ -89,6 +100,7 @@ enum cm_type {
 	CM_DREP = 6,
 	CM_SIDR_REQ = 7,
 	CM_SIDR_REP = 8,
+	CM_MRA = 9, /* REQ received: the application is deciding */
 };
 
 /* The message, big-endian; private data follows (docs/WIRE.md). */
@@ -152,6 +164,8 @@ struct svc_cm_id {
 	uint64_t at; /* 0: none */
 	uint64_t rto;
 	uint8_t tries;
+	bool mra; /* REQ_SENT: the peer sent MRA (slow resends) */
+	uint64_t mra_until; /* ... until then */
 	struct svc_cm_id *next;
 };
 
@@ -650,6 +664,7 @@ static int do_connect(struct svc *s, struct svc_cm_id *i,
 	msg_init(i, &i->out, ud ? CM_SIDR_REQ : CM_REQ);
 	i->out.pd_len = q->conn.private_data_len;
 	i->state = ud ? CMS_SIDR_SENT : CMS_REQ_SENT;
+	i->mra = false;
 	send_reliable(s, i, now);
 	return 0;
 }
@@ -696,29 +711,46 @@ static int do_accept(struct svc *s, struct svc_cm_id *i,
 	return 0;
 }
 
+/*
+ * The refusal @i sends (REJ; SIDR_REP with status 1 for UD), sent once
+ * and kept in i->out: a copy of the request that arrives later (the
+ * refusal was lost, so the peer resends) is answered with it again -
+ * reason and private data - also after the owner destroyed the id,
+ * which then lingers (id_release) as long as the peer may resend.
+ */
+static void refuse(struct svc *s, struct svc_cm_id *i, uint8_t reason,
+		   const uint8_t *pd, uint8_t pd_len)
+{
+	bool ud = i->qp_type == OVR_QPT_UD;
+
+	msg_init(i, &i->out, ud ? CM_SIDR_REP : CM_REJ);
+	i->out.reason = ud ? 1 : reason;
+	i->out.pd_len = pd_len;
+	if (pd_len)
+		memcpy(i->out.pd, pd, pd_len);
+	xmit(s, i->vni, i->src_ip, i->dst_ip, &i->out);
+	i->state = CMS_DISCONNECTED;
+	arm(s, i, 0);
+}
+
+/* Whether @i is a refusal kept for answering copies (refuse()). */
+static bool refusal_kept(const struct svc_cm_id *i)
+{
+	return (i->state == CMS_DISCONNECTED || i->state == CMS_TIMEWAIT) &&
+	       (i->out.type == CM_REJ ||
+		(i->out.type == CM_SIDR_REP && i->out.reason));
+}
+
 static int do_reject(struct svc *s, struct svc_cm_id *i,
 		     const struct ovr_ctl_cm_req *q)
 {
 	if (q->conn.private_data_len > CM_PRIV_REJ)
 		return -EINVAL;
-	if (i->state == CMS_REQ_RCVD && i->qp_type == OVR_QPT_UD) {
-		/* SIDR: a reply with a status (1: rejected) */
-		struct cm_wire m;
-
-		msg_init(i, &m, CM_SIDR_REP);
-		m.reason = 1;
-		m.pd_len = q->conn.private_data_len;
-		memcpy(m.pd, q->conn.private_data, m.pd_len);
-		xmit(s, i->vni, i->src_ip, i->dst_ip, &m);
-		i->state = CMS_DISCONNECTED;
-		return 0;
-	}
-	if (i->state != CMS_REQ_RCVD && i->state != CMS_REP_RCVD)
+	if (i->state != CMS_REQ_RCVD &&
+	    (i->state != CMS_REP_RCVD || i->qp_type == OVR_QPT_UD))
 		return -EINVAL;
-	send_once(s, i, CM_REJ, q->arg ? (uint8_t)q->arg : OVR_CM_REJ_CONSUMER,
-		  q->conn.private_data, q->conn.private_data_len);
-	i->state = CMS_DISCONNECTED;
-	arm(s, i, 0);
+	refuse(s, i, q->arg ? (uint8_t)q->arg : OVR_CM_REJ_CONSUMER,
+	       q->conn.private_data, q->conn.private_data_len);
 	return 0;
 }
 
@@ -818,9 +850,21 @@ static void id_release(struct svc *s, struct svc_cm_id *i, uint64_t now)
 		q_forget(s, c, i, now);
 	switch (i->state) {
 	case CMS_REQ_RCVD:
-		if (i->qp_type != OVR_QPT_UD)
-			send_once(s, i, CM_REJ, OVR_CM_REJ_CONSUMER, NULL, 0);
-		break;
+		/* unanswered: refused, and the refusal kept for copies */
+		refuse(s, i, OVR_CM_REJ_CONSUMER, NULL, 0);
+		i->state = CMS_TIMEWAIT;
+		arm(s, i, now + CM_REFUSED_NS);
+		return;
+	case CMS_DISCONNECTED:
+		if (!refusal_kept(i)) {
+			id_free(s, i);
+			return;
+		}
+		/* rejected by its application: answers copies of the
+		 * request (the REP) a while longer */
+		i->state = CMS_TIMEWAIT;
+		arm(s, i, now + CM_REFUSED_NS);
+		return;
 	case CMS_REQ_SENT:
 		send_once(s, i, CM_REJ, OVR_CM_REJ_TIMEOUT, NULL, 0);
 		break;
@@ -1068,10 +1112,14 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	for (i = s->cm_ids; i; i = i->next)
 		if (i->remote_id == ntohl(m->local_id) && i->dst_ip == src &&
 		    i->vni == vni && i->listen_id) {
-			if (i->state == CMS_REP_SENT)
+			if (i->state == CMS_REQ_RCVD && !ud)
+				send_once(s, i, CM_MRA, 0, NULL, 0);
+			else if (i->state == CMS_REP_SENT ||
+				 i->state == CMS_UD_DONE || refusal_kept(i))
 				xmit(s, vni, dst, src, &i->out);
-			else if (i->state == CMS_UD_DONE)
-				xmit(s, vni, dst, src, &i->out);
+			/* a lingering refusal stays while copies come */
+			if (refusal_kept(i) && i->state == CMS_TIMEWAIT)
+				arm(s, i, svc_now() + CM_REFUSED_NS);
 			else if (i->state == CMS_TIMEWAIT ||
 				 i->state == CMS_DISCONNECTED)
 				send_once(s, i, CM_REJ, OVR_CM_REJ_STALE_CONN,
@@ -1121,6 +1169,9 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	i->next = s->cm_ids;
 	s->cm_ids = i;
 	event(s, i, OVR_CM_EV_CONNECT_REQUEST, 0, m);
+	/* the application decides: the peer waits for it (CM_MRA_NS) */
+	if (!ud)
+		send_once(s, i, CM_MRA, 0, NULL, 0);
 }
 
 void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
@@ -1135,7 +1186,7 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	}
 	memcpy(&m, msg, len);
 	if (m.version != 1 || CM_HDR_LEN + m.pd_len != len || !m.type ||
-	    m.type > CM_SIDR_REP) {
+	    m.type > CM_MRA) {
 		s->cnt.cm_rx_bad++;
 		return;
 	}
@@ -1177,6 +1228,15 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 			event(s, i, OVR_CM_EV_CONNECT_RESPONSE, 0, &m);
 		} else if (i->state == CMS_ESTABLISHED) {
 			send_once(s, i, CM_RTU, 0, NULL, 0); /* RTU lost */
+		} else if (refusal_kept(i)) {
+			xmit(s, vni, dst_vip, src_vip, &i->out); /* REJ lost */
+		}
+		break;
+	case CM_MRA:
+		if (i->state == CMS_REQ_SENT && !i->mra) {
+			i->mra = true;
+			i->mra_until = svc_now() + CM_MRA_NS;
+			arm(s, i, svc_now() + CM_MRA_RESEND_NS);
 		}
 		break;
 	case CM_RTU:
@@ -1266,7 +1326,18 @@ uint64_t svc_cm_poll(struct svc *s, uint64_t now)
 		n = i->next;
 		if (!i->at)
 			continue;
-		if (i->at <= now) {
+		if (i->at <= now && i->state == CMS_REQ_SENT && i->mra) {
+			/* acknowledged: resent slowly until the deadline */
+			if (now >= i->mra_until) {
+				gave_up(s, i);
+				continue;
+			}
+			s->cnt.cm_retx++;
+			xmit(s, i->vni, i->src_ip, i->dst_ip, &i->out);
+			i->at = now + CM_MRA_RESEND_NS < i->mra_until ?
+					now + CM_MRA_RESEND_NS :
+					i->mra_until;
+		} else if (i->at <= now) {
 			bool resend = i->state == CMS_REQ_SENT ||
 				      i->state == CMS_SIDR_SENT ||
 				      i->state == CMS_REP_SENT ||

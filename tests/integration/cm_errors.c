@@ -3,8 +3,10 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|hold|hold-kill|cycles N|quiet S
- *   cm_errors client ADDR PORT pdata|peerdead|expect EVENT SECONDS|cycles N
+ *   cm_errors server PORT pdata|die|slow|reject-late|hold|hold-kill|
+ *                         cycles N|quiet S
+ *   cm_errors client ADDR PORT pdata|rejected|peerdead|
+ *                         expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
  *                   private data (checked), is accepted after an accept
@@ -19,6 +21,18 @@
  *                   (rdmacm.sh: a REQ refused before the listener came
  *                   up, its copies arriving after, must not reach it).
  * server die        killed (SIGKILL) at its first CONNECT_REQUEST.
+ * server slow       accepts its first request 8 s after it came (the
+ *                   peer waits, as the kernel's rdma_cm makes it with
+ *                   MRA), then wants DISCONNECTED.
+ * server reject-late
+ *                   prints "request" at its first CONNECT_REQUEST,
+ *                   rejects it 2 s later with 148 bytes of private data,
+ *                   prints "rejected", destroys the id and then wants no
+ *                   event for 5 s (rdmacm.sh drops the REJ on the way:
+ *                   the client's next copy of the REQ must get the same
+ *                   REJ, not reach the listener as a new request).
+ * client rejected   connects and wants REJECTED (28) with the 148 bytes
+ *                   of private data, within 20 s.
  * server hold       accepts one connection and waits; hold-kill is killed
  *                   (SIGKILL) a second after ESTABLISHED.
  * client expect     connects and wants EVENT (an RDMA_CM_EVENT_ name less
@@ -194,6 +208,27 @@ static int connect_pd(struct rdma_cm_id *id, unsigned int len)
 	return rdma_connect(id, &p);
 }
 
+/* Connects and wants REJECTED 28 with the PD_REJ bytes of pattern 3. */
+static int client_rejected(const char *addr, const char *port, double dl)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	struct rdma_cm_event e;
+
+	if (connect_pd(id, PD_REQ))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(dl);
+	want(&e, RDMA_CM_EVENT_REJECTED);
+	if (e.status != 28)
+		FAIL("REJECTED status %d, want 28", e.status);
+	if (e.param.conn.private_data_len < PD_REJ ||
+	    !pattern_ok(e.param.conn.private_data, PD_REJ, 3))
+		FAIL("REJ's private data");
+	printf("REJ private data: %d bytes verified\n", PD_REJ);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return 0;
+}
+
 static int client_pdata(const char *addr, const char *port)
 {
 	struct rdma_cm_id *id = resolve(addr, port);
@@ -218,20 +253,7 @@ static int client_pdata(const char *addr, const char *port)
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 
-	id = resolve(addr, port);
-	if (connect_pd(id, PD_REQ))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = next_event(dl);
-	want(&e, RDMA_CM_EVENT_REJECTED);
-	if (e.status != 28)
-		FAIL("REJECTED status %d, want 28", e.status);
-	if (e.param.conn.private_data_len < PD_REJ ||
-	    !pattern_ok(e.param.conn.private_data, PD_REJ, 3))
-		FAIL("REJ's private data");
-	printf("REJ private data: %d bytes verified\n", PD_REJ);
-	rdma_destroy_qp(id);
-	rdma_destroy_id(id);
-	return 0;
+	return client_rejected(addr, port, dl);
 }
 
 static int client_expect(const char *addr, const char *port, const char *ev,
@@ -318,6 +340,8 @@ static struct rdma_cm_id *listen_on(const char *port)
 	return l;
 }
 
+static int server_quiet(const char *port, double secs);
+
 static int server(const char *port, const char *mode)
 {
 	struct rdma_cm_id *id;
@@ -334,6 +358,18 @@ static int server(const char *port, const char *mode)
 	id = e.id;
 	if (!strcmp(mode, "die"))
 		raise(SIGKILL);
+	if (!strcmp(mode, "reject-late")) {
+		printf("request\n");
+		fflush(stdout);
+		sleep(2);
+		pattern(pd, PD_REJ, 3);
+		if (rdma_reject(id, pd, PD_REJ))
+			FAIL("rdma_reject: %s", strerror(errno));
+		printf("rejected\n");
+		fflush(stdout);
+		rdma_destroy_id(id);
+		return server_quiet(NULL, 5);
+	}
 	if (!strcmp(mode, "pdata")) {
 		if (e.param.conn.private_data_len < PD_REQ ||
 		    !pattern_ok(e.param.conn.private_data, PD_REQ, 1))
@@ -341,6 +377,10 @@ static int server(const char *port, const char *mode)
 		printf("REQ private data: %d bytes verified\n", PD_REQ);
 	}
 	make_qp(id);
+	if (!strcmp(mode, "slow")) {
+		sleep(8);
+		printf("accepting 8 s after the request\n");
+	}
 	p.private_data = pd;
 	if (!strcmp(mode, "pdata")) {
 		pattern(pd, PD_REP + 1, 2);
@@ -374,6 +414,8 @@ static int server(const char *port, const char *mode)
 	want(&e, RDMA_CM_EVENT_DISCONNECTED);
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
+	if (strcmp(mode, "pdata"))
+		return 0;
 
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
@@ -392,7 +434,8 @@ static int server_quiet(const char *port, double secs)
 	double dl = now_s() + secs;
 	struct rdma_cm_event e;
 
-	listen_on(port);
+	if (port) /* else: listening already */
+		listen_on(port);
 	for (;;) {
 		double left = dl - now_s();
 		struct timeval tv;
@@ -631,6 +674,8 @@ int main(int argc, char **argv)
 	if (argc >= 5 && !strcmp(argv[1], "client")) {
 		if (!strcmp(argv[4], "pdata"))
 			return client_pdata(argv[2], argv[3]);
+		if (!strcmp(argv[4], "rejected"))
+			return client_rejected(argv[2], argv[3], now_s() + 20);
 		if (!strcmp(argv[4], "peerdead"))
 			return client_peerdead(argv[2], argv[3]);
 		if (argc == 6 && !strcmp(argv[4], "cycles") &&
@@ -641,8 +686,9 @@ int main(int argc, char **argv)
 					     atof(argv[6]));
 	}
 	fprintf(stderr, "usage: cm_errors server PORT "
-			"pdata|die|hold|hold-kill|cycles N|quiet S\n"
-			"       cm_errors client ADDR PORT pdata|peerdead|"
+			"pdata|die|slow|reject-late|hold|hold-kill|cycles N|"
+			"quiet S\n"
+			"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
 			"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }
