@@ -1202,6 +1202,15 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	/* a reply to REQ / SIDR_REQ names our id; afterwards both ids */
 	if (i && i->remote_id && i->remote_id != ntohl(m.local_id))
 		i = NULL;
+	/* the REJ of an active id that gave up its REQ before any REP
+	 * (destroyed, its program gone) names only itself: the passive id
+	 * of that request, whose application may still be deciding */
+	if (!i && !m.remote_id && m.local_id && m.type == CM_REJ)
+		for (i = s->cm_ids; i; i = i->next)
+			if (i->listen_id && i->remote_id == ntohl(m.local_id) &&
+			    i->vni == vni && i->src_ip == dst_vip &&
+			    i->dst_ip == src_vip)
+				break;
 	if (!i ||
 	    (m.type == CM_REP && !i->remote_id && i->state != CMS_REQ_SENT)) {
 		/* a REP for an id that is gone, or that gave up its REQ
@@ -1248,7 +1257,8 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 		break;
 	case CM_REJ:
 		if (i->state == CMS_REQ_SENT || i->state == CMS_REP_SENT ||
-		    i->state == CMS_REP_RCVD) {
+		    i->state == CMS_REP_RCVD ||
+		    (i->state == CMS_REQ_RCVD && i->qp_type != OVR_QPT_UD)) {
 			i->state = CMS_DISCONNECTED;
 			arm(s, i, 0);
 			event(s, i, OVR_CM_EV_REJECTED, m.reason, &m);

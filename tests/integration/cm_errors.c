@@ -3,7 +3,7 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|slow|reject-late|hold|hold-kill|
+ *   cm_errors server PORT pdata|die|slow|reject-late|abandoned|hold|hold-kill|
  *                         cycles N|quiet S
  *   cm_errors client ADDR PORT pdata|rejected|peerdead|
  *                         expect EVENT SECONDS|cycles N
@@ -31,6 +31,10 @@
  *                   event for 5 s (rdmacm.sh drops the REJ on the way:
  *                   the client's next copy of the REQ must get the same
  *                   REJ, not reach the listener as a new request).
+ * server abandoned  accepts its first request 5 s late, its client
+ *                   having given up (exited) meanwhile: wants the accept
+ *                   to fail (the client's REJ came first), or where
+ *                   that REJ was lost, REJECTED after it.
  * client rejected   connects and wants REJECTED (28) with the 148 bytes
  *                   of private data, within 20 s.
  * server hold       accepts one connection and waits; hold-kill is killed
@@ -370,6 +374,24 @@ static int server(const char *port, const char *mode)
 		rdma_destroy_id(id);
 		return server_quiet(NULL, 5);
 	}
+	if (!strcmp(mode, "abandoned")) {
+		/* the client gives up while we decide: our accept fails (its
+		 * REJ came first, as with the kernel's CM, which gives no
+		 * event before the accept) - or, where that REJ was lost,
+		 * the REP is refused: REJECTED, never ESTABLISHED */
+		make_qp(id);
+		sleep(5);
+		if (rdma_accept(id, &p)) {
+			printf("rdma_accept: %s\n", strerror(errno));
+		} else {
+			e = next_event(now_s() + 15);
+			want(&e, RDMA_CM_EVENT_REJECTED);
+			printf("accepted, then REJECTED status %d\n", e.status);
+		}
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		return 0;
+	}
 	if (!strcmp(mode, "pdata")) {
 		if (e.param.conn.private_data_len < PD_REQ ||
 		    !pattern_ok(e.param.conn.private_data, PD_REQ, 1))
@@ -686,7 +708,8 @@ int main(int argc, char **argv)
 					     atof(argv[6]));
 	}
 	fprintf(stderr, "usage: cm_errors server PORT "
-			"pdata|die|slow|reject-late|hold|hold-kill|cycles N|"
+			"pdata|die|slow|reject-late|abandoned|hold|hold-kill|"
+			"cycles N|"
 			"quiet S\n"
 			"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
 			"expect EVENT SECONDS|cycles N\n");

@@ -40,7 +40,8 @@
 #      accepting 8 s after the request (longer than the REQ's retries):
 #      ESTABLISHED (MRA); an application's REJ lost on the way and its
 #      id destroyed: the client's next REQ gets the same REJ (28, private
-#      data), the listener nothing more;
+#      data), the listener nothing more; a client that gives up while
+#      the listener's application decides: its late accept fails;
 #   7. with cm_errors, at 0 % loss: 2000 connect / SEND / disconnect
 #      cycles one after another (cm_errors cycles), each side holding
 #      no more fds after the last cycle than after the first, each node's
@@ -315,6 +316,17 @@ errors() {
 		"$cme" client "$a1" 7305 expect ESTABLISHED 20
 	check "$l accept after 8 s: ESTABLISHED" "$out/${#summary[@]}.cli" \
 		'^RDMA_CM_EVENT_ESTABLISHED status 0 after' 1
+	# the client gives up (exits after 2 s) while the server's
+	# application decides: the server's late accept fails (EINVAL, as
+	# with the kernel's CM), or is REJECTED - never a connection to
+	# nobody
+	pair "$l client gone before accept" 0 1 "$cme" server 7307 \
+		abandoned -- "$cme" client "$a1" 7307 expect ESTABLISHED 2
+	# (at 0 % loss the client's REJ is never lost: the accept fails)
+	local refused='^rdma_accept: Invalid argument'
+	[ "$lossy" = 1 ] && refused="$refused|^accepted, then REJECTED"
+	check "$l client gone: accept refused" "$out/${#summary[@]}.srv" \
+		"$refused" 1
 	if [ "$lossy" = 0 ]; then
 		late_listener
 		rej_lost
