@@ -119,10 +119,34 @@ struct ovr_vpc {
 	uint64_t freed; /* atomic: incremented by the call_rcu worker */
 };
 
+/*
+ * A reader's last verdicts, one for receiving and one for sending: the
+ * frames of a burst nearly always belong to one flow, so the lookups of
+ * the first serve the others. A verdict holds pointers into the tables,
+ * valid only until the thread's next quiescent state: it carries the
+ * thread's quiescent generation (tls_qgen) and is stale once that moves
+ * (ovr_vpc_quiescent, going offline, a control-plane call of the thread
+ * itself). So the cache sees updates exactly as an RCU reader does.
+ */
+struct vpc_rx_cache {
+	uint64_t gen; /* tls_qgen when filled; 0: empty */
+	uint32_t vni, dst_vip, src_vip, src_host;
+	struct vpc_tenant *tn;
+	int32_t dev;
+};
+
+struct vpc_tx_cache {
+	uint64_t gen;
+	uint32_t vni, dst_vip;
+	struct vpc_vip_node *dst;
+};
+
 struct ovr_vpc_thread {
 	struct ovr_vpc *vpc;
 	struct vpc_slot *slot;
 	uint32_t idx;
+	struct vpc_rx_cache rxc;
+	struct vpc_tx_cache txc;
 };
 
 /*
@@ -132,6 +156,8 @@ struct ovr_vpc_thread {
  */
 static __thread unsigned int tls_refs;
 static __thread bool tls_offline;
+/* moves at each quiescent state of the thread: struct vpc_rx_cache */
+static __thread uint64_t tls_qgen = 1;
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -311,6 +337,7 @@ enum ctl_state {
  */
 static enum ctl_state ctl_enter(void)
 {
+	tls_qgen++; /* the thread's own update: its verdicts are stale */
 	if (!tls_refs) {
 		rcu_register_thread();
 		tls_refs++;
@@ -879,11 +906,13 @@ void ovr_vpc_thread_unregister(struct ovr_vpc_thread *t)
 
 void ovr_vpc_quiescent(void)
 {
+	tls_qgen++;
 	rcu_quiescent_state();
 }
 
 void ovr_vpc_thread_offline(void)
 {
+	tls_qgen++;
 	rcu_thread_offline();
 	tls_offline = true;
 }
@@ -942,6 +971,15 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		rc = -OVR_VPC_DROP_NOT_THIS_HOST;
 		goto drop;
 	}
+	if (t->rxc.gen == tls_qgen && t->rxc.vni == rx->vni &&
+	    t->rxc.dst_vip == rx->dst_vip && t->rxc.src_vip == rx->src_vip &&
+	    t->rxc.src_host == rx->src_host) {
+		/* the flow of the frame before, passed since the last
+		 * quiescent state: the same verdict */
+		tn = t->rxc.tn;
+		rx->dev = t->rxc.dev;
+		goto pass;
+	}
 	/* The destination binding leads to the tenant: one lookup for both. */
 	dst = vip_find(vpc, rx->vni, rx->dst_vip, &it);
 	if (ovr_unlikely(!dst)) {
@@ -972,6 +1010,14 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		goto drop_tenant;
 	}
 	rx->dev = dst->pub.dev;
+	t->rxc = (struct vpc_rx_cache){ .gen = tls_qgen,
+					.vni = rx->vni,
+					.dst_vip = rx->dst_vip,
+					.src_vip = rx->src_vip,
+					.src_host = rx->src_host,
+					.tn = tn,
+					.dev = rx->dev };
+pass:
 	c = &tn->cnt[t->idx];
 	cnt_add(&c->rx_pkts, 1);
 	cnt_add(&c->rx_bytes, len);
@@ -1001,10 +1047,19 @@ int ovr_vpc_tx(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 		cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_MTU], 1);
 		return -EMSGSIZE;
 	}
-	dst = vip_find(vpc, f->vni, f->dst_vip, &it);
-	if (ovr_unlikely(!dst)) {
-		cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_NO_ROUTE], 1);
-		return -EHOSTUNREACH;
+	if (t->txc.gen == tls_qgen && t->txc.vni == f->vni &&
+	    t->txc.dst_vip == f->dst_vip) {
+		dst = t->txc.dst; /* as for the frame before (vpc_tx_cache) */
+	} else {
+		dst = vip_find(vpc, f->vni, f->dst_vip, &it);
+		if (ovr_unlikely(!dst)) {
+			cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_NO_ROUTE], 1);
+			return -EHOSTUNREACH;
+		}
+		t->txc = (struct vpc_tx_cache){ .gen = tls_qgen,
+						.vni = f->vni,
+						.dst_vip = f->dst_vip,
+						.dst = dst };
 	}
 	h.src_host = vpc->local_host;
 	h.dst_host = dst->pub.host;

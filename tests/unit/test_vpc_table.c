@@ -504,6 +504,95 @@ static void test_sg_enforced(void **state)
 	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx), 0);
 }
 
+/* ---- a reader's cached verdicts see other threads' updates ------------------ */
+
+struct upd {
+	struct ovr_vpc *vpc;
+	int what; /* 0: SG to V3 only, 1: SG back, 2: V2 deleted, 3: back */
+	struct ovr_vpc_binding b;
+	int rc;
+};
+
+static void *upd_main(void *arg)
+{
+	static const struct ovr_vpc_sg_rule only3 = { V(3), 32 };
+	static const struct ovr_vpc_sg_rule net = { V(0), 24 };
+	struct upd *u = arg;
+
+	switch (u->what) {
+	case 0:
+		u->rc = ovr_vpc_sg_set(u->vpc, T1, &only3, 1);
+		break;
+	case 1:
+		u->rc = ovr_vpc_sg_set(u->vpc, T1, &net, 1);
+		break;
+	case 2:
+		u->rc = ovr_vpc_vip_del(u->vpc, T1, V(2));
+		break;
+	default:
+		u->rc = ovr_vpc_vip_add(u->vpc, T1, V(2), &u->b);
+	}
+	return NULL;
+}
+
+static void update_from_thread(struct world *w, int what)
+{
+	struct upd u = { .vpc = w->a.vpc, .what = what };
+	pthread_t th;
+
+	u.b = binding(&w->a, HB, 0);
+	assert_int_equal(pthread_create(&th, NULL, upd_main, &u), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(u.rc, 0);
+}
+
+/*
+ * ovr_vpc_decap and ovr_vpc_tx keep the verdict of the flow before
+ * until the thread's next quiescent state: an update by another thread
+ * (a control thread) takes effect at that state at the latest, as for
+ * any RCU reader - the same flow refused (SG), unroutable (vIP gone),
+ * then allowed again.
+ */
+static void test_cached_verdicts(void **state)
+{
+	struct world *w = *state;
+	static uint8_t txb[OVR_WIRE_ENCAP_LEN + 200];
+	struct ovr_vpc_flow f;
+	struct ovr_vpc_rx rx;
+	uint8_t buf[BUF];
+	size_t len;
+
+	len = forge(buf, T1, HB, HA, V(2), V(1));
+	for (int k = 0; k < 3; k++) /* the verdict cached, used */
+		assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx), 0);
+	update_from_thread(w, 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx),
+			 -OVR_VPC_DROP_SG_DENY);
+	update_from_thread(w, 1);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx), 0);
+
+	ovr_vpc_flow_init(&f, T1, V(1), V(2), 1, 2, 0);
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, txb + OVR_WIRE_ENCAP_LEN,
+					    OVR_WIRE_ENCAP_LEN, 100),
+				 0);
+	update_from_thread(w, 2);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, txb + OVR_WIRE_ENCAP_LEN,
+				    OVR_WIRE_ENCAP_LEN, 100),
+			 -EHOSTUNREACH);
+	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx),
+			 -OVR_VPC_DROP_SRC_UNKNOWN);
+	update_from_thread(w, 3);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, txb + OVR_WIRE_ENCAP_LEN,
+				    OVR_WIRE_ENCAP_LEN, 100),
+			 0);
+	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx), 0);
+}
+
 static void test_move(void **state)
 {
 	struct world *w = *state;
@@ -800,6 +889,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sg_ranges, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_sg_enforced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cached_verdicts, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_move, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ctl_errors, setup,
