@@ -707,11 +707,12 @@ int main(int argc, char **argv)
 			return client_expect(argv[2], argv[3], argv[5],
 					     atof(argv[6]));
 	}
-	fprintf(stderr, "usage: cm_errors server PORT "
-			"pdata|die|slow|reject-late|abandoned|hold|hold-kill|"
-			"cycles N|"
-			"quiet S\n"
-			"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
-			"expect EVENT SECONDS|cycles N\n");
+	fprintf(stderr,
+		"usage: cm_errors server PORT "
+		"pdata|die|slow|reject-late|abandoned|hold|hold-kill|"
+		"cycles N|"
+		"quiet S\n"
+		"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
+		"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }

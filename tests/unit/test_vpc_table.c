@@ -575,7 +575,8 @@ static void test_cached_verdicts(void **state)
 
 	ovr_vpc_flow_init(&f, T1, V(1), V(2), 1, 2, 0);
 	for (int k = 0; k < 3; k++)
-		assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, txb + OVR_WIRE_ENCAP_LEN,
+		assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0,
+					    txb + OVR_WIRE_ENCAP_LEN,
 					    OVR_WIRE_ENCAP_LEN, 100),
 				 0);
 	update_from_thread(w, 2);
