@@ -33,12 +33,11 @@ py=/usr/bin/python3
 # message as unittest prints it), WHY what docs/PROVIDER.md says. A test
 # listed may also pass (the run names those: a line may go, unless the
 # test picks what it creates at random, as test_qp's _ex tests do); a
-# skip not listed fails the run. "not implemented yet (issue 24)": XRC -
-# its line goes when it lands.
+# skip not listed fails the run.
 expected='
 test_shared_pd.* | Importing a device is not supported | ibv_import_device (another process'"'"'s context by its command fd): ovrdma'"'"'s contexts are control connections, not kernel objects to share
 test_tag_matching.* | Tag matching is not supported | tag matching (tm_caps 0): a NIC offload of MPI'"'"'s tag matching into its own SRQ lists; ovrdma'"'"'s SRQs are plain ones (the extended CQ takes IBV_WC_EX_WITH_TM_INFO, never present)
-test_*.test_*xrc* | Create XRCD is not supported | not implemented yet (issue 24): XRC
+test_*.test_*xrc* | Create XRCD is not supported | XRC refused (docs/PROVIDER.md section 8): shared domains, receive QPs outliving their creator and SRQ numbers on the wire, for no client ovrdma serves
 test_qp.test_create_raw_qp*_attr | Create Raw Packet QP with* attrs is not supported | raw packet QPs: frames of the tenant network are the overlay'"'"'s, not an application'"'"'s
 test_qp.test_query_raw_qp | Create Raw Packet QP with* attrs is not supported | raw packet QPs: frames of the tenant network are the overlay'"'"'s, not an application'"'"'s
 test_flow.* | Create QP type 8 is not supported | raw packet QPs (flow steering needs them)
