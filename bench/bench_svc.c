@@ -45,7 +45,12 @@
  * sets every absolute figure): the same CPU time, only the share of it
  * that went to loop rounds which did work - each ovrdmad's busy_ns and
  * poll_ns counters (read through `show counters` on the connections,
- * which needs root) split its CPU time in the ratio of their wall times.
+ * which needs root) split its CPU time in the ratio of the CPU time
+ * those rounds took: their wall times, each weighed by the share of it
+ * the thread ran in the rounds ovrdmad sampled on its CPU clock
+ * (busy_smp_cpu_ns / busy_smp_ns, poll_smp_*), so time spent
+ * descheduled in the middle of a round counts for neither (bcyc_op;
+ * bcyc_wall: the plain wall-time ratio, as before 2026-11-27).
  *
  * Besides the tables every figure is printed as a line "result MODE key
  * value ...", for bench/svc-bench.sh.
@@ -197,13 +202,15 @@ static double counter_s(const char *text, const char *name)
  * counters` on @cl (an administrative request: root); -1 when they
  * cannot be read.
  */
-static void svc_busy_s(struct ovr_cl *cl, double *busy, double *poll)
+static void svc_busy_s(struct ovr_cl *cl, double *busy, double *poll,
+		       double smp[4])
 {
 	static char text[OVR_CTL_MSG_MAX];
 	struct ovr_ctl_adm_show_req q = { 0 };
 	int n;
 
 	*busy = *poll = -1;
+	smp[0] = smp[1] = smp[2] = smp[3] = -1;
 	if (!cl)
 		return;
 	snprintf(q.what, sizeof(q.what), "counters");
@@ -214,11 +221,16 @@ static void svc_busy_s(struct ovr_cl *cl, double *busy, double *poll)
 	text[n] = 0;
 	*busy = counter_s(text, "busy_ns");
 	*poll = counter_s(text, "poll_ns");
+	smp[0] = counter_s(text, "busy_smp_ns");
+	smp[1] = counter_s(text, "busy_smp_cpu_ns");
+	smp[2] = counter_s(text, "poll_smp_ns");
+	smp[3] = counter_s(text, "poll_smp_cpu_ns");
 }
 
 struct cpu_mark {
 	double svc[2]; /* the two ovrdmads */
 	double busy[2], poll[2]; /* ...their busy_ns and poll_ns */
+	double smp[2][4]; /* ...and the sampled rounds' (busy_smp_ns ...) */
 	double app; /* this process */
 };
 
@@ -229,7 +241,7 @@ static void cpu_mark(struct cpu_mark *m)
 	for (int i = 0; i < 2; i++) {
 		m->svc[i] = cpu_pid[i] ? proc_cpu_s(cpu_pid[i]) : -1;
 		svc_busy_s(cpu_pid[i] ? busy_cl[i] : NULL, &m->busy[i],
-			   &m->poll[i]);
+			   &m->poll[i], m->smp[i]);
 	}
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	m->app = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -265,7 +277,7 @@ static void cpu_report(const struct cpu_mark *a, const struct cpu_mark *b,
 	 * and polling rounds in the ratio of their wall times (bcyc_op),
 	 * the CPU of naps' system calls going with them.
 	 */
-	double busy[2], cyc = 0;
+	double busy[2], run[2][2], cyc = 0, cyc_wall = 0;
 
 	for (int i = 0; i < 2; i++) {
 		double bz = b->busy[i] - a->busy[i];
@@ -275,10 +287,27 @@ static void cpu_report(const struct cpu_mark *a, const struct cpu_mark *b,
 		    b->poll[i] < 0 || bz + pl <= 0)
 			return;
 		busy[i] = bz;
+		cyc_wall += s[i] * bz / (bz + pl) * tsc_hz / ops;
+		/* the share of each kind's wall time the thread ran, from
+		 * the sampled rounds (1 where none were sampled) */
+		for (int k = 0; k < 2; k++) {
+			double w = b->smp[i][2 * k] - a->smp[i][2 * k];
+			double c = b->smp[i][2 * k + 1] - a->smp[i][2 * k + 1];
+
+			run[i][k] = a->smp[i][2 * k] >= 0 && w > 0 ? c / w : 1;
+			if (run[i][k] > 1)
+				run[i][k] = 1;
+		}
+		bz *= run[i][0];
+		pl *= run[i][1];
+		if (bz + pl <= 0)
+			return;
 		cyc += s[i] * bz / (bz + pl) * tsc_hz / ops;
 	}
-	printf(" busy_a %.3f busy_b %.3f bcyc_op %.0f", busy[0] / wall_s,
-	       busy[1] / wall_s, cyc);
+	printf(" busy_a %.3f busy_b %.3f run_busy_a %.3f run_busy_b %.3f"
+	       " run_poll_a %.3f run_poll_b %.3f bcyc_wall %.0f bcyc_op %.0f",
+	       busy[0] / wall_s, busy[1] / wall_s, run[0][0], run[1][0],
+	       run[0][1], run[1][1], cyc_wall, cyc);
 }
 
 /* The TSC rate against CLOCK_MONOTONIC over 200 ms (x86 only). */

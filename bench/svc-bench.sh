@@ -21,7 +21,8 @@
 # 1 %-loss phase and the fabric's own capacity (steps 3 and 5) are
 # skipped, as there is no fabric to impair or measure.
 # With --mem, each route also gets 8-byte RDMA WRITEs at window 64 (the
-# message rate) and, from ovrdmad's busy_ns / poll_ns counters, the
+# message rate) and, from ovrdmad's busy_ns / poll_ns counters (weighed
+# by the share of them it ran, busy_smp_* / poll_smp_*), the
 # dataplane's busy cycles per operation (bench-svc's bcyc_op), set
 # against the engine alone on the same machine (bench-engine --quick
 # small large, run once first: ns per 8 B WRITE and per 4 KB packet of a

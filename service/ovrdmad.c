@@ -498,6 +498,10 @@ static int tel_counters(const char *cmd, const char *params,
 	T(busy_rounds);
 	T(busy_ns);
 	T(poll_ns);
+	T(busy_smp_ns);
+	T(busy_smp_cpu_ns);
+	T(poll_smp_ns);
+	T(poll_smp_cpu_ns);
 	T(ctx_opened);
 	T(ctx_closed);
 #undef T

@@ -440,6 +440,11 @@ struct svc_counters {
 	 * did not sleep (polling). Wall time: a round during which the
 	 * thread was descheduled counts whole. */
 	uint64_t busy_rounds, busy_ns, poll_ns;
+	/* every SVC_CPU_SAMPLE-th round is also timed on the thread's CPU
+	 * clock: wall and CPU time of the sampled busy and polling rounds,
+	 * whose ratio is the share of that wall time the thread actually
+	 * ran (descheduled time left out) */
+	uint64_t busy_smp_ns, busy_smp_cpu_ns, poll_smp_ns, poll_smp_cpu_ns;
 	uint64_t ctx_opened, ctx_closed;
 	uint64_t dev_parked; /* rx buffers kept for a batch of GPU copies */
 	uint64_t dev_naps; /* sleeps cut short for batches in flight */
@@ -581,6 +586,7 @@ struct svc {
 	bool in_round;
 	/* the loop's last round (busy_ns, poll_ns) */
 	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
+	uint32_t round_seq; /* rounds, for the CPU-clock samples */
 	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;

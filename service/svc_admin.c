@@ -495,6 +495,10 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "busy_rounds", k->busy_rounds);
 	counter(b, "busy_ns", k->busy_ns);
 	counter(b, "poll_ns", k->poll_ns);
+	counter(b, "busy_smp_ns", k->busy_smp_ns);
+	counter(b, "busy_smp_cpu_ns", k->busy_smp_cpu_ns);
+	counter(b, "poll_smp_ns", k->poll_smp_ns);
+	counter(b, "poll_smp_cpu_ns", k->poll_smp_cpu_ns);
 	counter(b, "contexts", s->nctx);
 	counter(b, "contexts_opened", k->ctx_opened);
 	counter(b, "contexts_closed", k->ctx_closed);
