@@ -256,12 +256,27 @@ run_all() { # LABEL LOSSY
 fabric() {
 	local l=$1 lossy=$2 a1 e
 	a1=$("$tb" addr 1)
+	local wc k=()
 	for e in rdm dgram; do
 		# UD does not retry: a datagram lost stalls the ping-pong
 		[ "$e" = dgram ] && [ "$lossy" = 1 ] && continue
-		if pair "$l fi_pingpong -e $e" 0 0 \
+		wc=0 k=()
+		# -e rdm is libfabric's RxD over UD QPs. At 1 % loss its
+		# client may not exit after a complete run (2 in 75 runs):
+		# results printed, the server gone with exit 0, the client's
+		# main thread spinning in libfabric's progress (gdb) - the
+		# finalize exchange of fi_pingpong over RxD, whose last
+		# datagram lost is resent to a peer that has exited. So there
+		# the client gets 20 s and is then killed; the run still
+		# needs the server's exit 0 and the client's result line (the
+		# check below): the 1000 ping-pongs done.
+		if [ "$e" = rdm ] && [ "$lossy" = 1 ]; then
+			wc=any k=(timeout -s KILL 20)
+		fi
+		if pair "$l fi_pingpong -e $e" 0 "$wc" \
 			fi_pingpong -p verbs -e $e -c -I 1000 -S 4096 -- \
-			fi_pingpong -p verbs -e $e -c -I 1000 -S 4096 "$a1"; then
+			"${k[@]}" fi_pingpong -p verbs -e $e -c -I 1000 \
+			-S 4096 "$a1"; then
 			check "$l fi_pingpong -e $e: 1000 x 4k" \
 				"$out/${#summary[@]}.cli" '^4k +1k +=1k ' 1
 		fi
@@ -490,14 +505,17 @@ if ! "$tb" up 2 >/dev/null 2>&1; then
 	exit 1
 fi
 mkdir -p "$out"
-if [ "${RDMACM_ONLY:-}" = errors ]; then
-	# a developer's shortcut: only the error cases (item 6)
-	lossy=0 errors "loss 0 %:"
+if [ "${RDMACM_ONLY:-}" = errors ] || [ "${RDMACM_ONLY:-}" = fabric ]; then
+	# a developer's shortcut: only the error cases (item 6), or only
+	# libfabric's programs, at 0 % and 1 % loss
+	[ "$RDMACM_ONLY" = fabric ] && ! command -v fi_pingpong >/dev/null &&
+		{ echo "rdmacm: fi_pingpong missing"; exit 77; }
+	lossy=0 "$RDMACM_ONLY" "loss 0 %:" 0
 	"$tb" fabric set all loss=1% >/dev/null
-	lossy=1 errors "loss 1 %:"
+	lossy=1 "$RDMACM_ONLY" "loss 1 %:" 1
 	printf '  %s\n' "${summary[@]}"
 	[ $nfail -eq 0 ] || { echo "rdmacm: $nfail failed"; exit 1; }
-	echo "rdmacm: errors passed"
+	echo "rdmacm: $RDMACM_ONLY passed"
 	exit 0
 fi
 run_all "loss 0 %:" 0
