@@ -1115,13 +1115,15 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 			if (i->state == CMS_REQ_RCVD && !ud)
 				send_once(s, i, CM_MRA, 0, NULL, 0);
 			else if (i->state == CMS_REP_SENT ||
-				 i->state == CMS_UD_DONE || refusal_kept(i))
+				 i->state == CMS_UD_DONE)
 				xmit(s, vni, dst, src, &i->out);
-			/* a lingering refusal stays while copies come */
-			if (refusal_kept(i) && i->state == CMS_TIMEWAIT)
-				arm(s, i, svc_now() + CM_REFUSED_NS);
-			else if (i->state == CMS_TIMEWAIT ||
-				 i->state == CMS_DISCONNECTED)
+			else if (refusal_kept(i)) {
+				xmit(s, vni, dst, src, &i->out);
+				/* lingering: stays while copies come */
+				if (i->state == CMS_TIMEWAIT)
+					arm(s, i, svc_now() + CM_REFUSED_NS);
+			} else if (i->state == CMS_TIMEWAIT ||
+				   i->state == CMS_DISCONNECTED)
 				send_once(s, i, CM_REJ, OVR_CM_REJ_STALE_CONN,
 					  NULL, 0);
 			return;
@@ -1243,9 +1245,11 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 		break;
 	case CM_MRA:
 		if (i->state == CMS_REQ_SENT && !i->mra) {
+			uint64_t now = svc_now();
+
 			i->mra = true;
-			i->mra_until = svc_now() + CM_MRA_NS;
-			arm(s, i, svc_now() + CM_MRA_RESEND_NS);
+			i->mra_until = now + CM_MRA_NS;
+			arm(s, i, now + CM_MRA_RESEND_NS);
 		}
 		break;
 	case CM_RTU:

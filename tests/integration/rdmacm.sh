@@ -86,6 +86,16 @@ cm_ids() {
 		awk '$1 == "cm_ids" { print $2 }'
 }
 
+# ids_gone NODE TRIES: until NODE holds no CM id (TRIES x 0.2 s; 1: not
+# in time)
+ids_gone() {
+	for _ in $(seq "$2"); do
+		[ "$(cm_ids "$1")" = 0 ] && return 0
+		sleep 0.2
+	done
+	[ "$(cm_ids "$1")" = 0 ]
+}
+
 # pair NAME WANT_SERVER WANT_CLIENT SERVER_CMD -- CLIENT_CMD: runs the
 # server on node 1 and, a second later, the client on node 2; each
 # side's exit status must be WANT (a number, or "any").
@@ -377,11 +387,7 @@ rej_lost() {
 	[ "$src" = 0 ] || verdict="FAIL (server exit $src)"
 	[ "$crc" = 0 ] || verdict="FAIL (client exit $crc)"
 	# the refusing id lingers 6 s after its destruction, then goes
-	for _ in $(seq 50); do
-		[ "$(cm_ids 1)" = 0 ] && break
-		sleep 0.2
-	done
-	[ "$(cm_ids 1)" = 0 ] ||
+	ids_gone 1 50 ||
 		verdict="FAIL (node 1 still holds $(cm_ids 1) CM ids)"
 	report "REJ lost: sent again" "$verdict" "$n" "REJ lost: $verdict"
 }
@@ -480,10 +486,7 @@ peer_ovrdmad_dies() {
 	timeout -k 5 60 "$tb" run 2 "$cme" client "$a1" 7303 peerdead \
 		>"$out/$n.cli" 2>&1 &
 	cpid=$!
-	for _ in $(seq 100); do
-		grep -q '^established' "$out/$n.cli" && break
-		sleep 0.1
-	done
+	wait_line "$out/$n.cli" '^established' 10
 	pid=$(cat "$OVRDMA_TESTBED_DIR/n1/ovrdmad.pid")
 	kill -9 "$pid"
 	wait "$cpid"
@@ -527,13 +530,9 @@ run_all "loss 1 %:" 1
 # lingers while its DREQ is retransmitted: at 1 % loss up to the 10
 # sends, about 5 s)
 for n in 1 2; do
-	for _ in $(seq 40); do
-		left=$("$tb" ctl "$n" show counters 2>/dev/null |
-			awk '$1 == "cm_ids" { print $2 }')
-		[ "${left:-0}" = 0 ] && break
-		sleep 0.2
-	done
-	if [ -n "$left" ] && [ "$left" != 0 ]; then
+	ids_gone "$n" 40 && continue
+	left=$(cm_ids "$n")
+	if [ -n "$left" ]; then
 		echo "== node $n: $left CM ids left"
 		nfail=$((nfail + 1))
 	fi
