@@ -1917,6 +1917,17 @@ int ovr_cl_create_ah(struct ovr_cl *cl,
 	return rc;
 }
 
+int ovr_cl_mcast(struct ovr_cl *cl, const struct ovr_cl_qp *qp, bool attach,
+		 const uint8_t gid[16], uint32_t flags)
+{
+	struct ovr_ctl_mcast_req q = { .qp = qp->handle, .flags = flags };
+
+	memcpy(q.gid, gid, sizeof(q.gid));
+	return req_exact(cl,
+			 attach ? OVR_CTL_ATTACH_MCAST : OVR_CTL_DETACH_MCAST,
+			 &q, sizeof(q), NULL, 0, NULL, 0, NULL, 0);
+}
+
 int ovr_cl_destroy_ah(struct ovr_cl *cl, uint32_t ah)
 {
 	int rc = handle_op(cl, OVR_CTL_DESTROY_AH, ah);

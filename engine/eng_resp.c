@@ -1489,6 +1489,33 @@ static void rx_rc(struct ovr_eng *e, struct eng_qp *qp,
 		rx_seq(e, qp, p, now, ce);
 }
 
+int ovr_eng_rx_ud_to(struct ovr_eng *e, uint64_t now, const void *pdu,
+		     uint32_t len, uint64_t from, uint32_t qpn)
+{
+	struct ovr_wire_pkt p;
+	struct eng_qp *qp;
+	int rc;
+
+	e->now = now;
+	e->st.rx_pkts++;
+	rc = ovr_wire_parse(pdu, len, &p, &e->wc);
+	if (rc < 0) {
+		rx_unparsed(e, pdu, len, rc);
+		return -EINVAL;
+	}
+	if (p.opcode != OVR_OP_UD_SEND && p.opcode != OVR_OP_UD_SEND_IMM) {
+		e->st.rx_bad++;
+		return -EINVAL;
+	}
+	qp = eng_qp_get(e, qpn);
+	if (!qp || qp->type != OVR_QPT_UD) {
+		e->st.rx_no_qp++;
+		return -ENOENT;
+	}
+	rx_ud(e, qp, &p, from);
+	return 0;
+}
+
 void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 		     uint32_t len, bool ce, uint64_t from)
 {

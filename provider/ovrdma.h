@@ -143,6 +143,9 @@ struct ovrdma_qp {
 	/* the ibv_wr_* API's state (ovrdma_qpx.c): QPs made by
 	 * ibv_create_qp_ex with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; else NULL */
 	struct ovrdma_qpx *x;
+	/* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: its sends to a group it is
+	 * attached to do not come back to it */
+	bool mcast_no_lb;
 };
 
 static inline struct ovrdma_device *to_odev(struct ibv_device *d)

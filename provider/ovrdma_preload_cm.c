@@ -64,6 +64,10 @@ struct cm_uid {
 	 * place of ovrdmad's default, as the kernel's rdma_init_qp_attr */
 	bool timeout_set;
 	uint8_t timeout;
+	/* a multicast join (JOIN_MCAST): its id is this channel's own,
+	 * mc_of the id that joined; events name it, LEAVE_MCAST ends it */
+	bool mc;
+	uint32_t mc_of;
 };
 
 struct cm_chan {
@@ -71,6 +75,7 @@ struct cm_chan {
 	pthread_mutex_t lock; /* ids, n, cap */
 	struct cm_uid *ids;
 	unsigned int n, cap;
+	uint32_t mc_next; /* the last multicast join's id */
 	bool closed; /* the application closed the fd */
 };
 
@@ -205,13 +210,35 @@ void ovrdma_cm_close(int fd)
 
 /* ---- ids ------------------------------------------------------------------ */
 
-/* Must hold ch->lock */
-static struct cm_uid *uid_find(struct cm_chan *ch, uint32_t id)
+/* Must hold ch->lock: id @id, or (@mc) multicast join @id */
+static struct cm_uid *find(struct cm_chan *ch, uint32_t id, bool mc)
 {
 	for (unsigned int i = 0; i < ch->n; i++)
-		if (ch->ids[i].id == id)
+		if (ch->ids[i].id == id && ch->ids[i].mc == mc)
 			return &ch->ids[i];
 	return NULL;
+}
+
+static struct cm_uid *uid_find(struct cm_chan *ch, uint32_t id)
+{
+	return find(ch, id, false);
+}
+
+/* Must hold ch->lock: entry @u out of the table */
+static void uid_del(struct cm_chan *ch, struct cm_uid *u)
+{
+	ch->n--;
+	memmove(u, u + 1, (size_t)(ch->ids + ch->n - u) * sizeof(*u));
+}
+
+/* Must hold ch->lock: the multicast joins of id @id go with it */
+static void mc_del_of(struct cm_chan *ch, uint32_t id)
+{
+	for (unsigned int i = 0; i < ch->n;)
+		if (ch->ids[i].mc && ch->ids[i].mc_of == id)
+			uid_del(ch, &ch->ids[i]);
+		else
+			i++;
 }
 
 /* Must hold ch->lock */
@@ -475,14 +502,22 @@ static int cmd_get_event(int fd, struct cm_chan *ch,
 				return -ENOMEM;
 			}
 		} else {
-			u = uid_find(ch, e.id);
+			bool mc = e.event == OVR_CM_EV_MULTICAST_JOIN ||
+				  e.event == OVR_CM_EV_MULTICAST_ERROR;
+
+			u = find(ch, e.id, mc);
 			if (!u) {
 				pthread_mutex_unlock(&ch->lock);
-				continue; /* destroyed meanwhile */
+				continue; /* destroyed (left) meanwhile */
 			}
 			u->events++;
 			r.uid = u->uid;
 			qp_type = u->qp_type;
+			/* the id that joined counts it too: librdmacm's
+			 * acknowledgement does, and DESTROY_ID answers
+			 * with its count */
+			if (mc && (l = uid_find(ch, u->mc_of)))
+				l->events++;
 		}
 		if (qp_type == OVR_QPT_UD) {
 			struct rdma_ucm_ud_param *p = &r.param.ud;
@@ -514,6 +549,76 @@ static int cmd_get_event(int fd, struct cm_chan *ch,
 		pthread_mutex_unlock(&ch->lock);
 		return put(c->response, &r, sizeof(r), out);
 	}
+}
+
+/*
+ * JOIN_IP_MCAST / JOIN_MCAST: id @id joins the group at @sa. The join is
+ * an id of this channel (answered in @response), which the
+ * MULTICAST_JOIN event names and LEAVE_MCAST ends; ovrdmad checks the id
+ * and the group and sends the event (svc_cm.c, do_join).
+ */
+static int cmd_join(struct cm_chan *ch, uint64_t response, uint64_t uid,
+		    uint32_t id, const void *sa, size_t len, uint32_t flags,
+		    size_t out)
+{
+	struct ovr_ctl_cm_req q = { .cmd = OVR_CM_JOIN_MCAST,
+				    .id = id,
+				    .arg = flags };
+	struct rdma_ucm_create_id_resp r = { 0 };
+	struct ovr_ctl_cm_rep rep;
+	struct cm_uid *u;
+	int rc = addr_in(sa, len, &q.dst);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&ch->lock);
+	if (!uid_find(ch, id)) {
+		pthread_mutex_unlock(&ch->lock);
+		return -ENOENT;
+	}
+	do
+		r.id = ++ch->mc_next;
+	while (!r.id || find(ch, r.id, true));
+	rc = uid_add(ch, r.id, uid, OVR_QPT_UD);
+	if (!rc) {
+		ch->ids[ch->n - 1].mc = true;
+		ch->ids[ch->n - 1].mc_of = id;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	if (rc)
+		return rc;
+	q.arg2 = r.id;
+	rc = cm_call(ch, &q, &rep);
+	if (!rc)
+		rc = put(response, &r, sizeof(r), out);
+	if (rc) {
+		pthread_mutex_lock(&ch->lock);
+		u = find(ch, r.id, true);
+		if (u)
+			uid_del(ch, u);
+		pthread_mutex_unlock(&ch->lock);
+	}
+	return rc;
+}
+
+/* LEAVE_MCAST: the join ends here (the application detached its QP
+ * first); the answer is how many events it reported. */
+static int cmd_leave(struct cm_chan *ch, const struct rdma_ucm_destroy_id *c,
+		     size_t out)
+{
+	struct rdma_ucm_destroy_id_resp r = { 0 };
+	struct cm_uid *u;
+
+	pthread_mutex_lock(&ch->lock);
+	u = find(ch, c->id, true);
+	if (!u) {
+		pthread_mutex_unlock(&ch->lock);
+		return -ENOENT;
+	}
+	r.events_reported = u->events;
+	uid_del(ch, u);
+	pthread_mutex_unlock(&ch->lock);
+	return put(c->response, &r, sizeof(r), out);
 }
 
 /*
@@ -620,9 +725,8 @@ static int cm_command(int fd, struct cm_chan *ch, uint32_t cmd,
 		u = uid_find(ch, c->id);
 		if (u) {
 			r.events_reported = u->events;
-			ch->n--;
-			memmove(u, u + 1,
-				(size_t)(ch->ids + ch->n - u) * sizeof(*u));
+			uid_del(ch, u);
+			mc_del_of(ch, c->id);
 		}
 		pthread_mutex_unlock(&ch->lock);
 		return put(c->response, &r, sizeof(r), out);
@@ -796,9 +900,24 @@ static int cm_command(int fd, struct cm_chan *ch, uint32_t cmd,
 	}
 	case RDMA_USER_CM_CMD_MIGRATE_ID:
 		return cmd_migrate(ch, BODY(struct rdma_ucm_migrate_id), out);
-	case RDMA_USER_CM_CMD_JOIN_IP_MCAST:
-	case RDMA_USER_CM_CMD_JOIN_MCAST:
+	case RDMA_USER_CM_CMD_JOIN_IP_MCAST: {
+		const struct rdma_ucm_join_ip_mcast *c =
+			BODY(struct rdma_ucm_join_ip_mcast);
+
+		return cmd_join(ch, c->response, c->uid, c->id, &c->addr,
+				sizeof(c->addr), 0, out);
+	}
+	case RDMA_USER_CM_CMD_JOIN_MCAST: {
+		const struct rdma_ucm_join_mcast *c =
+			BODY(struct rdma_ucm_join_mcast);
+
+		if (c->addr_size > sizeof(c->addr))
+			return -EINVAL;
+		return cmd_join(ch, c->response, c->uid, c->id, &c->addr,
+				c->addr_size, c->join_flags, out);
+	}
 	case RDMA_USER_CM_CMD_LEAVE_MCAST:
+		return cmd_leave(ch, BODY(struct rdma_ucm_destroy_id), out);
 	case RDMA_USER_CM_CMD_GET_OPTION:
 		return -ENOSYS; /* not supported (docs/PROVIDER.md) */
 	default:

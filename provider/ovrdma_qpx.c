@@ -61,7 +61,7 @@
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	 IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |             \
 	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
-/* UD: no multicast, so there is never a looped-back copy to block */
+/* UD: a QP attached to a group may ask not to hear its own sends to it */
 #define QPX_UD_CREATE_FLAGS IBV_QP_CREATE_BLOCK_SELF_MCAST_LB
 
 /* The WR being built and the batch's first error; owned by the thread
@@ -490,5 +490,8 @@ struct ibv_qp *ovrdma_create_qp_ex(struct ibv_context *ibctx,
 	}
 	if (x)
 		qpx_init(to_oqp(q), x, attr->send_ops_flags);
+	to_oqp(q)->mcast_no_lb =
+		(attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+		(attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
 	return q;
 }

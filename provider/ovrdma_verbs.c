@@ -263,6 +263,11 @@ int ovrdma_query_device_ex(struct ibv_context *ibctx,
 	a->max_srq_wr = (int)d->max_srq_wr;
 	a->max_srq_sge = d->max_srq ? (int)d->max_srq_sge : 0;
 	a->max_ah = (int)d->max_ah;
+	if (d->caps & OVR_CTL_DEV_MCAST) {
+		a->max_mcast_grp = OVR_CTL_MCAST_MAX_GRP;
+		a->max_mcast_qp_attach = OVR_CTL_MCAST_MAX_QP_ATTACH;
+		a->max_total_mcast_qp_attach = OVR_CTL_MCAST_MAX_TOTAL;
+	}
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = OVRDMA_CA_ACK_DELAY;
 	a->phys_port_cnt = 1;
@@ -1571,6 +1576,33 @@ struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr)
 	ah->ibv_ah.pd = ibpd;
 	ah->ibv_ah.handle = ah->handle;
 	return &ah->ibv_ah;
+}
+
+/* ibv_attach_mcast / ibv_detach_mcast: RoCE, the GID names the group and
+ * the LID is ignored (docs/PROVIDER.md, "Multicast") */
+static int mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, bool attach)
+{
+	struct ovrdma_context *ctx = to_octx(ibqp->context);
+	struct ovrdma_qp *qp = to_oqp(ibqp);
+
+	if (!(ctx->dev.caps & OVR_CTL_DEV_MCAST))
+		return EOPNOTSUPP;
+	return -ovr_cl_mcast(ctx->cl, qp->qp, attach, gid->raw,
+			     qp->mcast_no_lb ? OVR_CTL_MCAST_NO_LOOPBACK : 0);
+}
+
+int ovrdma_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			uint16_t lid)
+{
+	(void)lid;
+	return mcast(ibqp, gid, true);
+}
+
+int ovrdma_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			uint16_t lid)
+{
+	(void)lid;
+	return mcast(ibqp, gid, false);
 }
 
 int ovrdma_destroy_ah(struct ibv_ah *ibah)

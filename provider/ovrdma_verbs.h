@@ -102,6 +102,10 @@ int ovrdma_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 /* address handles */
 struct ibv_ah *ovrdma_create_ah(struct ibv_pd *ibpd, struct ibv_ah_attr *attr);
 int ovrdma_destroy_ah(struct ibv_ah *ibah);
+int ovrdma_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			uint16_t lid);
+int ovrdma_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid,
+			uint16_t lid);
 
 /*
  * The end of objects that have asynchronous events (QP, CQ, SRQ):

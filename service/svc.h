@@ -52,6 +52,9 @@
 #define SVC_PAGE 4096ull
 /* refused connection requests remembered at once (struct svc) */
 #define SVC_CM_REFUSED 64
+/* A datagram to a multicast group goes to at most this many nodes of
+ * its tenant (svc_dp.c tx_mcast; the rest counted: tx_mcast_truncated) */
+#define SVC_MCAST_HOSTS 1024
 /*
  * Entries of a CQ ring at most (2^22: max_cqe 4194303, as mlx5 offers):
  * 192 MB of ring, a memfd both sides map without touching it, so only the
@@ -327,6 +330,19 @@ struct svc_qp {
 	 * to ERROR (svc_dp.c, cq_write) */
 	bool cq_lost;
 	struct svc_qp *lost_next;
+	uint32_t nmcast; /* groups it is attached to (svc_mcast.c) */
+};
+
+/* A multicast group of a tenant with members on this node. */
+struct svc_mcast_member {
+	struct svc_qp *qp;
+	bool no_loopback; /* OVR_CTL_MCAST_NO_LOOPBACK */
+};
+
+struct svc_mcast_grp {
+	uint32_t vni, group; /* group: IPv4, 224.0.0.0/4 */
+	uint32_t n, cap;
+	struct svc_mcast_member *m;
 };
 
 struct svc_obj {
@@ -421,6 +437,14 @@ struct svc_counters {
 	uint64_t rx_ud_foreign; /* of rx_foreign: datagrams for a UD QP of
 				   another tenant or vIP */
 	uint64_t tx_ud, rx_ud; /* datagrams */
+	/* datagrams sent to multicast groups, and the copies they made
+	 * (one per node of the tenant, this one if it has members);
+	 * datagrams received for a group, the deliveries to member QPs,
+	 * and those for a group without a member here */
+	uint64_t tx_mcast, tx_mcast_copies;
+	uint64_t tx_mcast_truncated; /* more nodes than SVC_MCAST_HOSTS */
+	uint64_t rx_mcast, rx_mcast_delivered, rx_mcast_nomember;
+	uint64_t cm_mcast_joins; /* rdma_cm JOIN_MCAST answered */
 	uint64_t tx_no_route, tx_nobuf;
 	uint64_t tx_answers; /* TERMINATEs for PDUs of QPs that are gone */
 	uint64_t tx_loopback; /* frames for a vIP served here, delivered
@@ -593,6 +617,13 @@ struct svc {
 	/* the connection manager's ids, every channel's (svc_cm.c): O(N)
 	 * lookups, a list while connection counts are small */
 	struct svc_cm_id *cm_ids;
+	/* multicast groups with members here (svc_mcast.c) */
+	struct svc_mcast_grp *mcast;
+	uint32_t nmcast, mcast_cap, mcast_attached;
+	/* the group of the datagram being delivered (GRH dgid), or 0 */
+	uint32_t rx_grh_group;
+	/* the nodes of a tenant, for a datagram to a group (svc_dp.c) */
+	struct ovr_vpc_host mcast_hosts[SVC_MCAST_HOSTS];
 	uint32_t cm_next_id; /* local communication ids, random start */
 	uint16_t cm_next_port; /* ephemeral ports */
 	uint64_t cm_next_at; /* earliest CM timer (UINT64_MAX: none) */
@@ -675,6 +706,8 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 /* Context @c (a CM channel) goes: its ids are destroyed as by
  * DESTROY_ID (peers told). */
 void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c);
+/* CM ids listening now (show counters: cm_listening) */
+uint64_t svc_cm_listening(const struct svc *s);
 /* The socket of @c's channel has room: queued events go out. */
 void svc_cm_flush(struct svc *s, struct svc_ctx *c);
 /* A CM message of @len bytes from @src_vip to @dst_vip in tenant @vni. */
@@ -783,6 +816,14 @@ int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+/* svc_mcast.c: ATTACH_MCAST / DETACH_MCAST; a QP's groups when it goes;
+ * the members of (vni, group), or NULL; the group a GID names (0: none) */
+int svc_do_mcast(struct svc *s, struct svc_ctx *c, struct svc_req *r);
+void svc_mcast_qp_gone(struct svc *s, struct svc_qp *qp);
+struct svc_mcast_grp *svc_mcast_find(struct svc *s, uint32_t vni,
+				     uint32_t group);
+uint32_t svc_mcast_group(const uint8_t gid[16]);
+void svc_mcast_fini(struct svc *s);
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h);
 int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r);
 int svc_do_dealloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r);

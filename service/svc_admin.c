@@ -474,6 +474,13 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "rx_no_qp", k->rx_no_qp);
 	counter(b, "rx_foreign", k->rx_foreign);
 	counter(b, "rx_ud_foreign", k->rx_ud_foreign);
+	counter(b, "tx_mcast", k->tx_mcast);
+	counter(b, "tx_mcast_copies", k->tx_mcast_copies);
+	counter(b, "tx_mcast_truncated", k->tx_mcast_truncated);
+	counter(b, "rx_mcast", k->rx_mcast);
+	counter(b, "rx_mcast_delivered", k->rx_mcast_delivered);
+	counter(b, "rx_mcast_nomember", k->rx_mcast_nomember);
+	counter(b, "cm_mcast_joins", k->cm_mcast_joins);
 	counter(b, "rx_ud", k->rx_ud);
 	counter(b, "tx_ud", k->tx_ud);
 	counter(b, "tx_no_route", k->tx_no_route);
@@ -489,6 +496,7 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "cm_ev_dropped", k->cm_ev_dropped);
 	counter(b, "cm_ev_queued", k->cm_ev_queued);
 	counter(b, "cm_ids", k->cm_ids);
+	counter(b, "cm_listening", svc_cm_listening(s));
 	counter(b, "cq_overflows", k->cq_overflows);
 	counter(b, "sleeps", k->sleeps);
 	counter(b, "wakeups", k->wakeups);

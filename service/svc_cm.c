@@ -595,7 +595,13 @@ static int do_resolve_addr(struct svc *s, struct svc_cm_id *i,
 
 		if (!s->devs[d].used || (i->dev >= 0 && d != i->dev))
 			continue;
-		r = ovr_vpc_may_connect(s->vpc, v->vni, v->vip, q->dst.ip);
+		/* a multicast group (to JOIN_MCAST next): any device of
+		 * the tenant reaches it, as a route to a multicast
+		 * address names an interface */
+		r = ovr_vpc_is_mcast(q->dst.ip) ?
+			    0 :
+			    ovr_vpc_may_connect(s->vpc, v->vni, v->vip,
+						q->dst.ip);
 		if (!r)
 			dev = d;
 		else if (rc == -EHOSTUNREACH)
@@ -614,6 +620,36 @@ static int do_resolve_addr(struct svc *s, struct svc_cm_id *i,
 	if (!i->src_port)
 		i->src_port = ephemeral(s, i->ps, i->src_ip);
 	event(s, i, OVR_CM_EV_ADDR_RESOLVED, 0, NULL);
+	return 0;
+}
+
+/*
+ * JOIN_MCAST: the id (bound to a device, of a datagram port space) joins
+ * group q->dst.ip: the answer is the MULTICAST_JOIN event naming q->arg2,
+ * with what the application's QP needs - the group's address vector,
+ * QPN 0xffffff and the port space's Q_Key. librdmacm then attaches the
+ * id's QP (ibv_attach_mcast), which is what makes its QP a member: the
+ * service keeps no membership here (docs/PROVIDER.md, "Multicast").
+ */
+static int do_join(struct svc *s, struct svc_cm_id *i,
+		   const struct ovr_ctl_cm_req *q)
+{
+	struct ovr_ctl_cm_event e = { .id = q->arg2,
+				      .event = OVR_CM_EV_MULTICAST_JOIN };
+
+	if (i->dev < 0 || !i->ctx || i->qp_type != OVR_QPT_UD ||
+	    (i->state != CMS_BOUND && i->state != CMS_ADDR &&
+	     i->state != CMS_ROUTE && i->state != CMS_UD_DONE))
+		return -EINVAL;
+	/* RDMA_MC_JOIN_FLAG_FULLMEMBER (0), _SENDONLY_FULLMEMBER (1) */
+	if (!q->dst.set || !ovr_vpc_is_mcast(q->dst.ip) || q->arg > 1)
+		return -EINVAL;
+	e.conn.qp_num = OVR_UD_MCAST_QPN;
+	e.conn.qkey = OVR_CM_UDP_QKEY;
+	e.ud_vip = q->dst.ip;
+	s->cnt.cm_mcast_joins++;
+	if (i->ctx->cm_q || q_send(s, i->ctx, &e) == 1)
+		q_add(s, i->ctx, &e);
 	return 0;
 }
 
@@ -1022,6 +1058,9 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	case OVR_CM_INIT_QP_ATTR:
 		rc = do_init_qp_attr(s, i, q->arg, &rep.qp);
 		break;
+	case OVR_CM_JOIN_MCAST:
+		rc = do_join(s, i, q);
+		break;
 	case OVR_CM_NOTIFY:
 		/* the QP saw traffic before the RTU: established */
 		if (i->state == CMS_REP_SENT && q->arg == OVR_EV_COMM_EST) {
@@ -1037,6 +1076,15 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	fill_rep(s, i, &rep);
 	return svc_reply(c, r->h, 0, &rep, sizeof(rep), NULL, 0);
+}
+
+uint64_t svc_cm_listening(const struct svc *s)
+{
+	uint64_t n = 0;
+
+	for (const struct svc_cm_id *i = s->cm_ids; i; i = i->next)
+		n += i->state == CMS_LISTEN;
+	return n;
 }
 
 void svc_cm_ctx_gone(struct svc *s, struct svc_ctx *c)

@@ -349,7 +349,8 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	/* the process route needs only the application's /proc/self/mem,
 	 * which it passes with each REG_MR (one that may not open it, not
 	 * dumpable, is told EPERM then) */
-	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW | OVR_CTL_DEV_CQ_TS;
+	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW | OVR_CTL_DEV_CQ_TS |
+		       OVR_CTL_DEV_MCAST;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
 	fds[1] = s->wake_fd;
@@ -434,6 +435,9 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_do_create_ah(s, c, r);
 	case OVR_CTL_DESTROY_AH:
 		return svc_do_destroy_ah(s, c, r);
+	case OVR_CTL_ATTACH_MCAST:
+	case OVR_CTL_DETACH_MCAST:
+		return svc_do_mcast(s, c, r);
 	default:
 		return svc_status(c, r->h, -EOPNOTSUPP);
 	}

@@ -232,7 +232,8 @@ static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
 	struct svc *s = ctx;
 	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
 	uint8_t *ip = grh + 20;
-	uint32_t src = (uint32_t)from, dst = qp ? qp->vip : 0, sum = 0;
+	uint32_t src = (uint32_t)from, sum = 0;
+	uint32_t dst = s->rx_grh_group ? s->rx_grh_group : qp ? qp->vip : 0;
 	uint32_t tot = 20 + 8 + s->rx_pdu_len;
 
 	memset(grh, 0, OVR_GRH_LEN);
@@ -401,6 +402,69 @@ static void rx_keep(struct svc *s, void **bufs, unsigned int n, uint64_t closed,
 	loop_release(s, s->loop_head);
 }
 
+/*
+ * A datagram of UD QP @qp to multicast group @group (the PDU of @len
+ * bytes in @token's buffer): one copy to each node that serves a vIP of
+ * the tenant - this one only when a QP here is attached - each
+ * encapsulated to that node, the group as inner destination; the nodes
+ * deliver it to their members (rx_mcast). The last copy is @token's.
+ */
+static void tx_mcast(struct svc *s, struct svc_qp *qp, void *token,
+		     uint32_t len, uint32_t group, uint8_t dscp)
+{
+	struct ovr_vpc_host *h = s->mcast_hosts;
+	uint8_t *pdu = s->port_ops->buf_data(s->port, token);
+	uint8_t path = ((const struct ovr_wire_oth *)pdu)->path;
+	bool here = svc_mcast_find(s, qp->vni, group) != NULL;
+	struct ovr_vpc_flow flow;
+	unsigned int n, last = UINT32_MAX;
+
+	s->cnt.tx_mcast++;
+	n = ovr_vpc_tenant_hosts(s->vt, qp->vni, h, SVC_MCAST_HOSTS);
+	if (n > SVC_MCAST_HOSTS) {
+		s->cnt.tx_mcast_truncated++;
+		n = SVC_MCAST_HOSTS;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		if (here || h[i].host != s->conf.host)
+			last = i;
+	ovr_vpc_flow_init(&flow, qp->vni, qp->vip, group, qp->qpn,
+			  OVR_UD_MCAST_QPN, dscp);
+	for (unsigned int i = 0; i <= last && last != UINT32_MAX; i++) {
+		bool local = h[i].host == s->conf.host;
+		void *tok = token;
+		uint8_t *p = pdu;
+
+		if (local && !here)
+			continue;
+		if (i != last) {
+			p = s->port_ops->tx_alloc(s->port, len, &tok);
+			if (!p) {
+				s->cnt.tx_nobuf++;
+				continue; /* a datagram lost, as UD may */
+			}
+			memcpy(p, pdu, len);
+		}
+		if (ovr_vpc_tx_via(s->vt, &flow, path, p, OVR_WIRE_ENCAP_LEN,
+				   len, &h[i])) {
+			s->cnt.tx_no_route++;
+			s->port_ops->tx_free(s->port, tok);
+			continue;
+		}
+		s->cnt.tx_mcast_copies++;
+		s->cnt.tx_frames++;
+		s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
+		if (local)
+			loop_queue(s, tok, p - OVR_WIRE_ENCAP_LEN,
+				   len + OVR_WIRE_ENCAP_LEN);
+		else
+			s->port_ops->tx(s->port, tok, p - OVR_WIRE_ENCAP_LEN,
+					len + OVR_WIRE_ENCAP_LEN);
+	}
+	if (last == UINT32_MAX)
+		s->port_ops->tx_free(s->port, token); /* nobody to hear it */
+}
+
 static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		   uint64_t qp_user)
 {
@@ -423,6 +487,12 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		/* a datagram: the WQE's AH gave the destination vIP */
 		if (!(peer & SVC_PEER_UD)) {
 			s->port_ops->tx_free(s->port, token);
+			return;
+		}
+		if (ovr_vpc_is_mcast((uint32_t)peer)) {
+			s->cnt.tx_ud++;
+			tx_mcast(s, qp, token, len, (uint32_t)peer,
+				 (uint8_t)(peer >> 32));
 			return;
 		}
 		ovr_vpc_flow_init(&answer, qp->vni, qp->vip, (uint32_t)peer,
@@ -555,6 +625,38 @@ static void rx_take_receives(struct svc *s, struct svc_qp *qp, uint64_t now)
 		stall(s, qp);
 }
 
+/*
+ * A datagram sent to multicast group rx->dst_vip of tenant rx->vni: a
+ * copy for each QP of this node attached to the group (but the sender
+ * itself when it asked not to hear its own: OVR_CTL_MCAST_NO_LOOPBACK),
+ * its GRH naming the group as destination, as a NIC's.
+ */
+static void rx_mcast(struct svc *s, const struct ovr_vpc_rx *rx, uint32_t sqpn,
+		     uint64_t now)
+{
+	struct svc_mcast_grp *g = svc_mcast_find(s, rx->vni, rx->dst_vip);
+
+	s->cnt.rx_mcast++;
+	if (!g) {
+		s->cnt.rx_mcast_nomember++;
+		return;
+	}
+	s->rx_pdu_len = rx->pdu_len;
+	s->rx_grh_group = rx->dst_vip;
+	for (uint32_t k = 0; k < g->n; k++) {
+		struct svc_qp *qp = g->m[k].qp;
+
+		if (g->m[k].no_loopback && qp->qpn == sqpn &&
+		    qp->vip == rx->src_vip)
+			continue;
+		rx_take_receives(s, qp, now);
+		if (!ovr_eng_rx_ud_to(s->eng, now, rx->pdu, rx->pdu_len,
+				      SVC_FROM_UD | rx->src_vip, qp->qpn))
+			s->cnt.rx_mcast_delivered++;
+	}
+	s->rx_grh_group = 0;
+}
+
 static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		     uint64_t now)
 {
@@ -575,6 +677,16 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 	p = (const struct ovr_wire_prefix *)rx.pdu;
 	if ((__builtin_bswap32(p->dqpn) & 0xffffffu) == SVC_CM_QPN) {
 		rx_cm(s, &rx);
+		return;
+	}
+	if (__builtin_expect(ovr_vpc_is_mcast(rx.dst_vip), 0)) {
+		/* only datagrams to QPN 0xffffff go to a group */
+		if ((__builtin_bswap32(p->dqpn) & 0xffffffu) ==
+		    OVR_UD_MCAST_QPN)
+			rx_mcast(s, &rx, __builtin_bswap32(p->sqpn) & 0xffffffu,
+				 now);
+		else
+			s->cnt.rx_foreign++;
 		return;
 	}
 	qp = svc_qp_find(s, __builtin_bswap32(p->dqpn) & 0xffffffu);

@@ -187,6 +187,7 @@ void svc_fini(struct svc *s)
 {
 	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
+	svc_mcast_fini(s);
 	svc_dp_fini(s);
 	if (s->page && s->page != MAP_FAILED)
 		munmap(s->page, 4096);

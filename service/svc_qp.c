@@ -133,6 +133,8 @@ void svc_qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	struct svc_pd *pd;
 
 	ovr_eng_qp_destroy(s->eng, qp->qpn);
+	if (qp->nmcast)
+		svc_mcast_qp_gone(s, qp);
 	svc_qp_unindex(s, qp);
 	c->db_qp[qp->db_index] = NULL;
 	if (qp->srq)

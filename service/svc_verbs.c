@@ -987,14 +987,20 @@ int svc_do_create_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 	if (!pd)
 		return svc_status(c, r->h, -ENOENT);
-	/* RoCE: the destination is named by its GID, ::ffff:<vIP> */
+	/* RoCE: the destination is named by its GID, ::ffff:<vIP>, or a
+	 * multicast group of the tenant (svc_mcast.c): any member may
+	 * hear it, the receivers' security groups judge the sender */
 	if (!q->is_global || q->sgid_index != 0 ||
-	    (q->port_num && q->port_num != 1) ||
-	    ovr_vpc_gid_to_vip(q->dgid, &peer))
+	    (q->port_num && q->port_num != 1))
 		return svc_status(c, r->h, -EINVAL);
-	rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
-	if (rc)
-		return svc_status(c, r->h, rc);
+	peer = svc_mcast_group(q->dgid);
+	if (!peer) {
+		if (ovr_vpc_gid_to_vip(q->dgid, &peer))
+			return svc_status(c, r->h, -EINVAL);
+		rc = ovr_vpc_may_connect(s->vpc, d->vni, d->vip, peer);
+		if (rc)
+			return svc_status(c, r->h, rc);
+	}
 	if (c->nah >= s->conf.ctx_max_ah)
 		return svc_limit(c, r->h, SVC_LIM_AH, s->conf.ctx_max_ah,
 				 -ENOSPC);

@@ -22,6 +22,11 @@
  *  - A vIP binding is immutable once published: a move installs a copy
  *    (cds_lfht_replace), so a reader sees the old binding or the new one,
  *    each whole.
+ *  - Each tenant also publishes the list of underlay hosts serving its
+ *    vIPs (struct vpc_hosts, for multicast head-end replication), rebuilt
+ *    by the writer from per-host reference counts whenever a vip_add,
+ *    vip_move or vip_del changes it, and replaced whole like a security
+ *    group.
  *
  * liburcu is used through its function-call API plus the small inline
  * functions it licenses for any code (URCU_INLINE_SMALL_FUNCTIONS); not
@@ -78,13 +83,33 @@ struct vpc_sg {
 	struct vpc_range r[];
 };
 
+/* The hosts serving a tenant's vIPs, sorted by host; immutable once
+ * published (ovr_vpc_tenant_hosts). */
+struct vpc_hosts {
+	uint32_t n; /* >= 1: a tenant without vIPs publishes NULL */
+	/* cold: reclamation */
+	struct ovr_vpc *vpc;
+	struct rcu_head rcu;
+	struct ovr_vpc_host h[];
+};
+
+/* Control plane: how many of a tenant's vIPs a host serves. */
+struct vpc_hostref {
+	uint32_t host;
+	uint32_t refs;
+	uint8_t mac[6]; /* of the binding added or moved there last */
+};
+
 struct vpc_tenant {
 	struct cds_lfht_node node;
 	uint32_t vni;
 	struct vpc_sg *sg; /* RCU pointer; NULL denies everything */
+	struct vpc_hosts *hosts; /* RCU pointer; NULL: no vIP */
 	struct vpc_tcnt *cnt; /* [vpc->max_threads] */
 	/* cold: control plane (under vpc->lock) and reclamation */
 	uint64_t nvips;
+	struct vpc_hostref *href; /* [nhref] sorted by host, cap caphref */
+	uint32_t nhref, caphref;
 	struct ovr_vpc *vpc;
 	struct rcu_head rcu;
 };
@@ -141,12 +166,21 @@ struct vpc_tx_cache {
 	struct vpc_vip_node *dst;
 };
 
+/* The tenant of the last ovr_vpc_tx_via / ovr_vpc_tenant_hosts: a
+ * multicast datagram is sent as one copy per host, back to back. */
+struct vpc_tn_cache {
+	uint64_t gen;
+	uint32_t vni;
+	struct vpc_tenant *tn;
+};
+
 struct ovr_vpc_thread {
 	struct ovr_vpc *vpc;
 	struct vpc_slot *slot;
 	uint32_t idx;
 	struct vpc_rx_cache rxc;
 	struct vpc_tx_cache txc;
+	struct vpc_tn_cache tnc;
 };
 
 /*
@@ -289,14 +323,30 @@ static void sg_free_cb(struct rcu_head *head)
 	freed_one(sg->vpc, sg, sizeof(*sg) + sg->n * sizeof(sg->r[0]));
 }
 
+static size_t hosts_size(uint32_t n)
+{
+	return sizeof(struct vpc_hosts) + n * sizeof(struct ovr_vpc_host);
+}
+
+static void hosts_free_cb(struct rcu_head *head)
+{
+	struct vpc_hosts *hs = caa_container_of(head, struct vpc_hosts, rcu);
+
+	freed_one(hs->vpc, hs, hosts_size(hs->n));
+}
+
 static void tenant_free_cb(struct rcu_head *head)
 {
 	struct vpc_tenant *t = caa_container_of(head, struct vpc_tenant, rcu);
 
-	/* its last security group was unlinked with it: no reader left */
+	/* its last security group and host list were unlinked with it: no
+	 * reader left */
 	if (t->sg)
 		freed_one(t->vpc, t->sg,
 			  sizeof(*t->sg) + t->sg->n * sizeof(t->sg->r[0]));
+	if (t->hosts)
+		freed_one(t->vpc, t->hosts, hosts_size(t->hosts->n));
+	free(t->href); /* control-plane only: never seen by readers */
 	free(t->cnt);
 	freed_one(t->vpc, t, sizeof(*t));
 }
@@ -313,10 +363,18 @@ static void sg_retire(struct ovr_vpc *vpc, struct vpc_sg *sg)
 	call_rcu(&sg->rcu, sg_free_cb);
 }
 
+static void hosts_retire(struct ovr_vpc *vpc, struct vpc_hosts *hs)
+{
+	retired_one(vpc);
+	call_rcu(&hs->rcu, hosts_free_cb);
+}
+
 static void tenant_retire(struct ovr_vpc *vpc, struct vpc_tenant *t)
 {
 	retired_one(vpc);
 	if (t->sg)
+		retired_one(vpc);
+	if (t->hosts)
 		retired_one(vpc);
 	call_rcu(&t->rcu, tenant_free_cb);
 }
@@ -592,10 +650,153 @@ static struct vpc_vip_node *vip_node_new(struct ovr_vpc *vpc, uint32_t vni,
 	return n;
 }
 
+/*
+ * A tenant's host list. The writer counts, per host, the tenant's vIPs
+ * bound there (href, sorted by host) and publishes a copy for readers
+ * when the list changes: a host gains its first vIP or loses its last,
+ * or a binding brings a new MAC for it. Each update first works out
+ * whether it will change the list and reserves what it needs (room for
+ * one more host, the copy), so that nothing can fail once the table has
+ * changed. O(log hosts) for an update that leaves the list alone (most:
+ * a host serves many vIPs), O(hosts of the tenant) for one that does.
+ */
+static int href_reserve(struct vpc_tenant *t)
+{
+	struct vpc_hostref *r;
+	uint32_t cap;
+
+	if (t->nhref < t->caphref)
+		return 0;
+	cap = t->caphref ? 2 * t->caphref : 4;
+	r = realloc(t->href, cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	t->href = r;
+	t->caphref = cap;
+	return 0;
+}
+
+/* Index of @host in t->href, or where it would go (*found false). */
+static uint32_t href_find(const struct vpc_tenant *t, uint32_t host,
+			  bool *found)
+{
+	uint32_t lo = 0, hi = t->nhref, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (t->href[mid].host < host)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < t->nhref && t->href[lo].host == host;
+	return lo;
+}
+
+/* One more vIP bound to b->host (room reserved by href_reserve). */
+static void href_get(struct vpc_tenant *t, const struct ovr_vpc_binding *b)
+{
+	bool found;
+	uint32_t i = href_find(t, b->host, &found);
+
+	if (!found) {
+		memmove(&t->href[i + 1], &t->href[i],
+			(t->nhref - i) * sizeof(t->href[0]));
+		t->nhref++;
+		t->href[i].host = b->host;
+		t->href[i].refs = 0;
+	}
+	t->href[i].refs++;
+	memcpy(t->href[i].mac, b->mac, sizeof(t->href[i].mac));
+}
+
+/* Would href_get(t, b) change what readers see of b->host? */
+static bool href_get_changes(const struct ovr_vpc *vpc,
+			     const struct vpc_tenant *t,
+			     const struct ovr_vpc_binding *b)
+{
+	bool found;
+	uint32_t i = href_find(t, b->host, &found);
+
+	/* this host is listed with local_mac, whatever its bindings say */
+	return !found || (b->host != vpc->local_host &&
+			  memcmp(t->href[i].mac, b->mac, sizeof(b->mac)) != 0);
+}
+
+/* Would href_put(t, host) remove @host? */
+static bool href_put_changes(const struct vpc_tenant *t, uint32_t host)
+{
+	bool found;
+	uint32_t i = href_find(t, host, &found);
+
+	return found && t->href[i].refs == 1;
+}
+
+/* One vIP less bound to @host (which has one). */
+static void href_put(struct vpc_tenant *t, uint32_t host)
+{
+	bool found;
+	uint32_t i = href_find(t, host, &found);
+
+	assert(found && t->href[i].refs > 0);
+	if (--t->href[i].refs)
+		return;
+	t->nhref--;
+	memmove(&t->href[i], &t->href[i + 1],
+		(t->nhref - i) * sizeof(t->href[0]));
+}
+
+/* Room for the copy of a list of up to @n hosts. */
+static struct vpc_hosts *hosts_alloc(uint32_t n)
+{
+	return malloc(hosts_size(n));
+}
+
+/*
+ * Publishes t->href as the tenant's host list, in @fresh (from
+ * hosts_alloc, room for t->nhref hosts; used or freed here), unless it
+ * is what readers see already; the old list is retired.
+ */
+static void hosts_publish(struct ovr_vpc *vpc, struct vpc_tenant *t,
+			  struct vpc_hosts *fresh)
+{
+	struct vpc_hosts *old = t->hosts; /* under vpc->lock: stable */
+	uint32_t i;
+
+	if (!t->nhref) {
+		free(fresh);
+		fresh = NULL;
+	} else {
+		fresh->n = t->nhref;
+		fresh->vpc = vpc;
+		memset(fresh->h, 0, t->nhref * sizeof(fresh->h[0]));
+		for (i = 0; i < t->nhref; i++) {
+			fresh->h[i].host = t->href[i].host;
+			memcpy(fresh->h[i].mac,
+			       t->href[i].host == vpc->local_host ?
+				       vpc->local_mac :
+				       t->href[i].mac,
+			       sizeof(fresh->h[i].mac));
+		}
+		if (old && old->n == fresh->n &&
+		    memcmp(old->h, fresh->h, fresh->n * sizeof(fresh->h[0])) ==
+			    0) {
+			free(fresh); /* unchanged: nothing to retire */
+			return;
+		}
+	}
+	if (!old && !fresh)
+		return;
+	rcu_set_pointer(&t->hosts, fresh);
+	if (old)
+		hosts_retire(vpc, old);
+}
+
 int ovr_vpc_vip_add(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip,
 		    const struct ovr_vpc_binding *b)
 {
-	struct cds_lfht_node *got = NULL;
+	struct vpc_hosts *fresh = NULL;
+	struct cds_lfht_node *got;
 	struct cds_lfht_iter it;
 	struct vpc_vip_node *n;
 	struct vpc_tenant *t;
@@ -613,7 +814,12 @@ int ovr_vpc_vip_add(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip,
 	pthread_mutex_lock(&vpc->lock);
 	rcu_read_lock();
 	t = tenant_find(vpc, vni, &it);
-	if (t) {
+	if (!t) {
+		ret = -ENOENT;
+	} else if (href_reserve(t) || (href_get_changes(vpc, t, b) &&
+				       !(fresh = hosts_alloc(t->nhref + 1)))) {
+		ret = -ENOMEM;
+	} else {
 		n->tenant = t;
 		got = cds_lfht_add_unique(vpc->vips,
 					  vpc_hash(n->key, vpc->seed),
@@ -621,22 +827,29 @@ int ovr_vpc_vip_add(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip,
 		if (got == &n->node) {
 			t->nvips++;
 			vpc->nvips++;
+			href_get(t, b);
+			if (fresh)
+				hosts_publish(vpc, t, fresh);
+			fresh = NULL;
+		} else {
+			ret = -EEXIST;
 		}
 	}
 	rcu_read_unlock();
 	pthread_mutex_unlock(&vpc->lock);
 	ctl_leave(s);
-	if (got != &n->node) {
+	free(fresh);
+	if (ret)
 		free(n);
-		return t ? -EEXIST : -ENOENT;
-	}
-	return 0;
+	return ret;
 }
 
 int ovr_vpc_vip_move(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip,
 		     const struct ovr_vpc_binding *b)
 {
+	struct vpc_hosts *fresh = NULL;
 	struct vpc_vip_node *old, *n;
+	struct vpc_tenant *t = NULL;
 	struct cds_lfht_iter it;
 	enum ctl_state s;
 	int ret;
@@ -652,28 +865,42 @@ int ovr_vpc_vip_move(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip,
 	pthread_mutex_lock(&vpc->lock);
 	rcu_read_lock();
 	old = vip_find(vpc, vni, vip, &it);
+	if (old)
+		t = old->tenant;
 	if (!old) {
 		ret = -ENOENT;
+	} else if (href_reserve(t) || ((href_get_changes(vpc, t, b) ||
+					(b->host != old->pub.host &&
+					 href_put_changes(t, old->pub.host))) &&
+				       !(fresh = hosts_alloc(t->nhref + 1)))) {
+		ret = -ENOMEM;
 	} else {
-		n->tenant = old->tenant;
-		ret = cds_lfht_replace(vpc->vips, &it,
-				       vpc_hash(n->key, vpc->seed), vip_match,
-				       &n->key, &n->node);
+		n->tenant = t;
+		if (cds_lfht_replace(vpc->vips, &it,
+				     vpc_hash(n->key, vpc->seed), vip_match,
+				     &n->key, &n->node))
+			ret = -ENOENT;
 	}
 	rcu_read_unlock();
-	if (!ret)
+	if (!ret) {
+		href_get(t, b);
+		href_put(t, old->pub.host);
+		if (fresh)
+			hosts_publish(vpc, t, fresh);
+		fresh = NULL;
 		vip_retire(vpc, old);
+	}
 	pthread_mutex_unlock(&vpc->lock);
 	ctl_leave(s);
-	if (ret) {
+	free(fresh);
+	if (ret)
 		free(n);
-		return -ENOENT;
-	}
-	return 0;
+	return ret;
 }
 
 int ovr_vpc_vip_del(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip)
 {
+	struct vpc_hosts *fresh = NULL;
 	struct cds_lfht_iter it;
 	struct vpc_vip_node *n;
 	enum ctl_state s;
@@ -683,16 +910,26 @@ int ovr_vpc_vip_del(struct ovr_vpc *vpc, uint32_t vni, uint32_t vip)
 	pthread_mutex_lock(&vpc->lock);
 	rcu_read_lock();
 	n = vip_find(vpc, vni, vip, &it);
-	if (!n || cds_lfht_del(vpc->vips, &n->node))
+	if (!n)
+		ret = -ENOENT;
+	else if (href_put_changes(n->tenant, n->pub.host) &&
+		 !(fresh = hosts_alloc(n->tenant->nhref)))
+		ret = -ENOMEM;
+	else if (cds_lfht_del(vpc->vips, &n->node))
 		ret = -ENOENT;
 	rcu_read_unlock();
 	if (!ret) {
 		n->tenant->nvips--;
 		vpc->nvips--;
+		href_put(n->tenant, n->pub.host);
+		if (fresh)
+			hosts_publish(vpc, n->tenant, fresh);
+		fresh = NULL;
 		vip_retire(vpc, n);
 	}
 	pthread_mutex_unlock(&vpc->lock);
 	ctl_leave(s);
+	free(fresh);
 	return ret;
 }
 
@@ -943,6 +1180,41 @@ const struct ovr_vpc_vip *ovr_vpc_lookup(struct ovr_vpc_thread *t, uint32_t vni,
 	return n ? &n->pub : NULL;
 }
 
+/* Tenant @vni for the multicast calls, through the thread's cache. */
+static inline struct vpc_tenant *tn_cached(struct ovr_vpc_thread *t,
+					   uint32_t vni)
+{
+	struct cds_lfht_iter it;
+	struct vpc_tenant *tn;
+
+	if (t->tnc.gen == tls_qgen && t->tnc.vni == vni)
+		return t->tnc.tn;
+	tn = tenant_find(t->vpc, vni, &it);
+	if (tn)
+		t->tnc = (struct vpc_tn_cache){ .gen = tls_qgen,
+						.vni = vni,
+						.tn = tn };
+	return tn;
+}
+
+unsigned int ovr_vpc_tenant_hosts(struct ovr_vpc_thread *t, uint32_t vni,
+				  struct ovr_vpc_host *out, unsigned int cap)
+{
+	const struct vpc_hosts *hs;
+	struct vpc_tenant *tn;
+
+	reader_check();
+	tn = tn_cached(t, vni);
+	hs = tn ? rcu_dereference(tn->hosts) : NULL;
+	if (!hs)
+		return 0;
+	if (cap > hs->n)
+		cap = hs->n;
+	if (cap)
+		memcpy(out, hs->h, cap * sizeof(out[0]));
+	return hs->n;
+}
+
 bool ovr_vpc_sg_allows(struct ovr_vpc_thread *t, uint32_t vni, uint32_t vip)
 {
 	struct cds_lfht_iter it;
@@ -961,6 +1233,7 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 	struct cds_lfht_iter it;
 	struct vpc_tenant *tn;
 	struct vpc_tcnt *c;
+	int32_t dev;
 	int rc;
 
 	reader_check();
@@ -980,6 +1253,17 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		rx->dev = t->rxc.dev;
 		goto pass;
 	}
+	if (ovr_unlikely(ovr_vpc_is_mcast(rx->dst_vip))) {
+		/* to a group: no destination binding, the local members are
+		 * the caller's; the source is checked as for unicast */
+		tn = tenant_find(vpc, rx->vni, &it);
+		if (!tn) {
+			rc = -OVR_VPC_DROP_UNKNOWN_VNI;
+			goto drop;
+		}
+		dev = OVR_VPC_DEV_NONE;
+		goto check_src;
+	}
 	/* The destination binding leads to the tenant: one lookup for both. */
 	dst = vip_find(vpc, rx->vni, rx->dst_vip, &it);
 	if (ovr_unlikely(!dst)) {
@@ -996,6 +1280,8 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		rc = -OVR_VPC_DROP_DST_NOT_LOCAL;
 		goto drop_tenant;
 	}
+	dev = dst->pub.dev;
+check_src:
 	src = vip_find(vpc, rx->vni, rx->src_vip, &it);
 	if (ovr_unlikely(!src)) {
 		rc = -OVR_VPC_DROP_SRC_UNKNOWN;
@@ -1009,7 +1295,7 @@ int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		rc = -OVR_VPC_DROP_SG_DENY;
 		goto drop_tenant;
 	}
-	rx->dev = dst->pub.dev;
+	rx->dev = dev;
 	t->rxc = (struct vpc_rx_cache){ .gen = tls_qgen,
 					.vni = rx->vni,
 					.dst_vip = rx->dst_vip,
@@ -1076,6 +1362,50 @@ int ovr_vpc_tx(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 	if (ovr_unlikely(rc))
 		return rc;
 	c = &dst->tenant->cnt[t->idx];
+	cnt_add(&c->tx_pkts, 1);
+	cnt_add(&c->tx_bytes, pdu_len + OVR_WIRE_ENCAP_LEN);
+	return 0;
+}
+
+int ovr_vpc_tx_via(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
+		   uint8_t path, uint8_t *pdu, size_t headroom, size_t pdu_len,
+		   const struct ovr_vpc_host *via)
+{
+	struct ovr_vpc *vpc = t->vpc;
+	struct vpc_tenant *tn;
+	struct ovr_vpc_hdr h;
+	struct vpc_tcnt *c;
+	int rc;
+
+	reader_check();
+	if (ovr_unlikely(!ovr_vpc_is_mcast(f->dst_vip) || !via || !via->host))
+		return -EINVAL;
+	/* the checks and counts of ovr_vpc_tx(), the tenant for the binding */
+	if (ovr_unlikely(pdu_len >
+			 vpc->underlay_mtu - OVR_WIRE_ENCAP_MTU_OVERHEAD)) {
+		cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_MTU], 1);
+		return -EMSGSIZE;
+	}
+	tn = tn_cached(t, f->vni);
+	if (ovr_unlikely(!tn)) {
+		cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_NO_ROUTE], 1);
+		return -ENOENT;
+	}
+	h.src_host = vpc->local_host;
+	h.dst_host = via->host;
+	h.vni = f->vni;
+	h.src_vip = f->src_vip;
+	h.dst_vip = f->dst_vip;
+	h.sport = ovr_vpc_flow_sport(f->hash, path);
+	h.dport = vpc->dport;
+	h.dscp = f->dscp;
+	h.ecn = f->ecn;
+	memcpy(h.src_mac, vpc->local_mac, sizeof(h.src_mac));
+	memcpy(h.dst_mac, via->mac, sizeof(h.dst_mac));
+	rc = vpc_encap(pdu, headroom, pdu_len, &h);
+	if (ovr_unlikely(rc))
+		return rc;
+	c = &tn->cnt[t->idx];
 	cnt_add(&c->tx_pkts, 1);
 	cnt_add(&c->tx_bytes, pdu_len + OVR_WIRE_ENCAP_LEN);
 	return 0;

@@ -297,6 +297,11 @@ int ovr_cl_create_ah(struct ovr_cl *cl,
 		     const struct ovr_ctl_create_ah_req *attr, uint32_t *ah);
 int ovr_cl_destroy_ah(struct ovr_cl *cl, uint32_t ah);
 
+/* UD QP @qp joins (@attach) or leaves multicast group @gid (ATTACH_MCAST /
+ * DETACH_MCAST in ctl.h; @flags: OVR_CTL_MCAST_*). 0 or -errno. */
+int ovr_cl_mcast(struct ovr_cl *cl, const struct ovr_cl_qp *qp, bool attach,
+		 const uint8_t gid[16], uint32_t flags);
+
 /*
  * One raw request (administration, ovrdmactl): sends @op with @body,
  * copies up to @cap bytes of the reply body into @rep. Returns the reply

@@ -83,6 +83,8 @@ enum ovr_ctl_op {
 	/* memory windows (docs/PROVIDER.md, "Memory windows") */
 	OVR_CTL_ALLOC_MW = 28,
 	OVR_CTL_DEALLOC_MW = 29,
+	OVR_CTL_ATTACH_MCAST = 30, /* struct ovr_ctl_mcast_req */
+	OVR_CTL_DETACH_MCAST = 31,
 	/* administration (uid 0) */
 	OVR_CTL_ADM_TENANT_ADD = 64,
 	OVR_CTL_ADM_TENANT_DEL = 65,
@@ -163,7 +165,17 @@ enum ovr_ctl_dev_caps {
 	/* completions carry a timestamp (ring.h, struct ovr_ring_cqe
 	 * ts_us): CLOCK_MONOTONIC in microseconds, modulo 2^32 */
 	OVR_CTL_DEV_CQ_TS = 1u << 8,
+	/* UD multicast: ATTACH_MCAST / DETACH_MCAST, AHs to groups and
+	 * rdma_cm's JOIN_MCAST (OVR_CTL_MCAST_MAX_* below) */
+	OVR_CTL_DEV_MCAST = 1u << 9,
 };
+
+/* Multicast limits (ibv_device_attr max_mcast_grp, max_mcast_qp_attach,
+ * max_total_mcast_qp_attach): groups per node, QPs per group, and
+ * attachments per node. */
+#define OVR_CTL_MCAST_MAX_GRP 1024u
+#define OVR_CTL_MCAST_MAX_QP_ATTACH 256u
+#define OVR_CTL_MCAST_MAX_TOTAL 8192u
 
 struct ovr_ctl_list_rep {
 	uint32_t n;
@@ -510,6 +522,27 @@ struct ovr_ctl_create_ah_rep {
 	uint32_t rsvd;
 };
 
+/* ---- multicast ----------------------------------------------------------- */
+
+/*
+ * ATTACH_MCAST / DETACH_MCAST: UD QP @qp joins or leaves group @gid,
+ * ::ffff:<IPv4 multicast address> (ff0e::ffff:<address>, the IB-style
+ * mapping, names the same group). The group is the device's tenant's:
+ * datagrams any member of the tenant sends to it reach every QP of the
+ * tenant attached to it, on any node (docs/SERVICE.md, "Multicast").
+ * -EINVAL: not a UD QP, not a multicast GID, or (DETACH) not attached;
+ * -ENOENT: no such QP; -ENOSPC: OVR_CTL_MCAST_MAX_* reached. Attaching
+ * twice is one attachment (0). OVR_CTL_MCAST_NO_LOOPBACK: the QP does
+ * not hear its own sends to the group (IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).
+ */
+struct ovr_ctl_mcast_req {
+	uint32_t qp;
+	uint32_t flags;
+	uint8_t gid[16];
+};
+
+#define OVR_CTL_MCAST_NO_LOOPBACK 1u
+
 /* ---- memory windows ------------------------------------------------------ */
 
 /*
@@ -577,6 +610,11 @@ enum ovr_ctl_cm_cmd {
 	/* on the channel the id moves to: id, another channel of the same
 	 * process (rdma_migrate_id); a service without it: -EOPNOTSUPP */
 	OVR_CM_MIGRATE = 14,
+	/* dst: the group (IPv4 multicast); arg: join flags; arg2: the id
+	 * the MULTICAST_JOIN event names (the caller's, for this join).
+	 * The id must be bound to a device and of a datagram port space;
+	 * a service without it: -EOPNOTSUPP */
+	OVR_CM_JOIN_MCAST = 15,
 };
 
 struct ovr_ctl_cm_addr {
@@ -698,6 +736,7 @@ _Static_assert(sizeof(struct ovr_ctl_async_event) == 16, "async event");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_req) == 32, "create srq");
 _Static_assert(sizeof(struct ovr_ctl_create_srq_rep) == 56, "srq rep");
 _Static_assert(sizeof(struct ovr_ctl_create_ah_req) == 32, "create ah");
+_Static_assert(sizeof(struct ovr_ctl_mcast_req) == 24, "mcast req");
 _Static_assert(sizeof(struct ovr_ctl_reg_mr_gpu_req) == 136, "reg mr gpu");
 _Static_assert(sizeof(struct ovr_ctl_cm_conn) == 272, "cm conn");
 _Static_assert(sizeof(struct ovr_ctl_cm_req) == 304, "cm req");

@@ -578,6 +578,20 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
 		     uint32_t len, bool ce, uint64_t from);
 
 /*
+ * A datagram sent to a multicast group (docs/TRANSPORT.md §11): deliver
+ * the UD_SEND or UD_SEND_IMM PDU to UD QP @qpn, whatever destination QPN
+ * it carries (OVR_UD_MCAST_QPN), as ovr_eng_rx_from() would if it were
+ * addressed to @qpn. The caller calls it once per member QP. Returns 0,
+ * -EINVAL when the PDU does not parse or is no datagram (counted as
+ * ovr_eng_rx counts it), -ENOENT when @qpn is no UD QP.
+ */
+int ovr_eng_rx_ud_to(struct ovr_eng *e, uint64_t now_ns, const void *pdu,
+		     uint32_t len, uint64_t from, uint32_t qpn);
+
+/* The destination QPN of a datagram sent to a multicast group. */
+#define OVR_UD_MCAST_QPN 0xffffffu
+
+/*
  * Transmit what windows, credits and pacing allow (at most @budget
  * packets; 0: no limit) and run expired timers. Returns the time of the
  * next thing the engine will do on its own (a timer or a pacing slot),

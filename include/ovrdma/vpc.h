@@ -111,8 +111,8 @@ enum ovr_vpc_drop {
 	OVR_VPC_DROP_SRC_UNKNOWN, /* inner source vIP not in the tenant */
 	OVR_VPC_DROP_SPOOF, /* outer source is not the host of the vIP */
 	OVR_VPC_DROP_SG_DENY, /* security group does not allow the source */
-	/* transmit (ovr_vpc_tx only) */
-	OVR_VPC_DROP_TX_NO_ROUTE, /* destination vIP unknown in the tenant */
+	/* transmit (ovr_vpc_tx, ovr_vpc_tx_via) */
+	OVR_VPC_DROP_TX_NO_ROUTE, /* destination vIP (tx_via: tenant) unknown */
 	OVR_VPC_DROP_TX_MTU, /* frame larger than the underlay MTU */
 	OVR_VPC_NDROP
 };
@@ -215,6 +215,16 @@ int ovr_vpc_active_mtu(unsigned int underlay_mtu);
 static inline unsigned int ovr_vpc_ib_mtu_bytes(int ib_mtu)
 {
 	return 128u << ib_mtu;
+}
+
+/*
+ * IPv4 multicast (224.0.0.0/4, host byte order): such an address is never a
+ * vIP (ovr_vpc_vip_add refuses it) but may be the inner destination of a
+ * tenant datagram to a group (docs/VPC.md "Multicast").
+ */
+static inline bool ovr_vpc_is_mcast(uint32_t ip)
+{
+	return (ip >> 28) == 0xe;
 }
 
 /* GIDs handed to verbs applications are tenant vIPs as ::ffff:a.b.c.d. */
@@ -375,6 +385,29 @@ void ovr_vpc_thread_online(void);
 const struct ovr_vpc_vip *ovr_vpc_lookup(struct ovr_vpc_thread *t, uint32_t vni,
 					 uint32_t vip);
 
+/* An underlay host serving vIPs of a tenant: ovr_vpc_tenant_hosts(). */
+struct ovr_vpc_host {
+	uint32_t host; /* underlay IPv4 */
+	uint8_t mac[6]; /* next hop towards it; local_mac for this host */
+	uint8_t rsvd[2]; /* zero */
+};
+
+/*
+ * The distinct underlay hosts serving at least one vIP of tenant @vni,
+ * this host included when it serves one (its mac: the context's
+ * local_mac), in ascending order of host address: the destinations of a
+ * multicast datagram's copies (head-end replication, ovr_vpc_tx_via).
+ * Writes the first min(n, @cap) entries to @out and returns n: 0 for an
+ * unknown tenant or one without vIPs. A host's mac is that of the binding
+ * to it added or moved most recently (bindings to one host normally
+ * agree: the next hop is a property of the host). O(hosts of the tenant),
+ * whatever its number of vIPs: the list is kept per tenant by the control
+ * plane. The answer is as of the caller's last quiescent state, as for
+ * ovr_vpc_lookup(). Registered, online threads only.
+ */
+unsigned int ovr_vpc_tenant_hosts(struct ovr_vpc_thread *t, uint32_t vni,
+				  struct ovr_vpc_host *out, unsigned int cap);
+
 /* Does tenant @vni's security group allow peer @vip? (O(log rules)) */
 bool ovr_vpc_sg_allows(struct ovr_vpc_thread *t, uint32_t vni, uint32_t vip);
 
@@ -385,6 +418,10 @@ bool ovr_vpc_sg_allows(struct ovr_vpc_thread *t, uint32_t vni, uint32_t vip);
  * serving it, the tenant's security group allows it. Returns 0 with @rx
  * filled (rx->dev: the local device), or a negative enum ovr_vpc_drop;
  * either way the outcome is counted. @frame is not modified.
+ * An inner destination that is a multicast group (ovr_vpc_is_mcast) needs
+ * no binding: the other checks apply unchanged, and an accepted frame has
+ * rx->dev = OVR_VPC_DEV_NONE (delivery to the group's local members is
+ * the caller's).
  */
 int ovr_vpc_decap(struct ovr_vpc_thread *t, const void *frame, size_t len,
 		  struct ovr_vpc_rx *rx);
@@ -414,6 +451,23 @@ void ovr_vpc_flow_init(struct ovr_vpc_flow *f, uint32_t vni, uint32_t src_vip,
  */
 int ovr_vpc_tx(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 	       uint8_t path, uint8_t *pdu, size_t headroom, size_t pdu_len);
+
+/*
+ * Transmit one copy of a multicast datagram: as ovr_vpc_tx(), but
+ * f->dst_vip must be a group (ovr_vpc_is_mcast) and the outer destination
+ * is @h (host and next-hop mac, from ovr_vpc_tenant_hosts) instead of a
+ * binding; the inner destination is the group. Counted as ovr_vpc_tx()
+ * counts (the tenant's tx_pkts and tx_bytes per copy). Returns 0 or
+ * -errno:
+ *   -ENOENT        tenant f->vni unknown (counted: tx_no_route)
+ *   -EMSGSIZE      the frame exceeds the underlay MTU (counted: tx_mtu)
+ *   -EINVAL        f->dst_vip is not multicast, @h NULL or its host 0, or
+ *                  as ovr_vpc_encap() (not counted)
+ *   -ENOSPC        as ovr_vpc_encap() (not counted)
+ */
+int ovr_vpc_tx_via(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
+		   uint8_t path, uint8_t *pdu, size_t headroom, size_t pdu_len,
+		   const struct ovr_vpc_host *h);
 
 #ifdef __cplusplus
 }

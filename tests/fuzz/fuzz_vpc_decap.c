@@ -186,9 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    prx.vni > OVR_VPC_VNI_MAX || prx.dev != OVR_VPC_DEV_NONE)
 			abort();
 		if (rc_d == 0) {
+			/* to the local vIP's device, or to a group (no
+			 * device: its members are the caller's) */
 			if (!same_rx(&prx, &drx) || drx.pdu != prx.pdu ||
-			    drx.dev != FUZZ_DEV || drx.vni != FUZZ_VNI ||
-			    drx.dst_vip != FUZZ_VIP_LOCAL)
+			    drx.vni != FUZZ_VNI ||
+			    (ovr_vpc_is_mcast(drx.dst_vip) ?
+				     drx.dev != OVR_VPC_DEV_NONE :
+				     drx.dev != FUZZ_DEV ||
+					     drx.dst_vip != FUZZ_VIP_LOCAL))
 				abort();
 		} else if (rc_d > -OVR_VPC_DROP_NOT_THIS_HOST) {
 			abort();

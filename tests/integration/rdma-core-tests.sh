@@ -48,7 +48,6 @@ test_mr.test_dmabuf_* | Allocating dmabuf is not supported by /dev/dri/renderD* 
 test_mr.test_dmabuf_* | Device /dev/dri/renderD* is not present | dma-bufs from a DRM render node: none on the test machine
 test_mr.test_dmabuf_* | Reg dma-buf MR is not supported by the RDMA driver | dma-bufs of a DRM render node: ovrdma registers CUDA dma-bufs only (docs/GPU.md)
 test_device.test_query_gid_ex_bad_flow | All gid indices populated, cannot check bad flow | one GID (::ffff:vIP), always populated
-test_rdmacm.test_*multicast* | Multicast is not supported on this device | multicast (max_mcast_grp 0): rdma_cm'"'"'s JOIN_MCAST and UD QPs'"'"' multicast groups are not implemented (docs/PROVIDER.md, "Not done yet")
 '
 
 skip() {

@@ -24,6 +24,8 @@
 #      "localhost", and rdma_bind_addr(127.0.0.1) fails (ENODEV: no RDMA
 #      port has that GID), so fi_getinfo gives -61 (docs/PROVIDER.md
 #      "libfabric");
+#   5d. multicast at 0 % loss: mckey receivers on both nodes, the
+#      sender on node 2, with and without -l (no loopback to itself);
 #   6. errors: rping -c to a port with no listener: REJECTED with
 #      reason 8 at once; to another tenant's vIP (a listener there):
 #      ADDR_ERROR -EHOSTUNREACH; a security group on the client's node
@@ -66,7 +68,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 77
 fi
 for p in rping ucmatose udaddy ib_write_bw ib_read_bw ib_send_lat \
-	rdma_server rdma_client rstream riostream cmtime timeout; do
+	rdma_server rdma_client rstream riostream cmtime mckey timeout; do
 	if ! command -v $p >/dev/null; then
 		echo "rdmacm: $p missing (apt-get install rdmacm-utils perftest); skipped"
 		exit 77
@@ -80,10 +82,15 @@ out=$OVRDMA_TESTBED_DIR/runs
 nfail=0
 summary=()
 
-# cm_ids NODE: the CM ids NODE's ovrdmad holds
+# cm_ids NODE: the CM ids NODE's ovrdmad holds; cm_listening NODE: of
+# those, the ones listening
 cm_ids() {
 	"$tb" ctl "$1" show counters 2>/dev/null |
 		awk '$1 == "cm_ids" { print $2 }'
+}
+cm_listening() {
+	"$tb" ctl "$1" show counters 2>/dev/null |
+		awk '$1 == "cm_listening" { print $2 }'
 }
 
 # ids_gone NODE TRIES: until NODE holds no CM id (TRIES x 0.2 s; 1: not
@@ -106,21 +113,21 @@ pair() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	local ids0
-	ids0=$(cm_ids 1)
+	local l0
+	l0=$(cm_listening 1)
 	timeout -k 5 "${pair_ts:-60}" "$tb" run 1 "${srv[@]}" >"$out/$n.srv" 2>&1 &
 	spid=$!
 	sleep 1
-	# pair_listen=1: the server's rdma_cm id exists first (node 1 holds
-	# more ids than before; at most 5 s): perftest -R's client,
+	# pair_listen=1: the server listens first (node 1 has more
+	# listening ids than before; at most 10 s): perftest -R's client,
 	# REJECTED by a server not listening yet, retries on its own and
 	# may leave the server a connection it then drops
 	if [ "${pair_listen:-0}" = 1 ]; then
-		for _ in $(seq 50); do
-			[ "$(cm_ids 1)" -gt "${ids0:-0}" ] 2>/dev/null && break
+		for _ in $(seq 100); do
+			[ "$(cm_listening 1)" -gt "${l0:-0}" ] 2>/dev/null &&
+				break
 			sleep 0.1
 		done
-		sleep 0.3
 	fi
 	timeout -k 5 "${pair_tc:-45}" "$tb" run 2 "${cli[@]}" >"$out/$n.cli" 2>&1
 	crc=$?
@@ -263,6 +270,43 @@ run_all() { # LABEL LOSSY
 	errors "$l"
 }
 
+# mcast LABEL: rdmacm-utils' mckey and a multicast group of the tenant
+# (docs/PROVIDER.md 4.11): a receiver on each node, the sender on node
+# 2 - node 1's receiver hears it through the fabric, node 2's through its
+# own node's delivery; each must get all 10 datagrams. Then again with
+# the sender's QP blocking its own loopback (-l). At 0 % loss only: a
+# datagram lost is lost, and mckey waits for it forever.
+mcast() {
+	local l=$1 a1 a2 g=239.7.7.7 rpid rrc lb
+	a1=$("$tb" addr 1)
+	a2=$("$tb" addr 2)
+	for lb in "" -l; do
+		timeout -k 5 40 "$tb" run 2 mckey -m $g -b "$a2" -C 10 \
+			>"$out/mc$lb.rcv" 2>&1 &
+		rpid=$!
+		if pair "$l mckey ${lb:+-l }(node 1 receiver)" 0 0 \
+			mckey -m $g -b "$a1" -C 10 -- \
+			mckey -m $g -b "$a2" -s $lb -C 10; then
+			check "$l mckey ${lb:+-l }node 1 received" \
+				"$out/${#summary[@]}.srv" \
+				'^receiving data transfers' 1
+		fi
+		wait "$rpid"
+		rrc=$?
+		if [ "$rrc" = 0 ] && grep -q '^receiving data transfers' \
+			"$out/mc$lb.rcv"; then
+			summary+=("$(printf '%-34s %s' \
+				"$l mckey ${lb:+-l }node 2 receiver" ok)")
+		else
+			echo "== mckey: node 2's receiver: exit $rrc"
+			tail -20 "$out/mc$lb.rcv"
+			nfail=$((nfail + 1))
+			summary+=("$(printf '%-34s %s' \
+				"$l mckey ${lb:+-l }node 2 receiver" FAIL)")
+		fi
+	done
+}
+
 # finalized: the last pair ended as fi_pingpong's finalize over RxD
 # may (see fabric): one side exit 0, the other 0 or killed (137)
 finalized() {
@@ -286,21 +330,22 @@ fabric() {
 		# UD does not retry: a datagram lost stalls the ping-pong
 		[ "$e" = dgram ] && [ "$lossy" = 1 ] && continue
 		ws=0 wc=0 k=()
-		# -e rdm is libfabric's RxD over UD QPs. At 1 % loss one side
-		# may not exit after a complete run (the client 2 in 75 runs
-		# here, the server once in CI): results printed, the peer gone
-		# with exit 0, the stuck side's main thread spinning in
-		# libfabric's progress (gdb). That is fi_pingpong's finalize
-		# over RxD: a side exits once its last message is acked and
-		# the peer's received, so when the ack of the peer's last
-		# message is lost, the peer resends it forever to an endpoint
-		# that has gone (RxD has no retry limit; a lost datagram at
-		# the end of any reliable-datagram exchange does the same on
-		# a NIC). So there each side gets 20 s and is then killed;
-		# the run still needs one side's exit 0, the other's 0 or
-		# the kill (137), and the client's result line (the check
-		# below): the 1000 ping-pongs done.
-		if [ "$e" = rdm ] && [ "$lossy" = 1 ]; then
+		# -e rdm is libfabric's RxD over UD QPs. One side may not
+		# exit after a complete run (at 1 % loss the client 2 in 75
+		# runs here, the server once in CI; at 0 % the server once
+		# in CI): results printed, the peer gone with exit 0, the
+		# stuck side's main thread spinning in libfabric's progress
+		# (gdb). That is fi_pingpong's finalize over RxD: a side
+		# exits once its last message is acked and the peer's
+		# received, so when the ack of the peer's last message is
+		# lost, the peer resends it forever to an endpoint that has
+		# gone (RxD has no retry limit). A datagram is lost at 0 %
+		# too when it finds no receive posted, as on a NIC. So each
+		# side gets 20 s and is then killed; the run still needs one
+		# side's exit 0, the other's 0 or the kill (137), and the
+		# client's result line (the check below): the 1000
+		# ping-pongs done.
+		if [ "$e" = rdm ]; then
 			ws=any wc=any k=(timeout -s KILL 20)
 		fi
 		if pair "$l fi_pingpong -e $e" "$ws" "$wc" \
@@ -528,6 +573,13 @@ if ! "$tb" up 2 >/dev/null 2>&1; then
 	exit 1
 fi
 mkdir -p "$out"
+if [ "${RDMACM_ONLY:-}" = mcast ]; then
+	mcast "loss 0 %:"
+	printf '  %s\n' "${summary[@]}"
+	[ $nfail -eq 0 ] || { echo "rdmacm: $nfail failed"; exit 1; }
+	echo "rdmacm: mcast passed"
+	exit 0
+fi
 if [ "${RDMACM_ONLY:-}" = errors ] || [ "${RDMACM_ONLY:-}" = fabric ]; then
 	# a developer's shortcut: only the error cases (item 6), or only
 	# libfabric's programs, at 0 % and 1 % loss
@@ -542,6 +594,7 @@ if [ "${RDMACM_ONLY:-}" = errors ] || [ "${RDMACM_ONLY:-}" = fabric ]; then
 	exit 0
 fi
 run_all "loss 0 %:" 0
+mcast "loss 0 %:"
 [ -n "$cme" ] && stress "loss 0 %:" 2000
 "$tb" fabric set all loss=1% >/dev/null
 run_all "loss 1 %:" 1

@@ -17,7 +17,14 @@
  *   3. a datagram for a QPN that does not exist on A, and one from the
  *      other tenant to A's QPN, are dropped (no completion) and counted
  *      (rx_no_qp, rx_ud_foreign on node A);
- *   4. DESTROY_SRQ is refused with EBUSY while the QP uses it.
+ *   4. DESTROY_SRQ is refused with EBUSY while the QP uses it;
+ *   5. multicast: A's, B's and (another tenant) C's QPs attach to one
+ *      group address; a datagram B sends to it (QPN 0xffffff) reaches A
+ *      (GRH destination: the group) and B itself, never C; attached
+ *      again with OVR_CTL_MCAST_NO_LOOPBACK, B no longer hears its own;
+ *      once A detaches, A hears nothing and node A counts the datagram
+ *      in rx_mcast_nomember. Attaching to a unicast GID and detaching
+ *      from a group not joined are refused with EINVAL.
  * Exit 0 when all held, 1 otherwise (with why).
  */
 #include <errno.h>
@@ -38,6 +45,7 @@
 #define NSEND 6u
 #define LIMIT 4u
 #define SRQ_USER 0x5151abcdull
+#define MCAST_QPN 0xffffffu /* a datagram to a group */
 
 struct node {
 	struct ovr_cl *cl;
@@ -136,6 +144,33 @@ static void setup(struct node *n, const char *sock, const char *dev,
 	if (rc)
 		die("query_qp", rc);
 	CHECK(a.qkey == QKEY && a.qp_state == OVR_QPS_RTS, "query qkey");
+}
+
+static void gid_of(uint32_t ip, uint8_t gid[16])
+{
+	memset(gid, 0, 16);
+	gid[10] = gid[11] = 0xff;
+	for (int i = 0; i < 4; i++)
+		gid[12 + i] = (uint8_t)(ip >> (24 - 8 * i));
+}
+
+static void post_recvs(struct node *n, uint32_t first, uint32_t k)
+{
+	for (uint32_t i = first; i < first + k; i++) {
+		struct ovr_cl_sge sg = {
+			.addr = (uint64_t)(uintptr_t)(n->buf + i * 2048),
+			.length = 2048,
+			.lkey = n->mr->lkey
+		};
+		struct ovr_cl_recv_wr wr = { .wr_id = 1000 + i,
+					     .sg_list = &sg,
+					     .num_sge = 1 };
+		int rc = n->srq ? ovr_cl_post_srq_recv(n->srq, &wr) :
+				  ovr_cl_post_recv(n->qp, &wr);
+
+		if (rc)
+			die("post receive", rc);
+	}
 }
 
 static void make_ah(struct node *n, uint32_t vip)
@@ -359,6 +394,65 @@ int main(int argc, char **argv)
 	CHECK(counter(argv[1], "rx_ud_foreign") > foreign0,
 	      "datagram from another tenant not counted in rx_ud_foreign");
 	printf("svc_ud: unknown QPN and other tenant: dropped and counted\n");
+
+	/* 5. multicast */
+	{
+		const uint32_t grp = 0xef010203u; /* 239.1.2.3 */
+		uint8_t g[16], uni[16];
+		uint64_t nomember0;
+
+		gid_of(grp, g);
+		gid_of(a.dev.vip, uni);
+		CHECK(ovr_cl_mcast(a.cl, a.qp, true, uni, 0) == -EINVAL,
+		      "attach to a unicast GID refused");
+		CHECK(ovr_cl_mcast(a.cl, a.qp, false, g, 0) == -EINVAL,
+		      "detach from a group not joined refused");
+		CHECK(ovr_cl_mcast(a.cl, a.qp, true, g, 0) == 0 &&
+			      ovr_cl_mcast(a.cl, a.qp, true, g, 0) == 0 &&
+			      ovr_cl_mcast(b.cl, b.qp, true, g, 0) == 0 &&
+			      ovr_cl_mcast(c.cl, c.qp, true, g, 0) == 0,
+		      "attach");
+		post_recvs(&a, 0, 4);
+		post_recvs(&b, 64, 4);
+		post_recvs(&c, 64, 4);
+		CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0, "destroy_ah");
+		make_ah(&b, grp);
+		send_one(&b, MCAST_QPN, 60);
+		got = reap(&a, wc, 2, 2000);
+		CHECK(got == 1 && wc[0].status == OVR_WC_SUCCESS &&
+			      wc[0].byte_len == 40 + PAYLOAD &&
+			      wc[0].src_qp == ovr_cl_qp_num(b.qp),
+		      "the group's datagram reached A once");
+		check_grh(a.buf + (wc[0].wr_id - 1000) * 2048, b.dev.vip, grp);
+		for (uint32_t k = 0; k < PAYLOAD; k++)
+			CHECK(a.buf[(wc[0].wr_id - 1000) * 2048 + 40 + k] ==
+				      (uint8_t)(60 * 7 + k),
+			      "multicast payload byte-exact");
+		got = reap(&b, wc, 2, 1000);
+		CHECK(got == 1 && wc[0].status == OVR_WC_SUCCESS &&
+			      wc[0].opcode == OVR_WC_RECV,
+		      "the sender, attached, hears its own datagram");
+		CHECK(ovr_cl_mcast(b.cl, b.qp, true, g,
+				   OVR_CTL_MCAST_NO_LOOPBACK) == 0,
+		      "attach again, without loopback");
+		send_one(&b, MCAST_QPN, 61);
+		CHECK(reap(&a, wc, 2, 2000) == 1, "A heard the second");
+		CHECK(reap(&b, wc, 1, 500) == 0,
+		      "NO_LOOPBACK: the sender did not hear itself");
+		CHECK(ovr_cl_mcast(a.cl, a.qp, false, g, 0) == 0 &&
+			      ovr_cl_mcast(a.cl, a.qp, false, g, 0) == -EINVAL,
+		      "detach once, then EINVAL");
+		nomember0 = counter(argv[1], "rx_mcast_nomember");
+		send_one(&b, MCAST_QPN, 62);
+		CHECK(reap(&a, wc, 1, 500) == 0, "A detached: nothing");
+		CHECK(counter(argv[1], "rx_mcast_nomember") > nomember0,
+		      "node A counted a group without members");
+		CHECK(reap(&c, wc, 1, 200) == 0,
+		      "another tenant's member never heard the group");
+		printf("svc_ud: multicast: delivered to the members, GRH "
+		       "to the group, loopback and NO_LOOPBACK, detach, "
+		       "tenants apart\n");
+	}
 
 	/* teardown in order; closing reclaims the rest */
 	CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0, "destroy_ah");

@@ -4,8 +4,9 @@
  *
  *  - stress: reader threads (QSBR-registered) look bindings up in a loop,
  *    hold what they found until their next quiescent state and check
- *    that it is intact all along, while a control-plane thread adds,
- *    moves and deletes bindings and swaps security groups. Freed objects
+ *    that it is intact all along, and read the tenant's host list, while
+ *    a control-plane thread adds, moves and deletes bindings (so the host
+ *    list is replaced too) and swaps security groups. Freed objects
  *    are poisoned first, so a premature free shows up as a corrupt entry
  *    even without ASan (and as a use after free with it).
  *  - grace period: a reader that holds a binding and does not report a
@@ -85,6 +86,21 @@ static int intact(const struct ovr_vpc_vip *e, uint32_t vip)
 	return memcmp(mac, e->mac, 6) == 0;
 }
 
+/* A host list as ovr_vpc_tenant_hosts() gives it: hosts of this test,
+ * strictly ascending, reserved bytes zero, a MAC of mac_for's making. */
+static int hosts_intact(const struct ovr_vpc_host *h, unsigned int n)
+{
+	static const uint8_t zero[2];
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if ((h[i].host >> 16) != 0xc612u || h[i].mac[0] != 0x02 ||
+		    memcmp(h[i].rsvd, zero, 2) != 0 ||
+		    (i && h[i].host <= h[i - 1].host))
+			return 0;
+	return 1;
+}
+
 static struct ovr_vpc_binding binding_for(uint32_t vip, uint32_t gen)
 {
 	struct ovr_vpc_binding b;
@@ -128,10 +144,11 @@ static const struct ovr_vpc_sg_rule sg_b[] = {
 static void *reader_main(void *arg)
 {
 	const struct ovr_vpc_vip *held[HOLD];
+	struct ovr_vpc_host hosts[NKEYS];
 	uint32_t held_vip[HOLD];
 	struct reader *r = arg;
 	struct ovr_vpc_thread *t;
-	unsigned int i, n;
+	unsigned int i, n, nh;
 	uint32_t vip;
 
 	t = ovr_vpc_thread_register(r->vpc);
@@ -155,6 +172,11 @@ static void *reader_main(void *arg)
 		if (!ovr_vpc_sg_allows(t, TEN, KEY(rnd(&r->seed) % NKEYS)) ||
 		    ovr_vpc_sg_allows(t, TEN, 0x0a020000u | (r->seed & 0xffff)))
 			r->corrupt++;
+		/* the host list: one per vIP at most, each entry whole */
+		nh = ovr_vpc_tenant_hosts(t, TEN, hosts, NKEYS);
+		r->checks++;
+		if (nh > NKEYS || !hosts_intact(hosts, nh))
+			r->corrupt++;
 		/* everything held is still intact: no quiescent state yet */
 		for (i = 0; i < n; i++) {
 			r->checks++;
@@ -167,6 +189,55 @@ static void *reader_main(void *arg)
 	}
 	ovr_vpc_thread_unregister(t);
 	return NULL;
+}
+
+/*
+ * After all the updates, the tenant's host list is exactly the distinct
+ * hosts of the vIPs present (key k is bound to host_for(KEY(k), gen[k])),
+ * each with the MAC of a binding to it.
+ */
+static void check_hosts(struct ovr_vpc *vpc, const uint8_t *present,
+			const uint32_t *gen)
+{
+	static struct ovr_vpc_host got[NKEYS];
+	uint32_t want[NKEYS], host, tmp;
+	unsigned int n = 0, m, i, j, k;
+	struct ovr_vpc_thread *t;
+	uint8_t mac[6];
+	int ok;
+
+	for (k = 0; k < NKEYS; k++) {
+		if (!present[k])
+			continue;
+		host = host_for(KEY(k), gen[k]);
+		for (i = 0; i < n && want[i] != host; i++)
+			;
+		if (i == n)
+			want[n++] = host;
+	}
+	for (i = 1; i < n; i++) /* insertion sort: ascending */
+		for (j = i; j > 0 && want[j - 1] > want[j]; j--) {
+			tmp = want[j];
+			want[j] = want[j - 1];
+			want[j - 1] = tmp;
+		}
+	t = ovr_vpc_thread_register(vpc);
+	assert_non_null(t);
+	m = ovr_vpc_tenant_hosts(t, TEN, got, NKEYS);
+	ovr_vpc_thread_unregister(t);
+	print_message("host list: %u hosts for the vIPs present\n", m);
+	assert_int_equal(m, n);
+	for (i = 0; i < n; i++) {
+		assert_int_equal(got[i].host, want[i]);
+		for (ok = 0, k = 0; k < NKEYS && !ok; k++) {
+			if (!present[k] ||
+			    host_for(KEY(k), gen[k]) != got[i].host)
+				continue;
+			mac_for(KEY(k), got[i].host, mac);
+			ok = memcmp(mac, got[i].mac, 6) == 0;
+		}
+		assert_true(ok);
+	}
 }
 
 static void test_stress(void **state)
@@ -262,11 +333,18 @@ static void test_stress(void **state)
 
 	ovr_vpc_barrier(vpc);
 	ovr_vpc_info(vpc, &end);
-	assert_int_equal(end.retired, moves + dels + sgs);
+	/* every move and delete retires a binding, every rule set the one
+	 * before; an add, move or delete that changes the tenant's host list
+	 * retires the old list too (nearly all of them: hosts are spread
+	 * over 2^16 addresses), at most one each, 128 initial adds included */
+	assert_true(end.retired >= moves + dels + sgs);
+	assert_true(end.retired <=
+		    moves + dels + sgs + adds + moves + dels + NKEYS / 2);
 	assert_int_equal(end.freed, end.retired);
 	for (k = 0, i = 0; i < NKEYS; i++)
 		k += present[i];
 	assert_int_equal(end.vips, k);
+	check_hosts(vpc, present, gen);
 	ovr_vpc_destroy(vpc);
 }
 
@@ -374,6 +452,9 @@ static void run_staller(int offline)
 	pthread_cond_init(&s.cond, NULL);
 	b = binding_for(KEY(0), 1);
 	assert_int_equal(ovr_vpc_vip_add(s.vpc, TEN, KEY(0), &b), 0);
+	/* another vIP on that host, same next hop: deleting KEY(0) leaves
+	 * the tenant's host list as it is, the binding is all it retires */
+	assert_int_equal(ovr_vpc_vip_add(s.vpc, TEN, KEY(1), &b), 0);
 
 	assert_int_equal(pthread_create(&th, NULL, staller_main, &s), 0);
 	assert_int_equal(wait_phase(&s, PH_HOLDING, 10000), 0);

@@ -2,7 +2,9 @@
 /*
  * Unit tests of the VPC tables: tenant isolation with overlapping vIP
  * ranges on the same hosts, anti-spoofing, security groups at connection
- * setup and per packet, moves, control-plane errors, counters.
+ * setup and per packet, moves, control-plane errors, counters, and
+ * multicast (tenant host lists, ovr_vpc_tx_via, decap of frames to a
+ * group).
  *
  * Two hosts, A and B, each with its own context (as two ovrdmad would
  * have), both knowing every binding; the test thread is a registered
@@ -639,11 +641,12 @@ static void test_move(void **state)
 	len = forge(buf, T1, HC, HA, V(2), V(1));
 	assert_int_equal(ovr_vpc_decap(w->a.t, buf, len, &rx), 0);
 
-	/* after our quiescent state the old binding is freed */
+	/* after our quiescent state the old binding is freed, and the
+	 * tenant's old host list (C is a host of T1 now) */
 	ovr_vpc_quiescent();
 	ovr_vpc_barrier(a);
 	ovr_vpc_info(a, &i1);
-	assert_int_equal(i1.retired, i0.retired + 1);
+	assert_int_equal(i1.retired, i0.retired + 2);
 	assert_int_equal(i1.freed, i1.retired);
 	assert_int_equal(i1.vips, i0.vips);
 
@@ -721,7 +724,8 @@ static void test_ctl_errors(void **state)
 	ovr_vpc_info(a, &i1);
 	assert_int_equal(i1.tenants, i0.tenants);
 	assert_int_equal(i1.vips, i0.vips);
-	assert_int_equal(i1.retired, i0.retired + 2);
+	/* the binding, the host list the delete emptied, the tenant */
+	assert_int_equal(i1.retired, i0.retired + 3);
 	/* the other tenant and host did not notice */
 	assert_non_null(ovr_vpc_lookup(w->a.t, T1, V(1)));
 	assert_null(ovr_vpc_lookup(w->b.t, 500, V(1)));
@@ -780,6 +784,393 @@ static void test_tx_errors(void **state)
 	f.dst_vip = V(2);
 	assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, pdu, 10, 100), -ENOSPC);
 	assert_counted(w->a.vpc, before, 0, 0); /* caller bugs: not drops */
+}
+
+/* ---- multicast ------------------------------------------------------------- */
+
+#define HD 0xc0a80004u /* 192.168.0.4: a fourth host */
+#define G1 0xe0000101u /* 224.0.1.1 */
+#define G2 0xeffffffeu /* 239.255.255.254 */
+
+static void test_mcast_addr(void **state)
+{
+	(void)state;
+	assert_false(ovr_vpc_is_mcast(0));
+	assert_false(ovr_vpc_is_mcast(V(1)));
+	assert_false(ovr_vpc_is_mcast(0xdfffffffu));
+	assert_true(ovr_vpc_is_mcast(0xe0000000u));
+	assert_true(ovr_vpc_is_mcast(G1));
+	assert_true(ovr_vpc_is_mcast(0xefffffffu));
+	assert_false(ovr_vpc_is_mcast(0xf0000000u));
+	assert_false(ovr_vpc_is_mcast(0xffffffffu));
+}
+
+/* Entry @i of @h is @host with @mac (reserved bytes zero). */
+static void assert_host(const struct ovr_vpc_host *h, unsigned int i,
+			uint32_t host, const uint8_t mac[6])
+{
+	assert_int_equal(h[i].host, host);
+	assert_memory_equal(h[i].mac, mac, 6);
+	assert_int_equal(h[i].rsvd[0], 0);
+	assert_int_equal(h[i].rsvd[1], 0);
+}
+
+static void test_mcast_tenant_hosts(void **state)
+{
+	static const uint8_t local_mac[6] = { 0x02, 0xaa, 0, 0, 0, 0x01 };
+	static const uint8_t other_mac[6] = { 0x02, 0xbb, 0, 0, 0, 0x02 };
+	struct ovr_vpc_config cfg;
+	struct ovr_vpc_host h[4];
+	struct ovr_vpc_binding b;
+	struct ovr_vpc_info i0, i1;
+	struct ovr_vpc_thread *t;
+	struct ovr_vpc *vpc;
+	uint8_t mb[6], mc[6], md[6];
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.local_host = HA;
+	memcpy(cfg.local_mac, local_mac, 6);
+	vpc = ovr_vpc_create(&cfg);
+	assert_non_null(vpc);
+	t = ovr_vpc_thread_register(vpc);
+	assert_non_null(t);
+	mac_of(HB, mb);
+	mac_of(HC, mc);
+	mac_of(HD, md);
+
+	/* unknown tenant, then a tenant without vIPs */
+	memset(h, 0x77, sizeof(h));
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 0);
+	assert_int_equal(h[0].host, 0x77777777u); /* nothing written */
+	assert_int_equal(ovr_vpc_tenant_add(vpc, T1), 0);
+	assert_int_equal(ovr_vpc_tenant_add(vpc, T2), 0);
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 0);
+
+	/* one host */
+	b = binding(&(struct host){ .ip = HA }, HB, 0);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T1, V(1), &b), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 1);
+	assert_host(h, 0, HB, mb);
+
+	/* three hosts, one of them this one (with local_mac, not the
+	 * binding's), B twice: collapsed; ascending order */
+	b = binding(&(struct host){ .ip = HA }, HC, 0);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T1, V(2), &b), 0);
+	b = binding(&(struct host){ .ip = HA }, HB, 0);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T1, V(3), &b), 0);
+	b = binding(&(struct host){ .ip = HA }, HA, 7);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T1, V(4), &b), 0);
+	ovr_vpc_quiescent();
+	memset(h, 0x77, sizeof(h));
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 3);
+	assert_host(h, 0, HA, local_mac);
+	assert_host(h, 1, HB, mb);
+	assert_host(h, 2, HC, mc);
+	assert_int_equal(h[3].host, 0x77777777u);
+	/* the other tenant has none */
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T2, h, 4), 0);
+
+	/* cap smaller than n: the first cap entries, n returned */
+	memset(h, 0x77, sizeof(h));
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 2), 3);
+	assert_host(h, 0, HA, local_mac);
+	assert_host(h, 1, HB, mb);
+	assert_int_equal(h[2].host, 0x77777777u);
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, NULL, 0), 3);
+
+	/* another vIP on a host already listed: the list stays, nothing is
+	 * retired */
+	ovr_vpc_info(vpc, &i0);
+	b = binding(&(struct host){ .ip = HA }, HB, 0);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T1, V(5), &b), 0);
+	ovr_vpc_info(vpc, &i1);
+	assert_int_equal(i1.retired, i0.retired);
+
+	/* deletes: B stays while one of its three vIPs does */
+	assert_int_equal(ovr_vpc_vip_del(vpc, T1, V(1)), 0);
+	assert_int_equal(ovr_vpc_vip_del(vpc, T1, V(3)), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 3);
+	assert_host(h, 1, HB, mb);
+	assert_int_equal(ovr_vpc_vip_del(vpc, T1, V(5)), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 2);
+	assert_host(h, 0, HA, local_mac);
+	assert_host(h, 1, HC, mc);
+
+	/* moves: V2 from C to B (C gone, B back), V4 from here to D (this
+	 * host gone) */
+	b = binding(&(struct host){ .ip = HA }, HB, 0);
+	assert_int_equal(ovr_vpc_vip_move(vpc, T1, V(2), &b), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 2);
+	assert_host(h, 0, HA, local_mac);
+	assert_host(h, 1, HB, mb);
+	b = binding(&(struct host){ .ip = HA }, HD, 0);
+	assert_int_equal(ovr_vpc_vip_move(vpc, T1, V(4), &b), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 2);
+	assert_host(h, 0, HB, mb);
+	assert_host(h, 1, HD, md);
+
+	/* a new next hop towards B (a move on the same host): the list
+	 * follows the binding added or moved last */
+	b = binding(&(struct host){ .ip = HA }, HB, 0);
+	memcpy(b.mac, other_mac, 6);
+	assert_int_equal(ovr_vpc_vip_move(vpc, T1, V(2), &b), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 2);
+	assert_host(h, 0, HB, other_mac);
+
+	/* the last vIPs go: empty again; then the tenant */
+	assert_int_equal(ovr_vpc_vip_del(vpc, T1, V(2)), 0);
+	assert_int_equal(ovr_vpc_vip_del(vpc, T1, V(4)), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 0);
+	assert_int_equal(ovr_vpc_tenant_del(vpc, T1), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T1, h, 4), 0);
+
+	/* a tenant destroyed with vIPs frees its list with it */
+	b = binding(&(struct host){ .ip = HA }, HC, 0);
+	assert_int_equal(ovr_vpc_vip_add(vpc, T2, V(1), &b), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tenant_hosts(t, T2, h, 4), 1);
+	assert_host(h, 0, HC, mc);
+	ovr_vpc_barrier(vpc);
+	ovr_vpc_info(vpc, &i1);
+	assert_int_equal(i1.freed, i1.retired);
+	ovr_vpc_thread_unregister(t);
+	ovr_vpc_destroy(vpc);
+}
+
+static void test_mcast_tx_via(void **state)
+{
+	static const uint8_t via_mac[6] = { 0x02, 0x99, 0, 0, 0, 0x02 };
+	struct world *w = *state;
+	uint64_t before[OVR_VPC_NDROP];
+	struct ovr_vpc_tenant_stats ta0, ta1, tb0, tb1;
+	struct ovr_vpc_host via;
+	struct ovr_vpc_flow f;
+	struct ovr_vpc_rx rx;
+	static uint8_t buf[OVR_WIRE_ENCAP_LEN + 2000];
+	uint8_t *pdu = buf + OVR_WIRE_ENCAP_LEN, mac[6];
+
+	memset(&via, 0, sizeof(via));
+	via.host = HB;
+	memcpy(via.mac, via_mac, 6);
+	ovr_vpc_flow_init(&f, T1, V(1), G1, 0x11, 0xffffff, 10);
+	assert_int_equal(ovr_vpc_tenant_stats(w->a.vpc, T1, &ta0), 0);
+	assert_int_equal(ovr_vpc_tenant_stats(w->b.vpc, T1, &tb0), 0);
+	ovr_vpc_drop_stats(w->a.vpc, before);
+	memset(pdu, 0x5a, PDU);
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 2, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 0);
+	/* outer: to @via, host and MAC; inner: to the group */
+	assert_memory_equal(buf, via_mac, 6);
+	mac_of(HA, mac);
+	assert_memory_equal(buf + 6, mac, 6);
+	assert_int_equal(ovr_vpc_parse(buf, OVR_WIRE_ENCAP_LEN + PDU,
+				       OVR_WIRE_UDP_PORT, &rx),
+			 0);
+	assert_int_equal(rx.dst_host, HB);
+	assert_int_equal(rx.src_host, HA);
+	assert_int_equal(rx.vni, T1);
+	assert_int_equal(rx.src_vip, V(1));
+	assert_int_equal(rx.dst_vip, G1);
+	assert_int_equal(rx.sport, ovr_vpc_flow_sport(f.hash, 2));
+	assert_int_equal(rx.dscp, 10);
+	assert_int_equal(rx.pdu_len, PDU);
+	assert_int_equal(rx.dev, OVR_VPC_DEV_NONE);
+	/* counted as sent by the tenant, nothing dropped */
+	assert_int_equal(ovr_vpc_tenant_stats(w->a.vpc, T1, &ta1), 0);
+	assert_int_equal(ta1.tx_pkts, ta0.tx_pkts + 1);
+	assert_int_equal(ta1.tx_bytes, ta0.tx_bytes + OVR_WIRE_ENCAP_LEN + PDU);
+	assert_counted(w->a.vpc, before, 0, 0);
+	/* and B takes it: no device, the group as destination */
+	assert_int_equal(
+		ovr_vpc_decap(w->b.t, buf, OVR_WIRE_ENCAP_LEN + PDU, &rx), 0);
+	assert_int_equal(rx.dev, OVR_VPC_DEV_NONE);
+	assert_int_equal(rx.dst_vip, G1);
+	assert_int_equal(rx.src_vip, V(1));
+	assert_int_equal(ovr_vpc_tenant_stats(w->b.vpc, T1, &tb1), 0);
+	assert_int_equal(tb1.rx_pkts, tb0.rx_pkts + 1);
+	assert_int_equal(tb1.rx_bytes, tb0.rx_bytes + OVR_WIRE_ENCAP_LEN + PDU);
+
+	/* another copy: another host, a group at the top of 224/4 */
+	via.host = HC;
+	f.dst_vip = G2;
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 0);
+	assert_int_equal(ovr_vpc_parse(buf, OVR_WIRE_ENCAP_LEN + PDU,
+				       OVR_WIRE_UDP_PORT, &rx),
+			 0);
+	assert_int_equal(rx.dst_host, HC);
+	assert_int_equal(rx.dst_vip, G2);
+
+	/* a unicast destination, no host: caller bugs, not counted */
+	ovr_vpc_drop_stats(w->a.vpc, before);
+	f.dst_vip = V(2);
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 -EINVAL);
+	f.dst_vip = 0xf0000001u; /* class E: not multicast */
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 -EINVAL);
+	f.dst_vip = G1;
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, NULL),
+			 -EINVAL);
+	via.host = 0;
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 -EINVAL);
+	via.host = HB;
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, 10, PDU, &via),
+			 -ENOSPC);
+	assert_counted(w->a.vpc, before, 0, 0);
+	/* too large for the underlay: counted tx_mtu */
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					1437, &via),
+			 -EMSGSIZE);
+	assert_counted(w->a.vpc, before, OVR_VPC_DROP_TX_MTU, 1);
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					1436, &via),
+			 0);
+	/* unknown tenant: counted tx_no_route */
+	ovr_vpc_drop_stats(w->a.vpc, before);
+	f.vni = 999;
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 -ENOENT);
+	assert_counted(w->a.vpc, before, OVR_VPC_DROP_TX_NO_ROUTE, 1);
+	/* the tenant went away since the last copy (cached): seen after the
+	 * quiescent state */
+	f.vni = 500;
+	assert_int_equal(ovr_vpc_tenant_add(w->a.vpc, 500), 0);
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 0);
+	assert_int_equal(ovr_vpc_tenant_del(w->a.vpc, 500), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_tx_via(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+					PDU, &via),
+			 -ENOENT);
+	/* ovr_vpc_tx has no route to a group */
+	f.vni = T1;
+	assert_int_equal(ovr_vpc_tx(w->a.t, &f, 0, pdu, OVR_WIRE_ENCAP_LEN,
+				    PDU),
+			 -EHOSTUNREACH);
+}
+
+static void test_mcast_decap(void **state)
+{
+	struct world *w = *state;
+	struct ovr_vpc *a = w->a.vpc;
+	struct ovr_vpc_thread *t = w->a.t;
+	uint64_t before[OVR_VPC_NDROP];
+	struct ovr_vpc_tenant_stats ts0, ts1;
+	struct ovr_vpc_binding b;
+	struct ovr_vpc_rx rx;
+	uint8_t buf[BUF];
+	size_t len;
+
+	/* T1: V1, V3 here (A); V2, V4 on B. From V2 on B to a group: taken,
+	 * no device; again from the verdict cache */
+	assert_int_equal(ovr_vpc_tenant_stats(a, T1, &ts0), 0);
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HB, HA, V(2), G1);
+	for (int k = 0; k < 3; k++) {
+		memset(&rx, 0, sizeof(rx));
+		rx.dev = 99;
+		assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+		assert_int_equal(rx.dev, OVR_VPC_DEV_NONE);
+		assert_int_equal(rx.vni, T1);
+		assert_int_equal(rx.src_vip, V(2));
+		assert_int_equal(rx.dst_vip, G1);
+		assert_int_equal(rx.src_host, HB);
+		assert_int_equal(rx.pdu_len, PDU);
+		assert_ptr_equal(rx.pdu, buf + OVR_WIRE_ENCAP_LEN);
+	}
+	assert_counted(a, before, 0, 0);
+	assert_int_equal(ovr_vpc_tenant_stats(a, T1, &ts1), 0);
+	assert_int_equal(ts1.rx_pkts, ts0.rx_pkts + 3);
+	assert_int_equal(ts1.rx_bytes, ts0.rx_bytes + 3 * len);
+	assert_int_equal(ts1.drops, ts0.drops);
+	/* the same flow to a unicast vIP right after: its own verdict */
+	len = forge(buf, T1, HB, HA, V(2), V(1));
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+	assert_int_equal(rx.dev, 11);
+	len = forge(buf, T1, HB, HA, V(2), G2);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+	assert_int_equal(rx.dev, OVR_VPC_DEV_NONE);
+	/* from a vIP of this host (the copy a node sends itself) */
+	len = forge(buf, T1, HA, HA, V(1), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+	assert_int_equal(rx.dev, OVR_VPC_DEV_NONE);
+	/* the VNI picks the tenant: T2's V1 lives on B */
+	len = forge(buf, T2, HB, HA, V(1), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+	assert_int_equal(rx.vni, T2);
+
+	/* the drops, each under its reason */
+	assert_int_equal(ovr_vpc_tenant_stats(a, T1, &ts0), 0);
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HB, HC, V(2), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_NOT_THIS_HOST);
+	assert_counted(a, before, OVR_VPC_DROP_NOT_THIS_HOST, 1);
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, 999, HB, HA, V(2), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_UNKNOWN_VNI);
+	assert_counted(a, before, OVR_VPC_DROP_UNKNOWN_VNI, 1);
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HB, HA, V(99), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_SRC_UNKNOWN);
+	assert_counted(a, before, OVR_VPC_DROP_SRC_UNKNOWN, 1);
+	/* a multicast source is never a vIP: dropped, to a group or not */
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HB, HA, G2, G1);
+	assert_int_equal(ovr_vpc_parse(buf, len, OVR_WIRE_UDP_PORT, &rx), 0);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_SRC_UNKNOWN);
+	len = forge(buf, T1, HB, HA, G2, V(1));
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_SRC_UNKNOWN);
+	assert_counted(a, before, OVR_VPC_DROP_SRC_UNKNOWN, 2);
+	/* V2 lives on B, not C; V1 lives here, not on B */
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HC, HA, V(2), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), -OVR_VPC_DROP_SPOOF);
+	len = forge(buf, T1, HB, HA, V(1), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), -OVR_VPC_DROP_SPOOF);
+	assert_counted(a, before, OVR_VPC_DROP_SPOOF, 2);
+	/* a vIP of the tenant outside its security group (10.0.0.0/24) */
+	b = binding(&w->a, HB, 0);
+	assert_int_equal(ovr_vpc_vip_add(a, T1, 0x0a000105u, &b), 0);
+	ovr_vpc_drop_stats(a, before);
+	len = forge(buf, T1, HB, HA, 0x0a000105u, G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_SG_DENY);
+	assert_counted(a, before, OVR_VPC_DROP_SG_DENY, 1);
+	assert_int_equal(ovr_vpc_tenant_stats(a, T1, &ts1), 0);
+	assert_int_equal(ts1.drops, ts0.drops + 6); /* tenant known: 6 */
+	assert_int_equal(ts1.rx_pkts, ts0.rx_pkts);
+	/* the group rule follows a security-group change after the
+	 * quiescent state, as unicast does (cached verdict first) */
+	len = forge(buf, T1, HB, HA, V(2), G1);
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx), 0);
+	assert_int_equal(ovr_vpc_sg_set(a, T1, NULL, 0), 0);
+	ovr_vpc_quiescent();
+	assert_int_equal(ovr_vpc_decap(t, buf, len, &rx),
+			 -OVR_VPC_DROP_SG_DENY);
 }
 
 /* ---- counters from several reader threads ---------------------------------- */
@@ -899,6 +1290,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tx_errors, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_counters_threads, setup,
+						teardown),
+		cmocka_unit_test(test_mcast_addr),
+		cmocka_unit_test(test_mcast_tenant_hosts),
+		cmocka_unit_test_setup_teardown(test_mcast_tx_via, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_decap, setup,
 						teardown),
 		cmocka_unit_test(test_max_threads),
 	};
