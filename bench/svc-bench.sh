@@ -6,7 +6,7 @@
 #
 #   bench/svc-bench.sh [--runs N] [--iters N] [--seconds T] [--no-reg]
 #                      [--cc NAME] [--mem private|shared|both]
-#                      [--fabric memif|direct]
+#                      [--fabric memif|direct|xdp]
 #
 # --cc NAME: every ovrdmad runs congestion controller NAME (ovr, dcqcn,
 # timely, swift, fixed; the testbed's --cc), instead of the default.
@@ -19,7 +19,10 @@
 # --fabric direct (with --mem): the two nodes' memif ports wired to each
 # other, no fabric emulator (ovrdma-testbed up --fabric direct): the
 # 1 %-loss phase and the fabric's own capacity (steps 3 and 5) are
-# skipped, as there is no fabric to impair or measure.
+# skipped, as there is no fabric to impair or measure. --fabric xdp: the
+# same without a fabric, the two ovrdmad on AF_XDP at the two ends of one
+# veth pair (ovrdma-testbed up --fabric xdp; underlay MTU 3000, so 2 KB
+# verbs MTU): the kernel NIC path of a cloud VM.
 # With --mem, each route also gets 8-byte RDMA WRITEs at window 64 (the
 # message rate) and, from ovrdmad's busy_ns / poll_ns counters (weighed
 # by the share of them it ran, busy_smp_* / poll_smp_*), the
@@ -54,6 +57,9 @@
 # second fabric are taken down (trap).
 set -u
 
+# wired: no fabric emulator between the two nodes
+wired() { [ "$fabric" = direct ] || [ "$fabric" = xdp ]; }
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$here/..
 # shellcheck source=bench/lib.sh
@@ -83,8 +89,8 @@ while [ $# -gt 0 ]; do
 	--fabric)
 		bench_val --fabric $#
 		case "$2" in
-		memif | direct) fabric=$2 ;;
-		*) echo "svc-bench: --fabric memif|direct" >&2 && exit 2 ;;
+		memif | direct | xdp) fabric=$2 ;;
+		*) echo "svc-bench: --fabric memif|direct|xdp" >&2 && exit 2 ;;
 		esac
 		shift
 		;;
@@ -103,7 +109,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ "$fabric" = memif ] || [ -n "$mem" ] || {
-	echo "svc-bench: --fabric direct needs --mem (the per-route table)" >&2
+	echo "svc-bench: --fabric $fabric needs --mem (the per-route table)" >&2
 	exit 2
 }
 bench_root
@@ -190,7 +196,7 @@ svc_phases() {
 		esac || fail "node $n: lat's buffers took the wrong route" \
 			"(${m:-default} memory; $out/routes.$sfx)"
 	done
-	[ "$fabric" = direct ] || {
+	wired || {
 		f0=$(counter p0.rx)
 		b0=$(counter p0.rx_bytes)
 	}
@@ -198,7 +204,7 @@ svc_phases() {
 		--seconds "$seconds" --windows 1,8,64 bw >"$out/bw.$sfx" 2>&1 ||
 		fail "bench-svc bw (see $out/bw.$sfx)"
 	# A's frames into the fabric during bw: data PDUs, nearly all
-	[ "$fabric" = direct ] ||
+	wired ||
 		echo "frame $((($(counter p0.rx_bytes) - b0) / ($(counter p0.rx) - f0)))" \
 			>>"$out/bw.$sfx"
 	if [ -n "$m" ]; then
@@ -208,7 +214,7 @@ svc_phases() {
 			--tag rate8 bw >"$out/rate.$sfx" 2>&1 ||
 			fail "bench-svc bw of 8 B (see $out/rate.$sfx)"
 	fi
-	[ "$fabric" = direct ] && return 0
+	wired && return 0
 
 	"$tb" fabric set all loss=0.01 >/dev/null || fail "fabric set loss"
 	run timeout 600 "$bench" "$s1" "$s2" --cpu-pids "$pa,$pb" "${memo[@]}" \
@@ -347,16 +353,16 @@ for r in $(seq "$runs"); do
 	echo "run $r/$runs: load average $(cut -d' ' -f1-3 /proc/loadavg)" |
 		tee -a "$out/about"
 	svc_run "$r"
-	[ "$fabric" = direct ] || raw_run "$r"
+	wired || raw_run "$r"
 	for m in ${mem:--}; do
 		x=$m.$r
 		[ "$m" = - ] && x=$r && m=
 		echo "  ${m:+$m: }lat p50 $(field "$out/lat.$x" lat - - p50_us) us," \
 			"bw w64 $(field "$out/bw.$x" bw window 64 gbps) Gbit/s," \
-			"$([ "$fabric" = direct ] || echo "at 1 % loss $(field "$out/loss.$x" bw window 64 gbps) Gbit/s")" \
+			"$(wired || echo "at 1 % loss $(field "$out/loss.$x" bw window 64 gbps) Gbit/s")" \
 			"${m:+8 B at w64 $(field "$out/rate.$x" bw window 64 mops) Mops}"
 	done
-	[ "$fabric" = direct ] ||
+	wired ||
 		echo "  fabric $(plain "$out/raw$DATA_FRAME.$r" pps) frames/s of $DATA_FRAME B," \
 			"$(plain "$out/raw64.$r" pps) of 64 B"
 done
@@ -404,7 +410,10 @@ route_table() {
 	[ "$mem" = "private shared" ] && hdr+=" process / object |" sep+="---:|"
 	echo
 	echo "Per route, medians of $runs runs (an operation is one WRITE;" \
-		"a 64 KB WRITE is $pk data packets of 4 KB):"
+		"a 64 KB WRITE is $pk data packets of 4 KB$([ "$fabric" = xdp ] &&
+			echo "; with --fabric xdp 32 of 2 KB, the verbs MTU that
+			an underlay MTU of 3000 allows: a \"4 KB packet\" row is
+			per 4 KB of payload there"):"
 	echo
 	echo "$hdr"
 	echo "$sep"
@@ -419,7 +428,7 @@ route_table() {
 		mrow "ovrdmad cycles per 4 KB packet (A + B), window $w" "%.0f" \
 			bw bw window "$w" cyc_op "$pk"
 	done
-	if [ "$fabric" != direct ]; then
+	if ! wired; then
 		mrow "64 KB RDMA WRITE, window 64, 1 % loss: Gbit/s" "%.2f" \
 			loss bw window 64 gbps
 		mrow "ovrdmad cycles per 4 KB packet, window 64, 1 % loss" "%.0f" \
@@ -467,7 +476,7 @@ raw_pay=$(awk -v p="$raw_pps" 'BEGIN { printf "%.2f", p * 4096 * 8 / 1e9 }')
 mhz=$(field "$L" clock - - tsc_mhz | median)
 
 echo
-if [ "$fabric" = direct ]; then
+if wired; then
 	echo "Medians of $runs runs ($(nproc) CPUs; TSC $mhz MHz, measured; no fabric)."
 else
 	echo "Medians of $runs runs ($(nproc) CPUs; TSC $mhz MHz, measured;" \
@@ -514,8 +523,8 @@ if [ -z "$mem" ]; then
 		"lat p50 $(field "$L" lat - - p50_us | minmax) µs"
 else
 	route_table
-	if [ "$fabric" = direct ]; then
-		echo "No fabric: the nodes' memif ports wired to each other (--fabric direct)."
+	if wired; then
+		echo "No fabric: the nodes' ports wired to each other (--fabric $fabric)."
 	else
 		echo "Fabric alone over the runs: $(plain "$out/raw$DATA_FRAME.*" gbps | minmax) Gbit/s"
 	fi

@@ -13,6 +13,7 @@
  * (/ovrdma/counters). Under systemd (Type=notify, ovrdmad.service) it
  * reports readiness, status and stopping through sd_notify.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <rte_dev.h>
@@ -116,6 +119,10 @@ struct dport {
 	struct rte_mbuf *txq[TXQ_MAX];
 	unsigned int ntx;
 	int intr_fd;
+	/* af_xdp (no receive interrupts in DPDK 22.11): its XDP socket,
+	 * readable while frames wait in its ring, watched through an epoll
+	 * set of our own (intr_fd) only while the loop sleeps */
+	int xsk_fd;
 	uint64_t tx_dropped;
 	bool memif; /* a memif client (role=client, memif's default) */
 	bool started; /* false after a restart that failed: no burst calls */
@@ -221,10 +228,58 @@ static void p_rx_intr(void *port, bool enable)
 {
 	struct dport *p = port;
 
+	if (p->xsk_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		epoll_ctl(p->intr_fd, enable ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+			  p->xsk_fd, &ev);
+		return;
+	}
 	if (enable)
 		rte_eth_dev_rx_intr_enable(p->id, 0);
 	else
 		rte_eth_dev_rx_intr_disable(p->id, 0);
+}
+
+static void p_rx_intr_ack(void *port)
+{
+	struct dport *p = port;
+	uint64_t junk;
+
+	/* DPDK's interrupt eventfd counts; the XDP socket's set needs
+	 * nothing (its readiness is the ring's, and it left the set) */
+	if (p->xsk_fd < 0 && read(p->intr_fd, &junk, sizeof(junk)) < 0 &&
+	    errno != EAGAIN)
+		perror("ovrdmad: read");
+}
+
+/*
+ * The XDP socket net_af_xdp made for the port's one queue: the only
+ * AF_XDP socket of the process (ovrdmad drives one port). DPDK 22.11's
+ * af_xdp has no receive interrupt, and no call that gives the socket,
+ * which poll() reports readable while frames wait in its ring.
+ */
+static int find_xsk_fd(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name), dom;
+		socklen_t len = sizeof(dom);
+
+		if (fd > 2 && fd != dirfd(d) &&
+		    !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) &&
+		    dom == AF_XDP) {
+			found = fd;
+			break;
+		}
+	}
+	closedir(d);
+	return found;
 }
 
 /* Was this memif port made with role=server (its devargs)? */
@@ -326,6 +381,7 @@ static const struct svc_port_ops dport_ops = {
 	.flush = p_flush,
 	.rx_intr_fd = p_rx_intr_fd,
 	.rx_intr = p_rx_intr,
+	.rx_intr_ack = p_rx_intr_ack,
 };
 
 static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
@@ -342,6 +398,7 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 		return -ENODEV;
 	}
 	p->intr_fd = -1;
+	p->xsk_fd = -1;
 	p->id = (uint16_t)rte_eth_find_next(0);
 	rc = rte_eth_dev_info_get(p->id, &info);
 	if (rc)
@@ -351,6 +408,24 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	room = (frame_max + 256 + 1023) & ~1023u;
 	if (room < 2048)
 		room = 2048;
+	if (!strcmp(info.driver_name, "net_af_xdp")) {
+		/* af_xdp lays its umem over the pool, one object per 4 KiB
+		 * page (the kernel's largest chunk): a frame then gets what
+		 * the object leaves, less XDP's own 256-byte headroom */
+		struct rte_mempool_objsz sz;
+		const uint32_t fixed = (uint32_t)sizeof(struct rte_mbuf) +
+				       RTE_PKTMBUF_HEADROOM;
+
+		for (room = 4096 - fixed; room > 1024; room -= 64)
+			if (rte_mempool_calc_obj_size(fixed + room, 0, &sz) <=
+			    4096)
+				break;
+		if (frame_max > room - 256)
+			LOG(WARNING,
+			    "af_xdp: frames of %u bytes, the port takes %u: "
+			    "set underlay_mtu to %u at most\n",
+			    frame_max, room - 256, room - 256 - 14);
+	}
 	p->mp = rte_pktmbuf_pool_create("ovrdma_mbuf", NB_MBUF, 256, 0,
 					(uint16_t)(RTE_PKTMBUF_HEADROOM + room),
 					(int)rte_socket_id());
@@ -386,7 +461,13 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	rte_eth_promiscuous_enable(p->id);
 	p->memif = !strcmp(info.driver_name, "net_memif") &&
 		   !memif_server(info.device);
-	if (conf.intr_conf.rxq) {
+	if (intr && !strcmp(info.driver_name, "net_af_xdp")) {
+		p->xsk_fd = find_xsk_fd();
+		if (p->xsk_fd >= 0)
+			p->intr_fd = epoll_create1(EPOLL_CLOEXEC);
+		if (p->intr_fd < 0)
+			p->xsk_fd = -1;
+	} else if (conf.intr_conf.rxq) {
 		int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, 0);
 
 		if (fd >= 0 && rte_eth_dev_rx_intr_enable(p->id, 0) == 0) {
@@ -396,7 +477,9 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	}
 	LOG(INFO, "port %u (%s): receive interrupts %s\n", p->id,
 	    info.driver_name,
-	    p->intr_fd >= 0 ? "on" : "off (idle naps of at most 1 ms)");
+	    p->xsk_fd >= 0  ? "on (its XDP socket)" :
+	    p->intr_fd >= 0 ? "on" :
+			      "off (idle naps of at most 1 ms)");
 	return 0;
 }
 
@@ -714,6 +797,8 @@ int main(int argc, char **argv)
 	if (port.started)
 		rte_eth_dev_stop(port.id);
 	rte_eth_dev_close(port.id);
+	if (port.xsk_fd >= 0)
+		close(port.intr_fd);
 	/*
 	 * memif finishes tearing down its control channel from the EAL
 	 * interrupt thread; rte_eal_cleanup() (22.11) unmaps memory without

@@ -178,6 +178,9 @@ struct svc_port_ops {
 	 * are armed, or -1 (then the idle loop naps briefly instead). */
 	int (*rx_intr_fd)(void *port);
 	void (*rx_intr)(void *port, bool enable);
+	/* (optional) rx_intr_fd said readable: take the signal; without
+	 * it the loop reads 8 bytes (an eventfd) */
+	void (*rx_intr_ack)(void *port);
 	/* Is the link up? (for ovrdmactl and the testbed) */
 	bool (*link_up)(void *port);
 	/* Called about every 25 ms (busy or idle): link upkeep. */

@@ -218,12 +218,15 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 		case SVC_EV_WAKE:
 		case SVC_EV_TIMER:
 		case SVC_EV_RX:
-			if (read(tag == SVC_EV_WAKE  ? s->wake_fd :
-				 tag == SVC_EV_TIMER ? s->timer_fd :
-						       s->port_ops->rx_intr_fd(
-							       s->port),
-				 &junk, sizeof(junk)) < 0 &&
-			    errno != EAGAIN)
+			if (tag == SVC_EV_RX && s->port_ops->rx_intr_ack)
+				s->port_ops->rx_intr_ack(s->port);
+			else if (read(tag == SVC_EV_WAKE ?
+					      s->wake_fd :
+				      tag == SVC_EV_TIMER ?
+					      s->timer_fd :
+					      s->port_ops->rx_intr_fd(s->port),
+				      &junk, sizeof(junk)) < 0 &&
+				 errno != EAGAIN)
 				perror("ovrdmad: read");
 			break;
 		default:

@@ -17,6 +17,10 @@
 #      ovrdma and kernel TCP both cross it, byte-exact;
 #   6b. two nodes wired directly (--fabric direct, no fabric): byte-exact,
 #      fabric commands, a third node and impairments refused;
+#   6c. two nodes joined by a veth pair, ovrdmad on AF_XDP at each end
+#      (--fabric xdp): byte-exact, the XDP program on each end, the
+#      loop woken by the XDP socket (it sleeps when idle), an underlay
+#      MTU past one AF_XDP frame refused;
 #   7. `up` over a running testbed replaces it, `down` (twice) leaves no
 #      namespace, process, mount or hugepage behind.
 #   8. per-QP state and counters through DPDK telemetry while a transfer
@@ -140,6 +144,23 @@ timeout 300 "$xfer" "$("$tb" sock 1)" "$("$tb" sock 2)" 64 || fail "svc_xfer ove
 "$tb" fabric stats >/dev/null 2>&1 && fail "direct: a fabric command was taken"
 "$tb" up 3 --fabric direct >/dev/null 2>&1 && fail "direct: three nodes taken"
 "$tb" up 2 --fabric direct --loss 1% >/dev/null 2>&1 && fail "direct: --loss taken"
+
+echo "== 6c. AF_XDP on a veth pair (no fabric)"
+"$tb" up 2 --fabric xdp 2>&1 | head -1
+"$tb" status | grep -q "^fabric: none" || fail "xdp: status"
+for n in 1 2; do
+	ip -n "$OVRDMA_TESTBED_PREFIX-n$n" link show ul0 | grep -q "prog/xdp" ||
+		fail "xdp: no XDP program on node $n's ul0"
+	grep -q "receive interrupts on (its XDP socket)" \
+		"$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" ||
+		fail "xdp: node $n's loop not woken by its XDP socket"
+done
+timeout 300 "$xfer" "$("$tb" sock 1)" "$("$tb" sock 2)" 64 || fail "svc_xfer over AF_XDP"
+sl=$("$tb" ctl 1 show counters | awk '$1 == "sleeps" { print $2 }')
+sleep 1
+sl2=$("$tb" ctl 1 show counters | awk '$1 == "sleeps" { print $2 }')
+[ "$((sl2 - sl))" -lt 200 ] || fail "xdp: idle ovrdmad slept $((sl2 - sl)) times in 1 s (napping, not sleeping)"
+"$tb" up 2 --fabric xdp --mtu 4000 >/dev/null 2>&1 && fail "xdp: --mtu 4000 taken"
 
 echo "== 7. down"
 "$tb" down || fail "down"
