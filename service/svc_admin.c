@@ -634,6 +634,25 @@ static void show_counters(struct svc *s, struct show_buf *b)
 		}
 }
 
+/* multicast groups with members here: one line per member QP */
+static void show_mcast(struct svc *s, struct show_buf *b)
+{
+	out(b, "%-8s %-15s %-5s %-8s %s\n", "vni", "group", "ctx", "qpn",
+	    "loopback");
+	for (uint32_t i = 0; i < s->nmcast; i++) {
+		const struct svc_mcast_grp *g = &s->mcast[i];
+		char grp[16];
+
+		snprintf(grp, sizeof(grp), "%u.%u.%u.%u", g->group >> 24,
+			 (g->group >> 16) & 255, (g->group >> 8) & 255,
+			 g->group & 255);
+		for (uint32_t k = 0; k < g->n; k++)
+			out(b, "%-8u %-15s %-5u %-8u %s\n", g->vni, grp,
+			    g->m[k].qp->ctx->id, g->m[k].qp->qpn,
+			    g->m[k].no_loopback ? "no" : "yes");
+	}
+}
+
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 {
 	static const struct {
@@ -646,6 +665,7 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		{ "mrs", show_mrs },
 		{ "transport", show_transport },
 		{ "counters", show_counters },
+		{ "mcast", show_mcast },
 	};
 	struct show_buf b = { .buf = buf, .cap = cap };
 

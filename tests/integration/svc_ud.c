@@ -233,22 +233,41 @@ static int reap(struct node *n, struct ovr_cl_wc *wc, int max, int ms)
 	return got;
 }
 
-static uint64_t counter(const char *sock, const char *name)
+/* ovrdmactl show @what at @sock, as text */
+static char *show(const char *sock, const char *what)
 {
 	struct ovr_cl *adm = ovr_cl_connect(sock, "svc_ud-adm");
 	struct ovr_ctl_adm_show_req q = { 0 };
 	static char text[OVR_CTL_MSG_MAX];
-	unsigned long long v = 0;
 	int n;
 
 	if (!adm)
 		die("admin connect", errno);
-	snprintf(q.what, sizeof(q.what), "counters");
+	snprintf(q.what, sizeof(q.what), "%s", what);
 	n = ovr_cl_request(adm, OVR_CTL_ADM_SHOW, &q, sizeof(q), text,
 			   sizeof(text) - 1);
 	if (n < 0)
-		die("show counters", n);
+		die("show", n);
 	text[n] = 0;
+	ovr_cl_close(adm);
+	return text;
+}
+
+/* lines of @text containing @s */
+static int lines_with(const char *text, const char *s)
+{
+	int k = 0;
+
+	for (const char *p = text; (p = strstr(p, s)); p += strlen(s))
+		k++;
+	return k;
+}
+
+static uint64_t counter(const char *sock, const char *name)
+{
+	char *text = show(sock, "counters");
+	unsigned long long v = 0;
+
 	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
 		char k[64];
 
@@ -256,7 +275,6 @@ static uint64_t counter(const char *sock, const char *name)
 			break;
 		v = 0;
 	}
-	ovr_cl_close(adm);
 	return v;
 }
 
@@ -412,6 +430,11 @@ int main(int argc, char **argv)
 			      ovr_cl_mcast(b.cl, b.qp, true, g, 0) == 0 &&
 			      ovr_cl_mcast(c.cl, c.qp, true, g, 0) == 0,
 		      "attach");
+		CHECK(lines_with(show(argv[1], "mcast"), " 239.1.2.3 ") == 1 &&
+			      lines_with(show(argv[2], "mcast"),
+					 " 239.1.2.3 ") == 2,
+		      "show mcast: one member on node A, two on node B "
+		      "(two tenants)");
 		post_recvs(&a, 0, 4);
 		post_recvs(&b, 64, 4);
 		post_recvs(&c, 64, 4);
