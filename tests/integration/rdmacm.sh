@@ -321,6 +321,13 @@ finalized() {
 	[ "$v" = ok ]
 }
 
+# fi_try NAME: one fi_pingpong -e $e run (fabric's ws, wc, k, a1)
+fi_try() {
+	pair "$1" "$ws" "$wc" "${k[@]}" fi_pingpong -p verbs -e "$e" -c \
+		-I 1000 -S 4096 -- "${k[@]}" fi_pingpong -p verbs -e "$e" -c \
+		-I 1000 -S 4096 "$a1" && finalized
+}
+
 # fabric LABEL LOSSY: libfabric's fi_pingpong over the verbs provider
 fabric() {
 	local l=$1 lossy=$2 a1 e
@@ -344,14 +351,19 @@ fabric() {
 		# side gets 20 s and is then killed; the run still needs one
 		# side's exit 0, the other's 0 or the kill (137), and the
 		# client's result line (the check below): the 1000
-		# ping-pongs done.
+		# ping-pongs done. Rarer (2 in 126 runs at 1 % loss here),
+		# both hang: the client, done, blocked reading fi_pingpong's
+		# TCP sync, so its RxD makes no progress and never acks the
+		# server's last message again, which the server waits for
+		# (gdb: the client in read(), the server in RxD's progress;
+		# libfabric's manual progress). That run gets a second try,
+		# as udaddy's does.
 		if [ "$e" = rdm ]; then
 			ws=any wc=any k=(timeout -s KILL 20)
 		fi
-		if pair "$l fi_pingpong -e $e" "$ws" "$wc" \
-			"${k[@]}" fi_pingpong -p verbs -e $e -c -I 1000 \
-			-S 4096 -- "${k[@]}" fi_pingpong -p verbs -e $e -c \
-			-I 1000 -S 4096 "$a1" && finalized; then
+		if fi_try "$l fi_pingpong -e $e" ||
+			{ [ "$e" = rdm ] && unfail &&
+				fi_try "$l fi_pingpong -e $e, again"; }; then
 			check "$l fi_pingpong -e $e: 1000 x 4k" \
 				"$out/${#summary[@]}.cli" '^4k +1k +=1k ' 1
 		fi
