@@ -1489,20 +1489,31 @@ static void rx_rc(struct ovr_eng *e, struct eng_qp *qp,
 		rx_seq(e, qp, p, now, ce);
 }
 
+/* A PDU in: counted and parsed into @p (false: it does not parse,
+ * counted as such) */
+static bool rx_parse(struct ovr_eng *e, uint64_t now, const void *pdu,
+		     uint32_t len, struct ovr_wire_pkt *p)
+{
+	int rc;
+
+	e->now = now;
+	e->st.rx_pkts++;
+	rc = ovr_wire_parse(pdu, len, p, &e->wc);
+	if (rc < 0) {
+		rx_unparsed(e, pdu, len, rc);
+		return false;
+	}
+	return true;
+}
+
 int ovr_eng_rx_ud_to(struct ovr_eng *e, uint64_t now, const void *pdu,
 		     uint32_t len, uint64_t from, uint32_t qpn)
 {
 	struct ovr_wire_pkt p;
 	struct eng_qp *qp;
-	int rc;
 
-	e->now = now;
-	e->st.rx_pkts++;
-	rc = ovr_wire_parse(pdu, len, &p, &e->wc);
-	if (rc < 0) {
-		rx_unparsed(e, pdu, len, rc);
+	if (!rx_parse(e, now, pdu, len, &p))
 		return -EINVAL;
-	}
 	if (p.opcode != OVR_OP_UD_SEND && p.opcode != OVR_OP_UD_SEND_IMM) {
 		e->st.rx_bad++;
 		return -EINVAL;
@@ -1521,15 +1532,9 @@ void ovr_eng_rx_from(struct ovr_eng *e, uint64_t now, const void *pdu,
 {
 	struct ovr_wire_pkt p;
 	struct eng_qp *qp;
-	int rc;
 
-	e->now = now;
-	e->st.rx_pkts++;
-	rc = ovr_wire_parse(pdu, len, &p, &e->wc);
-	if (rc < 0) {
-		rx_unparsed(e, pdu, len, rc);
+	if (!rx_parse(e, now, pdu, len, &p))
 		return;
-	}
 	if (p.opcode == OVR_OP_TERMINATE) {
 		rx_terminate(e, &p, now);
 		return;

@@ -1316,15 +1316,45 @@ drop:
 	return rc;
 }
 
+/* The encapsulation of ovr_vpc_tx() and ovr_vpc_tx_via(), to underlay
+ * host @host through next hop @mac, counted for tenant @tn. */
+static inline int tx_encap(struct ovr_vpc_thread *t,
+			   const struct ovr_vpc_flow *f, uint8_t path,
+			   uint8_t *pdu, size_t headroom, size_t pdu_len,
+			   uint32_t host, const uint8_t mac[6],
+			   struct vpc_tenant *tn)
+{
+	struct ovr_vpc *vpc = t->vpc;
+	struct ovr_vpc_hdr h;
+	struct vpc_tcnt *c;
+	int rc;
+
+	h.src_host = vpc->local_host;
+	h.dst_host = host;
+	h.vni = f->vni;
+	h.src_vip = f->src_vip;
+	h.dst_vip = f->dst_vip;
+	h.sport = ovr_vpc_flow_sport(f->hash, path);
+	h.dport = vpc->dport;
+	h.dscp = f->dscp;
+	h.ecn = f->ecn;
+	memcpy(h.src_mac, vpc->local_mac, sizeof(h.src_mac));
+	memcpy(h.dst_mac, mac, sizeof(h.dst_mac));
+	rc = vpc_encap(pdu, headroom, pdu_len, &h);
+	if (ovr_unlikely(rc))
+		return rc;
+	c = &tn->cnt[t->idx];
+	cnt_add(&c->tx_pkts, 1);
+	cnt_add(&c->tx_bytes, pdu_len + OVR_WIRE_ENCAP_LEN);
+	return 0;
+}
+
 int ovr_vpc_tx(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 	       uint8_t path, uint8_t *pdu, size_t headroom, size_t pdu_len)
 {
 	struct ovr_vpc *vpc = t->vpc;
 	struct cds_lfht_iter it;
 	struct vpc_vip_node *dst;
-	struct ovr_vpc_hdr h;
-	struct vpc_tcnt *c;
-	int rc;
 
 	reader_check();
 	/* underlay_mtu >= 68 (ovr_vpc_create): no wrap */
@@ -1347,24 +1377,8 @@ int ovr_vpc_tx(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 						.dst_vip = f->dst_vip,
 						.dst = dst };
 	}
-	h.src_host = vpc->local_host;
-	h.dst_host = dst->pub.host;
-	h.vni = f->vni;
-	h.src_vip = f->src_vip;
-	h.dst_vip = f->dst_vip;
-	h.sport = ovr_vpc_flow_sport(f->hash, path);
-	h.dport = vpc->dport;
-	h.dscp = f->dscp;
-	h.ecn = f->ecn;
-	memcpy(h.src_mac, vpc->local_mac, sizeof(h.src_mac));
-	memcpy(h.dst_mac, dst->pub.mac, sizeof(h.dst_mac));
-	rc = vpc_encap(pdu, headroom, pdu_len, &h);
-	if (ovr_unlikely(rc))
-		return rc;
-	c = &dst->tenant->cnt[t->idx];
-	cnt_add(&c->tx_pkts, 1);
-	cnt_add(&c->tx_bytes, pdu_len + OVR_WIRE_ENCAP_LEN);
-	return 0;
+	return tx_encap(t, f, path, pdu, headroom, pdu_len, dst->pub.host,
+			dst->pub.mac, dst->tenant);
 }
 
 int ovr_vpc_tx_via(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
@@ -1373,9 +1387,6 @@ int ovr_vpc_tx_via(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 {
 	struct ovr_vpc *vpc = t->vpc;
 	struct vpc_tenant *tn;
-	struct ovr_vpc_hdr h;
-	struct vpc_tcnt *c;
-	int rc;
 
 	reader_check();
 	if (ovr_unlikely(!ovr_vpc_is_mcast(f->dst_vip) || !via || !via->host))
@@ -1391,22 +1402,6 @@ int ovr_vpc_tx_via(struct ovr_vpc_thread *t, const struct ovr_vpc_flow *f,
 		cnt_add(&t->slot->drops[OVR_VPC_DROP_TX_NO_ROUTE], 1);
 		return -ENOENT;
 	}
-	h.src_host = vpc->local_host;
-	h.dst_host = via->host;
-	h.vni = f->vni;
-	h.src_vip = f->src_vip;
-	h.dst_vip = f->dst_vip;
-	h.sport = ovr_vpc_flow_sport(f->hash, path);
-	h.dport = vpc->dport;
-	h.dscp = f->dscp;
-	h.ecn = f->ecn;
-	memcpy(h.src_mac, vpc->local_mac, sizeof(h.src_mac));
-	memcpy(h.dst_mac, via->mac, sizeof(h.dst_mac));
-	rc = vpc_encap(pdu, headroom, pdu_len, &h);
-	if (ovr_unlikely(rc))
-		return rc;
-	c = &tn->cnt[t->idx];
-	cnt_add(&c->tx_pkts, 1);
-	cnt_add(&c->tx_bytes, pdu_len + OVR_WIRE_ENCAP_LEN);
-	return 0;
+	return tx_encap(t, f, path, pdu, headroom, pdu_len, via->host, via->mac,
+			tn);
 }
