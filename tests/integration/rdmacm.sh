@@ -176,15 +176,15 @@ check() {
 		tail -20 "$f"
 		nfail=$((nfail + 1))
 		summary+=("$(printf '%-34s %s' "$name" FAIL)")
-	else
-		summary+=("$(printf '%-34s %s' "$name" "ok ($got)")")
+		return 1
 	fi
+	summary+=("$(printf '%-34s %s' "$name" "ok ($got)")")
 }
 
-# unfail: the last pair's failure counts no more (it is retried)
+# unfail [WHY]: the last failure counts no more (it is retried)
 unfail() {
 	nfail=$((nfail - 1))
-	summary[-1]="${summary[-1]%% FAIL*} lost a datagram, retried"
+	summary[-1]="${summary[-1]%% FAIL*} ${1:-lost a datagram}, retried"
 }
 
 run_all() { # LABEL LOSSY
@@ -321,11 +321,14 @@ finalized() {
 	[ "$v" = ok ]
 }
 
-# fi_try NAME: one fi_pingpong -e $e run (fabric's ws, wc, k, a1)
+# fi_try NAME: one fi_pingpong -e $e run (fabric's ws, wc, k, a1): the
+# exits, and the client's result line (the 1000 ping-pongs done)
 fi_try() {
 	pair "$1" "$ws" "$wc" "${k[@]}" fi_pingpong -p verbs -e "$e" -c \
 		-I 1000 -S 4096 -- "${k[@]}" fi_pingpong -p verbs -e "$e" -c \
-		-I 1000 -S 4096 "$a1" && finalized
+		-I 1000 -S 4096 "$a1" && finalized &&
+		check "$1: 1000 x 4k" "$out/${#summary[@]}.cli" \
+			'^4k +1k +=1k ' 1
 }
 
 # fabric LABEL LOSSY: libfabric's fi_pingpong over the verbs provider
@@ -357,16 +360,16 @@ fabric() {
 		# server's last message again, which the server waits for
 		# (gdb: the client in read(), the server in RxD's progress;
 		# libfabric's manual progress). That run gets a second try,
-		# as udaddy's does.
+		# as udaddy's does; so does one (once in CI, at 0 %) where the
+		# server exited 0 and the client, killed at 20 s, had printed
+		# no result (not caught under gdb yet: docs/PROVIDER.md,
+		# "libfabric").
 		if [ "$e" = rdm ]; then
 			ws=any wc=any k=(timeout -s KILL 20)
 		fi
-		if fi_try "$l fi_pingpong -e $e" ||
-			{ [ "$e" = rdm ] && unfail &&
-				fi_try "$l fi_pingpong -e $e, again"; }; then
-			check "$l fi_pingpong -e $e: 1000 x 4k" \
-				"$out/${#summary[@]}.cli" '^4k +1k +=1k ' 1
-		fi
+		fi_try "$l fi_pingpong -e $e" ||
+			{ [ "$e" = rdm ] && unfail "stuck at its end" &&
+				fi_try "$l fi_pingpong -e $e, again"; }
 	done
 	pair "$l fi_pingpong -e msg: refused" 61 any \
 		fi_pingpong -p verbs -e msg -I 10 -S 64 -- \
