@@ -403,6 +403,26 @@ static void rx_keep(struct svc *s, void **bufs, unsigned int n, uint64_t closed,
 }
 
 /*
+ * The encapsulated frame of the @len-byte PDU at @pdu (in @token's
+ * buffer) goes out, counted: to a vIP of this node (its binding names our
+ * own port's MAC: two applications on one host, as with a NIC's internal
+ * loopback) through the loopback, else to the port.
+ */
+static inline void frame_out(struct svc *s, void *token, uint8_t *pdu,
+			     uint32_t len)
+{
+	uint8_t *frame = pdu - OVR_WIRE_ENCAP_LEN;
+
+	s->cnt.tx_frames++;
+	s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
+	if (!memcmp(frame, s->mac, 6))
+		loop_queue(s, token, frame, len + OVR_WIRE_ENCAP_LEN);
+	else
+		s->port_ops->tx(s->port, token, frame,
+				len + OVR_WIRE_ENCAP_LEN);
+}
+
+/*
  * A datagram of UD QP @qp to multicast group @group (the PDU of @len
  * bytes in @token's buffer): one copy to each node that serves a vIP of
  * the tenant - this one only when a QP here is attached - each
@@ -452,14 +472,7 @@ static void tx_mcast(struct svc *s, struct svc_qp *qp, void *token,
 			continue;
 		}
 		s->cnt.tx_mcast_copies++;
-		s->cnt.tx_frames++;
-		s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
-		if (local)
-			loop_queue(s, tok, p - OVR_WIRE_ENCAP_LEN,
-				   len + OVR_WIRE_ENCAP_LEN);
-		else
-			s->port_ops->tx(s->port, tok, p - OVR_WIRE_ENCAP_LEN,
-					len + OVR_WIRE_ENCAP_LEN);
+		frame_out(s, tok, p, len);
 	}
 	if (last == UINT32_MAX)
 		s->port_ops->tx_free(s->port, token); /* nobody to hear it */
@@ -522,17 +535,7 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
-	s->cnt.tx_frames++;
-	s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
-	/* a vIP of this node (its binding names our own port's MAC): two
-	 * applications on one host, as with a NIC's internal loopback */
-	if (!memcmp(pdu - OVR_WIRE_ENCAP_LEN, s->mac, 6)) {
-		loop_queue(s, token, pdu - OVR_WIRE_ENCAP_LEN,
-			   len + OVR_WIRE_ENCAP_LEN);
-		return;
-	}
-	s->port_ops->tx(s->port, token, pdu - OVR_WIRE_ENCAP_LEN,
-			len + OVR_WIRE_ENCAP_LEN);
+	frame_out(s, token, pdu, len);
 }
 
 /*
@@ -569,15 +572,7 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 		s->port_ops->tx_free(s->port, token);
 		return -EHOSTUNREACH;
 	}
-	s->cnt.tx_frames++;
-	s->cnt.tx_bytes += (uint64_t)n + OVR_WIRE_ENCAP_LEN;
-	if (!memcmp(pdu - OVR_WIRE_ENCAP_LEN, s->mac, 6)) {
-		loop_queue(s, token, pdu - OVR_WIRE_ENCAP_LEN,
-			   (uint32_t)n + OVR_WIRE_ENCAP_LEN);
-		return 0;
-	}
-	s->port_ops->tx(s->port, token, pdu - OVR_WIRE_ENCAP_LEN,
-			(uint32_t)n + OVR_WIRE_ENCAP_LEN);
+	frame_out(s, token, pdu, (uint32_t)n);
 	return 0;
 }
 
