@@ -55,12 +55,25 @@ out=$(mktemp -d /tmp/ovrdma-ptbench.XXXXXX)
 trap '"$tb" down >/dev/null 2>&1' EXIT
 echo "perftest-vs-tcp: logs in $out"
 
-wait_port() { # port
+wait_port() { # port log
 	for _ in $(seq 150); do
 		"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
 		sleep 0.1
 	done
+	# say why, on stderr: a figure of "-" alone tells nothing
+	echo "perftest-vs-tcp: nothing listened on port $1 of node 1 in 15 s" \
+		"(ss: $("$tb" exec 1 ss -ltn 2>&1 | tail -n +2 | tr -s ' ' | head -3 | tr '\n' ';'))" >&2
+	[ -s "$2.srv" ] && sed 's/^/  server: /' "$2.srv" | tail -5 >&2
 	return 1
+}
+
+# The figure awk printed for LOG, or why there is none (stderr).
+figure() { # log value
+	[ -n "$2" ] && echo "$2" && return 0
+	echo "perftest-vs-tcp: no figure in $1:" >&2
+	tail -5 "$1" 2>/dev/null | sed 's/^/  client: /' >&2
+	[ -s "$1.srv" ] && tail -3 "$1.srv" | sed 's/^/  server: /' >&2
+	return 0
 }
 
 # perftest, server on node 1, client on node 2; prints the client's last
@@ -70,15 +83,15 @@ perftest() { # log kind prog args...
 	shift 3
 	timeout -k 5 60 "$tb" run 1 "$prog" "$@" >"$log.srv" 2>&1 &
 	spid=$!
-	wait_port 18515 || { kill $spid; wait $spid; return; }
+	wait_port 18515 "$log" || { kill $spid; wait $spid; return; }
 	timeout -k 5 60 "$tb" run 2 "$prog" "$@" "$("$tb" addr 1)" >"$log" 2>&1
 	wait $spid
-	awk -v kind="$kind" '
+	figure "$log" "$(awk -v kind="$kind" '
 		/^ *#bytes/ { tab = 1; next }
 		tab && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {
 			v = (kind == "lat") ? $5 : $4
 		}
-		END { if (v != "") print v }' "$log"
+		END { if (v != "") print v }' "$log")"
 }
 
 # sockperf ping-pong over TCP: the median one-way latency (us).
@@ -88,12 +101,12 @@ sockperf_lat() { # log
 	timeout -k 5 60 "$tb" exec 1 sockperf sr --tcp -i "$a" -p 11111 \
 		>"$log.srv" 2>&1 &
 	spid=$!
-	wait_port 11111 || { kill $spid; wait $spid; return; }
+	wait_port 11111 "$log" || { kill $spid; wait $spid; return; }
 	timeout -k 5 60 "$tb" exec 2 sockperf pp --tcp -i "$a" -p 11111 \
 		-m 64 -t "$secs" >"$log" 2>&1
 	kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
-	awk '/percentile 50.000 =/ { v = $NF } END { if (v != "") print v }' "$log"
+	figure "$log" "$(awk '/percentile 50.000 =/ { v = $NF } END { if (v != "") print v }' "$log")"
 }
 
 # iperf3 over TCP, one stream: received Gbit/s.
@@ -102,12 +115,12 @@ iperf_bw() { # log
 	a=$("$tb" addr 1)
 	timeout -k 5 60 "$tb" exec 1 iperf3 -s -1 -p 5201 >"$log.srv" 2>&1 &
 	spid=$!
-	wait_port 5201 || { kill $spid; wait $spid; return; }
+	wait_port 5201 "$log" || { kill $spid; wait $spid; return; }
 	timeout -k 5 60 "$tb" exec 2 iperf3 -c "$a" -p 5201 -t "$secs" \
 		-f g >"$log" 2>&1
 	wait $spid 2>/dev/null
-	awk '/receiver$/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Gbits/sec") v = $i }
-		END { if (v != "") print v }' "$log"
+	figure "$log" "$(awk '/receiver$/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Gbits/sec") v = $i }
+		END { if (v != "") print v }' "$log")"
 }
 
 median() { # values...

@@ -273,22 +273,25 @@ raw_run() { # RUN
 	ncpu=$(nproc)
 	lcores="--lcores=0@(0-$((ncpu - 1)))"
 	raw=$(mktemp -d /tmp/svc-bench-fabric.XXXXXX)
+	# shellcheck disable=SC2086 # OVRDMA_EAL_EXTRA: words (-d DRIVER)
 	"$fab" --no-huge --no-shconf -m 256 "$lcores" --no-pci --no-telemetry \
-		--file-prefix "$prefix-rawf" --log-level=5 \
+		--file-prefix "$prefix-rawf" --log-level=5 ${OVRDMA_EAL_EXTRA:-} \
 		--vdev="net_memif0,role=server,socket=$raw/n0.sock,socket-abstract=no,id=0" \
 		--vdev="net_memif1,role=server,socket=$raw/n1.sock,socket-abstract=no,id=0" \
 		-- --ctl "$raw/ctl" --pidfile "$raw/pid" >"$raw/fabric.log" 2>&1 &
 	rawpid=$!
 	for _ in $(seq 150); do
 		[ -s "$raw/pid" ] && break
-		kill -0 "$rawpid" 2>/dev/null || fail "raw fabric did not start"
+		kill -0 "$rawpid" 2>/dev/null ||
+			fail "raw fabric did not start: $(tail -3 "$raw/fabric.log" | tr '\n' ' ')"
 		sleep 0.1
 	done
 	[ -s "$raw/pid" ] || fail "raw fabric: no pidfile"
 	for size in "$DATA_FRAME" 64; do
 		count=$([ "$size" = 64 ] && echo 2000000 || echo 400000)
+		# shellcheck disable=SC2086
 		run timeout 300 "$gen" --no-huge --no-shconf -m 256 "$lcores" \
-			--no-pci --no-telemetry --file-prefix "$prefix-rawg" \
+			--no-pci --no-telemetry --file-prefix "$prefix-rawg" ${OVRDMA_EAL_EXTRA:-} \
 			--log-level=5 \
 			--vdev="net_memif0,role=client,socket=$raw/n0.sock,socket-abstract=no,id=0,bsize=10240,rsize=12" \
 			--vdev="net_memif1,role=client,socket=$raw/n1.sock,socket-abstract=no,id=0,bsize=10240,rsize=12" \

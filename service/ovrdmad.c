@@ -8,7 +8,8 @@
  * A DPDK primary process with one port: whatever ethdev the EAL
  * arguments (or the configuration's `eal` key) create - a PCI NIC,
  * net_af_xdp on a cloud vNIC, net_memif or net_af_packet in the testbed.
- * One thread runs everything (svc_loop.c's loop). SIGTERM and SIGINT stop
+ * The main lcore runs the dataplane, a control thread beside it the
+ * control socket (svc_loop.c). SIGTERM and SIGINT stop
  * it cleanly; counters are also exported through DPDK telemetry
  * (/ovrdma/counters). Under systemd (Type=notify, ovrdmad.service) it
  * reports readiness, status and stopping through sd_notify.
@@ -485,8 +486,8 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 
 /* ---- telemetry ----------------------------------------------------------- */
 
-/* Per-QP state comes from the dataplane thread (svc_qp_snapshot): the
- * telemetry thread never reads the engine itself. */
+/* Per-QP state is read with the dataplane parked (svc_qp_snapshot): the
+ * telemetry thread never reads the engine while it runs. */
 #define TEL_MAX_QPS 512 /* RTE_TEL_MAX_ARRAY_ENTRIES */
 
 static int tel_qps(const char *cmd, const char *params, struct rte_tel_data *d)

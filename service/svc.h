@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ovrdmad internals (docs/SERVICE.md): one dataplane thread runs
- * everything - control socket, rings, transport engine, VPC overlay and
- * the port - so that nothing needs a lock. The pieces:
+ * ovrdmad internals (docs/SERVICE.md): one dataplane thread runs the
+ * rings, the transport engine, the VPC overlay and the port; a control
+ * thread serves the control socket, sysfs and the CM's requests with the
+ * dataplane parked (svc_stw_enter), so that the two never run at once
+ * and nothing needs a lock. The pieces:
  *
  *   svc_conf.c   configuration file and flags
- *   svc_loop.c   start, stop and the poll loop: dataplane rounds, the
- *                control socket between them, sleeping
+ *   svc_loop.c   start, stop, the dataplane loop and its sleeping, the
+ *                control thread, stopping the world
  *   svc_dp.c     rings <-> engine <-> overlay, completions
  *   svc_obj.c    handles, doorbells, CQ slots and the QP index: what the
  *                control side and the dataplane both use
@@ -30,6 +32,7 @@
 #ifndef OVRDMA_SVC_H
 #define OVRDMA_SVC_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +85,7 @@
 #define SVC_EV_TIMER 3ull
 #define SVC_EV_RX 4ull
 #define SVC_EV_NDEV 5ull /* rtnetlink: addresses, links (svc_sysfs.c) */
+#define SVC_EV_STOP 6ull /* the control thread's stop eventfd */
 #define SVC_EV_CTX_MIN 16ull /* larger values: struct svc_ctx pointers */
 /* a context pointer with this bit set: its pidfd (struct svc_ctx is
  * aligned, so the bit is free) */
@@ -586,9 +590,30 @@ struct svc {
 	const struct svc_port_ops *port_ops;
 	void *port;
 	int listen_fd;
+	/* the control thread's epoll set: the listening socket, contexts'
+	 * sockets and pidfds, CM channels' room, rtnetlink, ctl_stop_fd */
 	int epfd;
+	/* the dataplane's: wake_fd, timer_fd and the port's interrupt */
+	int dp_epfd;
 	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
 	int timer_fd;
+	int ctl_stop_fd; /* eventfd: the control thread ends */
+	pthread_t ctl_thread;
+	bool ctl_started;
+	/*
+	 * Stop the world (svc_loop.c): a thread that changes what the
+	 * dataplane reads (the control thread, a snapshot for telemetry)
+	 * takes stw_lock, sets stw and waits until dp_active is 0: the
+	 * dataplane parks between rounds, or is asleep, off the RCU
+	 * readers. Nothing on the per-packet path takes a lock: the
+	 * dataplane reads stw once a round.
+	 */
+	pthread_mutex_t stw_lock;
+	_Atomic uint32_t stw, dp_active;
+	/* the VPC reader handles of the dataplane and the control thread:
+	 * @vt is the one of the thread running now (the control thread
+	 * swaps it in while the world is stopped) */
+	struct ovr_vpc_thread *dp_vt, *ctl_vt;
 	int ndev_fd; /* rtnetlink reports for the tree's netdevs; -1: none */
 	int svc_fd; /* the service page's memfd */
 	struct ovr_ring_svc *page;
@@ -614,7 +639,6 @@ struct svc {
 	/* the loop's last round (busy_ns, poll_ns) */
 	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
 	uint32_t round_seq; /* rounds, for the CPU-clock samples */
-	struct svc_snap_req *_Atomic snap_req; /* svc_qp_snapshot() */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
 	struct svc_counters cnt;
 	/* the connection manager's ids, every channel's (svc_cm.c): O(N)
@@ -649,18 +673,24 @@ struct svc {
 	char gdr_why[160];
 };
 
-/* svc_loop.c: start, stop, the poll loop, snapshots for other threads */
+/* svc_loop.c: start, stop, the dataplane loop, the control thread,
+ * stopping the world, snapshots for other threads */
 int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	     const uint8_t mac[6]);
 void svc_fini(struct svc *s);
-/* Runs until s->stop; returns 0. */
+/* Runs the dataplane on the calling thread (the one that called
+ * svc_init) and the control thread beside it until s->stop; returns 0,
+ * or -errno when the control thread could not start. */
 int svc_run(struct svc *s);
+/* The dataplane parked (or asleep) until svc_stw_exit: what it reads
+ * may change. Not from the dataplane thread. */
+void svc_stw_enter(struct svc *s);
+void svc_stw_exit(struct svc *s);
 /*
- * A snapshot of QPs' state for another thread (DPDK telemetry): the
- * dataplane thread fills @out (QP @qpn only, or every QP when @qpn is 0,
- * at most @max) at its next control poll, waking up for it. Returns the
- * number filled, or -ETIMEDOUT when the dataplane did not answer within
- * @timeout_ms. One caller at a time (-EBUSY otherwise).
+ * A snapshot of QPs' state for another thread (DPDK telemetry), taken
+ * with the world stopped: @out gets QP @qpn only, or every QP when @qpn
+ * is 0, at most @max. Returns the number filled, or -ETIMEDOUT when the
+ * dataplane did not park within @timeout_ms.
  */
 struct svc_qp_snap {
 	uint32_t ctx; /* context id */

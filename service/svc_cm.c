@@ -41,7 +41,9 @@
  * kernel's ucma does), so the queue is bounded by the ids the channel
  * holds.
  *
- * Single thread (the loop's); ids in one list, O(N) lookups.
+ * Never two threads at once: the dataplane (messages received, timers)
+ * and the control thread (requests) with the dataplane parked
+ * (svc_loop.c); ids in one list, O(N) lookups.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -4,8 +4,8 @@
  * socket, a connection per application context, HELLO / LIST_DEVICES /
  * OPEN, the dispatch of every other request to the room that owns it
  * (svc_verbs.c, svc_qp.c, svc_admin.c), and a context's teardown. Runs
- * on the dataplane thread, between bursts, so requests may call the
- * engine directly.
+ * on the control thread with the dataplane parked (svc_loop.c, stopping
+ * the world), so requests may call the engine directly.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1612,7 +1612,7 @@ int svc_dp_init(struct svc *s)
 	s->vpc = ovr_vpc_create(&vc);
 	if (!s->vpc)
 		return -errno;
-	s->vt = ovr_vpc_thread_register(s->vpc);
+	s->vt = s->dp_vt = ovr_vpc_thread_register(s->vpc);
 	if (!s->vt)
 		return -errno;
 
@@ -1663,9 +1663,9 @@ void svc_dp_fini(struct svc *s)
 	/* every context, hence every GPU import, is gone */
 	ovr_gdr_close(s->gdr);
 	s->gdr = NULL;
-	if (s->vt) {
-		ovr_vpc_thread_unregister(s->vt);
-		s->vt = NULL;
+	if (s->dp_vt) {
+		ovr_vpc_thread_unregister(s->dp_vt);
+		s->vt = s->dp_vt = NULL;
 	}
 	if (s->vpc)
 		ovr_vpc_destroy(s->vpc);

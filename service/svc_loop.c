@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
- * ovrdmad's start, stop and its one poll loop (docs/SERVICE.md section
- * 5): the loop runs the dataplane's rounds (svc_dp.c), looks at the
- * control sockets between them (svc_conn.c), answers snapshots for other
- * threads, and sleeps when idle. This is the only file that uses both
- * the dataplane and the control side.
+ * ovrdmad's start, stop and its two threads (docs/SERVICE.md section 5).
+ * The dataplane thread (the one that called svc_init) runs the rounds
+ * (svc_dp.c) and sleeps when idle; the control thread blocks in epoll on
+ * the control sockets (svc_conn.c), the contexts' pidfds, the CM
+ * channels and rtnetlink, and handles what arrives with the world
+ * stopped: the dataplane parked between two rounds, or asleep. So the
+ * two never run at once, everything they share is as single-threaded
+ * as it was when one thread did both, and the dataplane's only cost is
+ * a relaxed load per round. This is the only file that uses both the
+ * dataplane and the control side.
  *
- * Idle: after spin_us without work the loop sets the service page's
- * `sleeping`, looks at every doorbell once more (see ring.h), arms the
- * port's receive interrupt and blocks in epoll on the control sockets,
- * the wake eventfd, the receive interrupt and a timerfd set to the
- * engine's next timer (or the heartbeat). A port without receive
- * interrupts naps at most NAP_MAX_NS instead.
+ * Idle: after spin_us without work the dataplane sets the service
+ * page's `sleeping`, looks at every doorbell once more (see ring.h),
+ * arms the port's receive interrupt and blocks in epoll on the wake
+ * eventfd, the receive interrupt and the engine's next timer (or the
+ * heartbeat). A port without receive interrupts naps at most NAP_MAX_NS
+ * instead. The control thread wakes it after each stop of the world
+ * that found it asleep: what it changed may want a round at once.
  */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +30,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,7 +43,6 @@
  * at most NAP_MAX_NS (doorbells and control requests wake it at once). */
 #define NAP_MIN_NS 20000ull
 #define NAP_MAX_NS 1000000ull
-#define CTL_EVERY_NS 200000ull /* busy: look at control sockets */
 /* One round in SVC_CPU_SAMPLE is timed on the thread's CPU clock too
  * (busy_smp_*, poll_smp_*): a system call each end, about 0.5 us on a
  * 2-vCPU VM, so about 16 ns a round on average. */
@@ -49,11 +58,11 @@ static uint64_t thread_cpu_ns(void)
 
 /* ---- setup --------------------------------------------------------------- */
 
-static int ep_add(struct svc *s, int fd, uint64_t tag)
+static int ep_add(int epfd, int fd, uint64_t tag)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = tag };
 
-	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 /* the service page: clients map it read-only */
@@ -80,16 +89,20 @@ static int events_init(struct svc *s)
 	const struct svc_port_ops *ops = s->port_ops;
 
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->dp_epfd = epoll_create1(EPOLL_CLOEXEC);
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->ctl_stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->timer_fd =
 		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (s->epfd < 0 || s->wake_fd < 0 || s->timer_fd < 0)
+	if (s->epfd < 0 || s->dp_epfd < 0 || s->wake_fd < 0 ||
+	    s->ctl_stop_fd < 0 || s->timer_fd < 0)
 		return -errno;
-	if (ep_add(s, s->wake_fd, SVC_EV_WAKE) ||
-	    ep_add(s, s->timer_fd, SVC_EV_TIMER))
+	if (ep_add(s->dp_epfd, s->wake_fd, SVC_EV_WAKE) ||
+	    ep_add(s->dp_epfd, s->timer_fd, SVC_EV_TIMER) ||
+	    ep_add(s->epfd, s->ctl_stop_fd, SVC_EV_STOP))
 		return -errno;
 	if (ops->rx_intr_fd && ops->rx_intr_fd(s->port) >= 0 &&
-	    ep_add(s, ops->rx_intr_fd(s->port), SVC_EV_RX))
+	    ep_add(s->dp_epfd, ops->rx_intr_fd(s->port), SVC_EV_RX))
 		return -errno;
 	return 0;
 }
@@ -159,7 +172,8 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->port = port;
 	memcpy(s->mac, mac, 6);
 	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
-	s->ndev_fd = -1;
+	s->ndev_fd = s->dp_epfd = s->ctl_stop_fd = -1;
+	pthread_mutex_init(&s->stw_lock, NULL);
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
 	s->cm_next_at = UINT64_MAX;
@@ -191,8 +205,8 @@ void svc_fini(struct svc *s)
 	svc_dp_fini(s);
 	if (s->page && s->page != MAP_FAILED)
 		munmap(s->page, 4096);
-	int fds[] = { s->listen_fd, s->epfd, s->wake_fd, s->timer_fd,
-		      s->svc_fd };
+	int fds[] = { s->listen_fd, s->epfd,	    s->dp_epfd, s->wake_fd,
+		      s->timer_fd,  s->ctl_stop_fd, s->svc_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
@@ -203,10 +217,27 @@ void svc_fini(struct svc *s)
 
 /* ---- the loop ------------------------------------------------------------ */
 
-static void handle_events(struct svc *s, struct epoll_event *ev, int n)
+/* The dataplane's events: a wakeup, the timer, the port's interrupt. */
+static void dp_events(struct svc *s, struct epoll_event *ev, int n)
 {
 	for (int i = 0; i < n; i++) {
 		uint64_t tag = ev[i].data.u64, junk;
+		int fd = tag == SVC_EV_WAKE  ? s->wake_fd :
+			 tag == SVC_EV_TIMER ? s->timer_fd :
+					       s->port_ops->rx_intr_fd(s->port);
+
+		if (tag == SVC_EV_RX && s->port_ops->rx_intr_ack)
+			s->port_ops->rx_intr_ack(s->port);
+		else if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+			perror("ovrdmad: read");
+	}
+}
+
+/* The control thread's events, with the world stopped. */
+static void ctl_events(struct svc *s, struct epoll_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t tag = ev[i].data.u64;
 
 		switch (tag) {
 		case SVC_EV_LISTEN:
@@ -215,19 +246,7 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 		case SVC_EV_NDEV:
 			svc_sysfs_ndev_event(s);
 			break;
-		case SVC_EV_WAKE:
-		case SVC_EV_TIMER:
-		case SVC_EV_RX:
-			if (tag == SVC_EV_RX && s->port_ops->rx_intr_ack)
-				s->port_ops->rx_intr_ack(s->port);
-			else if (read(tag == SVC_EV_WAKE ?
-					      s->wake_fd :
-				      tag == SVC_EV_TIMER ?
-					      s->timer_fd :
-					      s->port_ops->rx_intr_fd(s->port),
-				      &junk, sizeof(junk)) < 0 &&
-				 errno != EAGAIN)
-				perror("ovrdmad: read");
+		case SVC_EV_STOP:
 			break;
 		default:
 			if (tag & SVC_EV_CMOUT) {
@@ -249,15 +268,6 @@ static void handle_events(struct svc *s, struct epoll_event *ev, int n)
 			return;
 		}
 	}
-}
-
-static void poll_control(struct svc *s)
-{
-	struct epoll_event ev[16];
-	int n = epoll_wait(s->epfd, ev, 16, 0);
-
-	if (n > 0)
-		handle_events(s, ev, n);
 }
 
 static void heartbeat(struct svc *s, uint64_t now)
@@ -291,7 +301,7 @@ static int nap_wait(struct svc *s, struct epoll_event *ev, uint64_t now,
 			.tv_sec = (time_t)((until - now) / 1000000000ull),
 			.tv_nsec = (long)((until - now) % 1000000000ull),
 		};
-		int n = epoll_pwait2(s->epfd, ev, 16, &ts, NULL);
+		int n = epoll_pwait2(s->dp_epfd, ev, 16, &ts, NULL);
 
 		if (n >= 0 || errno != ENOSYS)
 			return n;
@@ -300,8 +310,98 @@ static int nap_wait(struct svc *s, struct epoll_event *ev, uint64_t now,
 	its.it_value.tv_sec = (time_t)(until / 1000000000ull);
 	its.it_value.tv_nsec = (long)(until % 1000000000ull);
 	timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-	return epoll_wait(s->epfd, ev, 16, -1);
+	return epoll_wait(s->dp_epfd, ev, 16, -1);
 }
+
+/* ---- stopping the world --------------------------------------------------- */
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t val,
+		       const struct timespec *rel)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, val, rel, NULL,
+		0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
+}
+
+/* The dataplane leaves: a stop of the world may begin (or is waiting). */
+static void dp_leave(struct svc *s)
+{
+	atomic_store(&s->dp_active, 0);
+	futex_wake(&s->dp_active);
+}
+
+/* The dataplane comes back, after any stop of the world under way. The
+ * seq_cst store and load pair with svc_stw_enter's (Dekker): either the
+ * stopper sees dp_active or the dataplane sees stw. */
+static void dp_enter(struct svc *s)
+{
+	for (;;) {
+		atomic_store(&s->dp_active, 1);
+		if (!atomic_load(&s->stw))
+			return;
+		dp_leave(s);
+		while (atomic_load(&s->stw))
+			futex_wait(&s->stw, 1, NULL);
+	}
+}
+
+/* Between two rounds, with a stop asked for: off the VPC's readers
+ * (the control thread may wait for a grace period), parked until the
+ * stop ends. */
+static void dp_park(struct svc *s)
+{
+	ovr_vpc_thread_offline();
+	dp_leave(s);
+	dp_enter(s);
+	ovr_vpc_thread_online();
+}
+
+/* Asks the dataplane to park and waits until it has (or is asleep), at
+ * most until @deadline (CLOCK_MONOTONIC ns; 0: no bound). 0, or
+ * -ETIMEDOUT with the request withdrawn. stw_lock is held. */
+static int stw_wait(struct svc *s, uint64_t deadline)
+{
+	atomic_store(&s->stw, 1);
+	while (atomic_load(&s->dp_active)) {
+		struct timespec rel = { 0, 1000000 }; /* 1 ms, then look */
+		uint64_t now = svc_now();
+
+		if (deadline && now >= deadline) {
+			atomic_store(&s->stw, 0);
+			futex_wake(&s->stw);
+			return -ETIMEDOUT;
+		}
+		futex_wait(&s->dp_active, 1, &rel);
+	}
+	return 0;
+}
+
+void svc_stw_enter(struct svc *s)
+{
+	pthread_mutex_lock(&s->stw_lock);
+	stw_wait(s, 0);
+}
+
+void svc_stw_exit(struct svc *s)
+{
+	uint64_t one = 1;
+
+	atomic_store(&s->stw, 0);
+	futex_wake(&s->stw);
+	/* asleep: its timers and its view of the work may be stale now */
+	if (atomic_load(&s->page->sleeping) &&
+	    write(s->wake_fd, &one, sizeof(one)) < 0) {
+		/* a full counter: it wakes anyway */
+	}
+	pthread_mutex_unlock(&s->stw_lock);
+}
+
+/* ---- the dataplane's sleep ------------------------------------------------ */
 
 static void svc_sleep(struct svc *s, uint64_t next)
 {
@@ -337,41 +437,91 @@ static void svc_sleep(struct svc *s, uint64_t next)
 		s->port_ops->rx_intr(s->port, true);
 	s->cnt.sleeps++;
 	ovr_vpc_thread_offline();
+	/* asleep, the world may stop: svc_stw_exit wakes us after it */
+	dp_leave(s);
 	n = nap_wait(s, ev, now, until);
+	dp_enter(s);
 	ovr_vpc_thread_online();
 	if (rxfd >= 0)
 		s->port_ops->rx_intr(s->port, false);
 	atomic_store(&s->page->sleeping, 0);
 	s->cnt.wakeups++;
 	if (n > 0)
-		handle_events(s, ev, n);
+		dp_events(s, ev, n);
+}
+
+/* ---- the control thread ---------------------------------------------------- */
+
+static void *ctl_main(void *arg)
+{
+	struct svc *s = arg;
+	struct epoll_event ev[16];
+
+	/* its own VPC reader handle: the CM's datagrams and kicks of QPs
+	 * send through the overlay from this thread */
+	s->ctl_vt = ovr_vpc_thread_register(s->vpc);
+	if (!s->ctl_vt) {
+		perror("ovrdmad: control thread: VPC reader");
+		s->stop = 1;
+		return NULL;
+	}
+	ovr_vpc_thread_offline();
+	while (!s->stop) {
+		int n = epoll_wait(s->epfd, ev, 16, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			perror("ovrdmad: control epoll");
+			break;
+		}
+		svc_stw_enter(s);
+		s->vt = s->ctl_vt;
+		ovr_vpc_thread_online();
+		ctl_events(s, ev, n);
+		ovr_vpc_thread_offline();
+		s->vt = s->dp_vt;
+		svc_stw_exit(s);
+	}
+	ovr_vpc_thread_online();
+	ovr_vpc_thread_unregister(s->ctl_vt);
+	s->ctl_vt = NULL;
+	return NULL;
 }
 
 /* ---- snapshots for other threads ---------------------------------------- */
 
-struct svc_snap_req {
-	uint32_t qpn;
-	struct svc_qp_snap *out;
-	unsigned int max, n;
-	_Atomic int done;
-};
-
-/* Dataplane side: answer a pending request. */
-static void snap_serve(struct svc *s)
+int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
+		    unsigned int max, unsigned int timeout_ms)
 {
-	struct svc_snap_req *r = atomic_exchange(&s->snap_req, NULL);
+	uint64_t deadline = svc_now() + (uint64_t)timeout_ms * 1000000ull;
+	struct timespec abs;
+	unsigned int n = 0;
+	int rc;
 
-	if (!r)
-		return;
-	r->n = 0;
+	clock_gettime(CLOCK_REALTIME, &abs);
+	abs.tv_sec += timeout_ms / 1000;
+	abs.tv_nsec += (long)(timeout_ms % 1000) * 1000000l;
+	if (abs.tv_nsec >= 1000000000l) {
+		abs.tv_sec++;
+		abs.tv_nsec -= 1000000000l;
+	}
+	rc = pthread_mutex_timedlock(&s->stw_lock, &abs);
+	if (rc)
+		return rc == ETIMEDOUT ? -ETIMEDOUT : -rc;
+	rc = stw_wait(s, deadline);
+	if (rc) {
+		pthread_mutex_unlock(&s->stw_lock);
+		return rc;
+	}
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
-		for (uint32_t i = 0; i < c->nobj && r->n < r->max; i++) {
+		for (uint32_t i = 0; i < c->nobj && n < max; i++) {
 			struct svc_qp *qp = c->obj[i].p;
-			struct svc_qp_snap *o = &r->out[r->n];
+			struct svc_qp_snap *o = &out[n];
 			struct ovr_eng_qp_attr qa;
 
 			if (c->obj[i].type != SVC_OBJ_QP ||
-			    (r->qpn && qp->qpn != r->qpn) ||
+			    (qpn && qp->qpn != qpn) ||
 			    ovr_eng_qp_stats(s->eng, qp->qpn, &o->st) ||
 			    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
 				continue;
@@ -379,46 +529,34 @@ static void snap_serve(struct svc *s)
 			o->qpn = qp->qpn;
 			o->dest_qpn = qa.dest_qp_num;
 			o->peer_vip = qp->connected ? qp->flow.dst_vip : 0;
-			r->n++;
+			n++;
 		}
-	atomic_store_explicit(&r->done, 1, memory_order_release);
+	svc_stw_exit(s);
+	return (int)n;
 }
 
-int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
-		    unsigned int max, unsigned int timeout_ms)
-{
-	struct svc_snap_req r = { .qpn = qpn, .out = out, .max = max };
-	struct svc_snap_req *none = NULL;
-	uint64_t one = 1;
-
-	if (!atomic_compare_exchange_strong(&s->snap_req, &none, &r))
-		return -EBUSY;
-	if (write(s->wake_fd, &one, sizeof(one)) < 0) {
-		/* a full counter: the service is awake anyway */
-	}
-	for (unsigned int t = 0; t < timeout_ms * 10; t++) {
-		if (atomic_load_explicit(&r.done, memory_order_acquire))
-			return (int)r.n;
-		usleep(100);
-	}
-	/* withdraw it, unless the dataplane has taken it: then wait */
-	none = &r;
-	if (atomic_compare_exchange_strong(&s->snap_req, &none, NULL))
-		return -ETIMEDOUT;
-	while (!atomic_load_explicit(&r.done, memory_order_acquire))
-		usleep(100);
-	return (int)r.n;
-}
+/* ---- the dataplane loop ---------------------------------------------------- */
 
 int svc_run(struct svc *s)
 {
-	uint64_t now = svc_now(), idle_since = now, last_ctl = now;
+	uint64_t now = svc_now(), idle_since = now;
 	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
 	uint64_t cpu0 = 0; /* the sampled round's start on the CPU clock */
+	uint64_t one = 1;
+	int rc;
 
 	s->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
 	/* naps end when asked (nap_wait), not up to 50 us later */
 	prctl(PR_SET_TIMERSLACK, 1000ul);
+	dp_enter(s);
+	rc = pthread_create(&s->ctl_thread, NULL, ctl_main, s);
+	if (rc) {
+		fprintf(stderr, "ovrdmad: control thread: %s\n", strerror(rc));
+		dp_leave(s);
+		return -rc;
+	}
+	s->ctl_started = true;
+	pthread_setname_np(s->ctl_thread, "ovrdmad-ctl");
 	while (!s->stop) {
 		uint64_t next, prev = now;
 		bool work, copying;
@@ -457,10 +595,14 @@ int svc_run(struct svc *s)
 		copying = s->dev_closed != s->dev_done;
 		heartbeat(s, now);
 		ovr_vpc_quiescent();
-		if (now - last_ctl >= CTL_EVERY_NS) {
-			last_ctl = now;
-			poll_control(s);
-			snap_serve(s);
+		if (atomic_load_explicit(&s->stw, memory_order_relaxed)) {
+			/* the control thread's turn; what it changed may
+			 * want a round at once, so none is skipped after */
+			dp_park(s);
+			s->last_round = SVC_ROUND_SLEPT;
+			idle_since = now = svc_now();
+			s->nap_ns = NAP_MIN_NS;
+			continue;
 		}
 		if (work || next <= now) {
 			idle_since = now;
@@ -476,9 +618,15 @@ int svc_run(struct svc *s)
 			}
 			svc_sleep(s, next);
 			s->last_round = SVC_ROUND_SLEPT;
-			idle_since = last_ctl = svc_now();
+			idle_since = svc_now();
 		}
 	}
 	atomic_store(&s->page->stopping, 1);
+	/* the control thread ends; svc_fini runs with the world ours */
+	dp_leave(s);
+	if (write(s->ctl_stop_fd, &one, sizeof(one)) < 0)
+		perror("ovrdmad: stop the control thread");
+	pthread_join(s->ctl_thread, NULL);
+	s->ctl_started = false;
 	return 0;
 }
