@@ -215,7 +215,9 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	struct ovr_eng_qp_cap cap;
 	struct eng_qp *qp = NULL;
 	struct eng_srq *srq = NULL;
-	uint32_t n = 1u << e->qp_bits, i, gen_bits = 24 - e->qp_bits;
+	uint32_t n = 1u << e->qp_bits, i;
+	uint32_t low_bits = e->qp_bits + e->cfg.qpn_tag_bits;
+	uint32_t gen_bits = 24 - low_bits;
 	uint64_t *rxbits;
 	int rc;
 
@@ -254,13 +256,14 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	qp->srq = srq;
 	if (srq)
 		srq->nqp++;
-	/* QPN = generation | slot: a packet for a destroyed QP does not
-	 * reach the next QP in that slot. Generation 0 is skipped so QPN 0
+	/* QPN = generation | tag | slot: a packet for a destroyed QP does
+	 * not reach the next QP in that slot, nor one for another engine's
+	 * QP this engine's (cfg.qpn_tag). Generation 0 is skipped so QPN 0
 	 * and 1 (IB's special QPs) are never used. */
 	e->qp_gen = (e->qp_gen + 1) & ((1u << gen_bits) - 1);
 	if (!e->qp_gen)
 		e->qp_gen = 1;
-	qp->qpn = (e->qp_gen << e->qp_bits) | i;
+	qp->qpn = (e->qp_gen << low_bits) | (e->cfg.qpn_tag << e->qp_bits) | i;
 	qp->type = init->qp_type ? init->qp_type : OVR_QPT_RC;
 	if (qp->type == OVR_QPT_UD) {
 		/* no path: the port's MTU, fixed */

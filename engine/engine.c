@@ -81,6 +81,9 @@ static bool cfg_valid(const struct ovr_eng_cfg *cfg,
 {
 	if (!cfg || !ops || !ops->tx_alloc || !ops->tx || !ops->cqe ||
 	    !cfg->max_qp || cfg->max_qp > (1u << 20) || !cfg->max_mr ||
+	    cfg->qpn_tag_bits > 20 ||
+	    (cfg->qpn_tag >> cfg->qpn_tag_bits) != 0 ||
+	    ovr_eng_slot_bits(cfg->max_qp) + cfg->qpn_tag_bits > 20 ||
 	    cfg->window_pkts < OVR_DP_RXWIN_MIN ||
 	    cfg->window_pkts > OVR_DP_RXWIN_MAX ||
 	    (cfg->window_pkts & (cfg->window_pkts - 1)) || !cfg->sb_pool ||

@@ -337,7 +337,33 @@ struct ovr_eng_cfg {
 	/* batches of device copies in flight at most (ops.dev_batch_*),
 	 * 1..OVR_ENG_MAX_DEV_BATCHES; 0: the default */
 	uint32_t dev_batches;
+	/*
+	 * Engines sharing a node (one per dataplane core) tell their QPNs
+	 * apart: QPN = generation | qpn_tag | slot, the tag's qpn_tag_bits
+	 * bits just above the slot's (ovr_eng_qpn_tag), so any core - or
+	 * the port's dispatch - finds a QPN's engine without a lookup.
+	 * Slot and tag bits together at most 20 (the generation keeps 4 or
+	 * more of the 24). 0 / 0: one engine, no tag.
+	 */
+	uint32_t qpn_tag, qpn_tag_bits;
 };
+
+/* The bits of a QPN's slot for max_qp slots (a power of two is used). */
+static inline uint32_t ovr_eng_slot_bits(uint32_t max_qp)
+{
+	uint32_t b = 0;
+
+	while ((1u << b) < max_qp)
+		b++;
+	return b;
+}
+
+/* The tag of @qpn of an engine with @slot_bits and @tag_bits. */
+static inline uint32_t ovr_eng_qpn_tag(uint32_t qpn, uint32_t slot_bits,
+				       uint32_t tag_bits)
+{
+	return (qpn >> slot_bits) & ((1u << tag_bits) - 1);
+}
 
 #define OVR_ENG_DEV_BATCHES 8u /* default cfg.dev_batches */
 #define OVR_ENG_MAX_DEV_BATCHES 32u

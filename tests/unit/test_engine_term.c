@@ -4,7 +4,8 @@
  * or moved to ERROR by its own side ends its peer's outstanding work in
  * about one RTT, also when the TERMINATE is lost (the vanished QPN then
  * answers the peer's next packet); forged or stale TERMINATEs are ignored
- * and counted; answers are rate limited and never answer each other.
+ * and counted; answers are rate limited and never answer each other. And
+ * QPNs tagged with their engine's core (cfg.qpn_tag).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -585,6 +586,116 @@ static void test_noqp_answers(void **state)
 	assert_int_equal(st.term_limited, 18);
 }
 
+/*
+ * Engines of several dataplane cores on one node (cfg.qpn_tag): every
+ * QPN carries its engine's tag above the slot, a packet for a QPN whose
+ * tag is another engine's reaches no QP here (answered as for a QPN that
+ * does not exist, never delivered to the QP in the same slot), and the
+ * configurations that would not fit 24 bits are refused.
+ */
+#define TAG_BITS 3u
+#define TAG 5u
+
+static int setup_tagged(void **state)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	struct ovr_pair_cfg cfg;
+	struct ovr_pair_qp_params qp;
+
+	assert_non_null(f);
+	ovr_pair_cfg_default(&cfg);
+	cfg.mem_bytes = 4u << 20;
+	cfg.eng.term_burst = 8;
+	cfg.eng.qpn_tag = TAG;
+	cfg.eng.qpn_tag_bits = TAG_BITS;
+	ovr_pair_qp_params_default(&qp);
+	f->p = ovr_pair_create(&cfg);
+	assert_non_null(f->p);
+	assert_int_equal(ovr_pair_connect(f->p, &qp, 0, f->qpn), 0);
+	*state = f;
+	return 0;
+}
+
+static void test_qpn_tag(void **state)
+{
+	struct fix *f = *state;
+	struct ovr_pair *p = f->p;
+	struct ovr_pair_node *n0 = &p->n[0];
+	struct ovr_pair_cfg cfg;
+	uint32_t sb, other, qpn;
+	struct ovr_eng_qp_attr a;
+	struct ovr_wire_pkt got, pkt = {
+		.version = OVR_WIRE_VERSION,
+		.opcode = OVR_OP_SEND,
+		.flags = OVR_F_LAST,
+		.psn = 9,
+		.sqpn = f->qpn[1],
+		.tsval = 1,
+	};
+	struct ovr_eng_wc wc;
+	struct ovr_eng_stats st;
+	uint8_t buf[256];
+	int len;
+
+	ovr_pair_cfg_default(&cfg);
+	sb = ovr_eng_slot_bits(cfg.eng.max_qp);
+	assert_true(sb >= 4);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(ovr_eng_qpn_tag(f->qpn[i], sb, TAG_BITS), TAG);
+		assert_true(f->qpn[i] >> (sb + TAG_BITS)); /* a generation */
+	}
+	/* the QPs work */
+	fill_pattern(p->n[0].mem, 3000, 7);
+	assert_int_equal(post_recv_one(p, 1, f->qpn[1], 1, 8192, 4096), 0);
+	assert_int_equal(post_one(p, 0, f->qpn[0], OVR_WR_SEND, 2, 0, 3000, 0,
+				  OVR_SEND_SIGNALED),
+			 0);
+	assert_true(wait_cq(p, 1, 1, 1));
+	assert_true(ovr_pair_poll(p, 1, 1, &wc));
+	assert_int_equal(wc.status, OVR_WC_SUCCESS);
+	assert_memory_equal(p->n[1].mem + 8192, p->n[0].mem, 3000);
+	/* the same slot and generation under another engine's tag */
+	other = f->qpn[0] ^ (2u << sb);
+	assert_int_not_equal(ovr_eng_qp_query(n0->eng, other, &a), 0);
+	memset(&got, 0, sizeof(got));
+	n0->tx_filter = capture;
+	n0->tx_filter_ctx = &got;
+	pkt.dqpn = other;
+	len = ovr_wire_build(&pkt, buf, sizeof(buf));
+	assert_true(len > 0);
+	ovr_eng_rx_from(n0->eng, p->now, buf, (uint32_t)len, false, 1);
+	assert_int_equal(got.opcode, OVR_OP_TERMINATE);
+	assert_int_equal(got.u.term.reason, OVR_TERM_NO_QP_SEQ);
+	assert_int_equal(got.sqpn, other);
+	ovr_eng_get_stats(n0->eng, &st);
+	assert_int_equal(st.rx_no_qp, 1);
+	n0->tx_filter = NULL;
+	assert_int_equal(qp_state(f, 0), OVR_QPS_RTS);
+	/* QPNs made and unmade keep the tag, through generations */
+	for (int i = 0; i < 3000; i++) {
+		struct ovr_eng_qp_init init = {
+			.pd = n0->pd,
+			.send_cq = 0,
+			.recv_cq = 1,
+			.cap = { 4, 4, 1, 1, 0 },
+		};
+
+		assert_int_equal(ovr_eng_qp_create(n0->eng, &init, &qpn), 0);
+		assert_int_equal(ovr_eng_qpn_tag(qpn, sb, TAG_BITS), TAG);
+		assert_true(qpn > 1 && qpn <= 0xffffff);
+		assert_int_equal(ovr_eng_qp_destroy(n0->eng, qpn), 0);
+	}
+	/* what does not fit is refused */
+	cfg.eng.qpn_tag_bits = 2;
+	cfg.eng.qpn_tag = 4;
+	errno = 0;
+	assert_null(ovr_eng_create(&cfg.eng, &p->ops, n0));
+	assert_int_equal(errno, EINVAL);
+	cfg.eng.qpn_tag = 3;
+	cfg.eng.max_qp = 1u << 19;
+	assert_null(ovr_eng_create(&cfg.eng, &p->ops, n0));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +719,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_terminate,
 						setup_lossy, teardown),
 		cmocka_unit_test_setup_teardown(test_noqp_answers, setup_burst3,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_qpn_tag, setup_tagged,
 						teardown),
 	};
 
