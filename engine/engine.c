@@ -32,6 +32,7 @@
  * copies. engine_impl.h is their one private header.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -388,6 +389,33 @@ void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st)
 	*st = e->st;
 	st->qps = e->nqp;
 	st->mrs = ovr_mr_count(e->mrs);
+}
+
+void ovr_eng_stats_add(struct ovr_eng_stats *sum,
+		       const struct ovr_eng_stats *one)
+{
+	const size_t qps_word = offsetof(struct ovr_eng_stats, qps) / 8;
+	const size_t max_word =
+		offsetof(struct ovr_eng_stats, dev_batch_max_inflight) / 8;
+	uint64_t *s = (uint64_t *)sum;
+	const uint64_t *o = (const uint64_t *)one;
+
+	_Static_assert(sizeof(struct ovr_eng_stats) % 8 == 0 &&
+			       offsetof(struct ovr_eng_stats, qps) % 8 == 0 &&
+			       offsetof(struct ovr_eng_stats, mrs) ==
+				       offsetof(struct ovr_eng_stats, qps) + 4,
+		       "ovr_eng_stats: 64-bit words, qps and mrs in one");
+	for (size_t i = 0; i < sizeof(*sum) / 8; i++) {
+		if (i == qps_word) {
+			sum->qps += one->qps;
+			sum->mrs += one->mrs;
+		} else if (i == max_word) {
+			if (o[i] > s[i])
+				s[i] = o[i];
+		} else {
+			s[i] += o[i];
+		}
+	}
 }
 
 void ovr_eng_mem(const struct ovr_eng *e, const struct ovr_eng_qp_cap *cap,

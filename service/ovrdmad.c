@@ -101,7 +101,7 @@ static void status_tick(uint64_t now, bool link_up)
 	last = now;
 	for (int i = 0; i < SVC_MAX_DEVS; i++)
 		ndev += svc.devs[i].used;
-	ovr_eng_get_stats(svc.eng, &es);
+	svc_eng_stats(&svc, &es);
 	snprintf(cur, sizeof(cur),
 		 "STATUS=serving %u devices, %u contexts, %llu QPs; port %s",
 		 ndev, svc.nctx, (unsigned long long)es.qps,
@@ -556,10 +556,12 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 static int tel_counters(const char *cmd, const char *params,
 			struct rte_tel_data *d)
 {
-	const struct svc_counters *k = &svc.cnt;
+	struct svc_counters sum;
+	const struct svc_counters *k = &sum;
 
 	(void)cmd;
 	(void)params;
+	svc_counters_sum(&svc, &sum);
 	rte_tel_data_start_dict(d);
 #define T(f) rte_tel_data_add_dict_u64(d, #f, k->f)
 	T(rx_frames);

@@ -413,6 +413,8 @@ struct svc_ctx {
 	char client[32];
 	bool hello;
 	int dev; /* -1 until OPEN */
+	/* the dataplane core that serves its QPs, SRQs and CQs */
+	struct svc_core *core;
 	int async_fd;
 	struct ovr_ring_db *db;
 	struct svc_qp *db_qp[OVR_RING_MAX_QP_PER_CTX];
@@ -554,8 +556,24 @@ struct svc_buf_range {
 	uintptr_t lo, hi;
 };
 
-struct svc {
-	struct svc_conf conf;
+/*
+ * A dataplane core (docs/SERVICE.md sections 5 and 10): its engine, its
+ * VPC reader, and the state of its rounds. The control thread touches
+ * it only with the world stopped. Today ovrdmad runs one.
+ */
+struct svc_core {
+	struct svc *s;
+	uint32_t idx;
+	struct ovr_eng *eng;
+	/* the VPC reader handle its callbacks use: its own, or the control
+	 * thread's while that thread runs it with the world stopped */
+	struct ovr_vpc_thread *vt, *own_vt;
+	/* its epoll set: wake_fd, timer_fd and the port's interrupt */
+	int dp_epfd;
+	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
+	int timer_fd;
+	uint64_t nap_ns; /* current idle nap without receive interrupts */
+	uint32_t nctx; /* contexts it serves */
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
 	/* free-running: [loop_free, loop_head) received, their buffers
 	 * released once the batch of GPU copies of their round is done
@@ -579,24 +597,42 @@ struct svc {
 	uint32_t pidx[OVR_ENG_BATCH_COPIES];
 	/* a run's pieces gathered for its one pwrite (pq_call) */
 	uint8_t pgather[SVC_GATHER_BYTES];
-	struct svc_buf_range bufr[SVC_BUF_RANGES];
-	uint32_t nbufr;
 	struct svc_rx_src rx_src;
 	uint32_t rx_pdu_len; /* of the datagram being received (ud_grh) */
+	struct svc_qp *stalled;
+	struct svc_qp *lost; /* QPs whose completions were lost (cq_lost) */
+	/* while a dataplane round runs (in_round): the time its
+	 * completions carry, read at the first one after the round's last
+	 * input (0: read it then; svc_dp.c, cq_write) */
+	uint64_t round_now;
+	bool in_round;
+	/* the loop's last round (busy_ns, poll_ns) */
+	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
+	uint32_t round_seq; /* rounds, for the CPU-clock samples */
+	/* the group of the datagram being delivered (GRH dgid), or 0 */
+	uint32_t rx_grh_group;
+	/* the nodes of a tenant, for a datagram to a group (svc_dp.c) */
+	struct ovr_vpc_host mcast_hosts[SVC_MCAST_HOSTS];
+	struct svc_counters cnt;
+};
+
+struct svc {
+	struct svc_conf conf;
+	struct svc_buf_range bufr[SVC_BUF_RANGES];
+	uint32_t nbufr;
 	uint8_t mac[6];
 	struct ovr_vpc *vpc;
-	struct ovr_vpc_thread *vt;
-	struct ovr_eng *eng;
+	/* the dataplane's cores ([0] also runs the CM and the port) */
+	struct svc_core *core;
+	uint32_t ncores;
+	/* the control thread's VPC reader handle */
+	struct ovr_vpc_thread *ctl_vt;
 	const struct svc_port_ops *port_ops;
 	void *port;
 	int listen_fd;
 	/* the control thread's epoll set: the listening socket, contexts'
 	 * sockets and pidfds, CM channels' room, rtnetlink, ctl_stop_fd */
 	int epfd;
-	/* the dataplane's: wake_fd, timer_fd and the port's interrupt */
-	int dp_epfd;
-	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
-	int timer_fd;
 	int ctl_stop_fd; /* eventfd: the control thread ends */
 	pthread_t ctl_thread;
 	bool ctl_started;
@@ -610,10 +646,6 @@ struct svc {
 	 */
 	pthread_mutex_t stw_lock;
 	_Atomic uint32_t stw, dp_active;
-	/* the VPC reader handles of the dataplane and the control thread:
-	 * @vt is the one of the thread running now (the control thread
-	 * swaps it in while the world is stopped) */
-	struct ovr_vpc_thread *dp_vt, *ctl_vt;
 	int ndev_fd; /* rtnetlink reports for the tree's netdevs; -1: none */
 	int svc_fd; /* the service page's memfd */
 	struct ovr_ring_svc *page;
@@ -626,20 +658,11 @@ struct svc {
 	uint32_t ncq_slots;
 	struct svc_qp **qp_by_slot; /* by qpn & qp_mask */
 	uint32_t qp_mask;
-	struct svc_qp *stalled;
-	struct svc_qp *lost; /* QPs whose completions were lost (cq_lost) */
 	uint64_t last_heartbeat;
-	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	volatile int stop;
-	/* while a dataplane round runs (in_round): the time its
-	 * completions carry, read at the first one after the round's last
-	 * input (0: read it then; svc_dp.c, cq_write) */
-	uint64_t round_now;
-	bool in_round;
-	/* the loop's last round (busy_ns, poll_ns) */
-	enum { SVC_ROUND_SLEPT, SVC_ROUND_BUSY, SVC_ROUND_POLL } last_round;
-	uint32_t round_seq; /* rounds, for the CPU-clock samples */
 	bool sysfs_ready; /* svc_sysfs_init done: publish on dev add/del */
+	/* what the control thread and core 0's CM count (svc_counters_sum
+	 * adds the cores') */
 	struct svc_counters cnt;
 	/* the connection manager's ids, every channel's (svc_cm.c): O(N)
 	 * lookups, a list while connection counts are small */
@@ -647,10 +670,6 @@ struct svc {
 	/* multicast groups with members here (svc_mcast.c) */
 	struct svc_mcast_grp *mcast;
 	uint32_t nmcast, mcast_cap, mcast_attached;
-	/* the group of the datagram being delivered (GRH dgid), or 0 */
-	uint32_t rx_grh_group;
-	/* the nodes of a tenant, for a datagram to a group (svc_dp.c) */
-	struct ovr_vpc_host mcast_hosts[SVC_MCAST_HOSTS];
 	uint32_t cm_next_id; /* local communication ids, random start */
 	uint16_t cm_next_port; /* ephemeral ports */
 	uint64_t cm_next_at; /* earliest CM timer (UINT64_MAX: none) */
@@ -702,15 +721,17 @@ int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 		    unsigned int max, unsigned int timeout_ms);
 
 /* svc_dp.c: the dataplane - what the loop runs, and the kicks */
-/* The overlay, the engine and the QP index (s->conf, port and mac set). */
+/* The overlay, the cores and their engines, the QP index (s->conf, port
+ * and mac set). */
 int svc_dp_init(struct svc *s);
 void svc_dp_fini(struct svc *s);
-/* One round: receive, take new work, run the engine, flush the port.
- * True when there was work; *@next: the engine's next timer. Afterwards
- * s->dev_closed != s->dev_done while batches of GPU copies are out. */
-bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next);
-/* Work a round would find (checked before sleeping). */
-bool svc_dp_pending(struct svc *s);
+/* One round of @core: receive, take new work, run the engine, flush the
+ * port. True when there was work; *@next: the engine's next timer.
+ * Afterwards core->dev_closed != core->dev_done while batches of GPU
+ * copies are out. */
+bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next);
+/* Work a round of @core would find (checked before sleeping). */
+bool svc_dp_pending(struct svc_core *core);
 /* Hand what the application posted in the rings to the engine now. */
 void svc_qp_kick(struct svc *s, struct svc_qp *qp);
 void svc_srq_kick(struct svc *s, struct svc_srq *srq);
@@ -750,7 +771,16 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
  * (UINT64_MAX: none). */
 uint64_t svc_cm_poll(struct svc *s, uint64_t now);
 
-/* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory */
+/* svc_obj.c: handles, doorbells, CQ slots, QP index, ring memory, cores */
+/* The core a new context goes to (the one serving fewest), counted. */
+struct svc_core *svc_core_pick(struct svc *s);
+/* Context @c leaves its core. */
+void svc_core_unpick(struct svc_ctx *c);
+/* @out = the service's counters and every core's, added up (the reads
+ * of other threads' counters are not atomic: fine for 64-bit words). */
+void svc_counters_sum(const struct svc *s, struct svc_counters *out);
+/* Every core's engine's counters, added up (ovr_eng_stats_add). */
+void svc_eng_stats(const struct svc *s, struct ovr_eng_stats *out);
 int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
 /* The object of @handle if it is a @type, else NULL. */
 void *svc_obj_get(struct svc_ctx *c, uint32_t handle, uint8_t type);

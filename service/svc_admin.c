@@ -305,15 +305,14 @@ static void show_contexts(struct svc *s, struct show_buf *b)
 		    c->nmr, c->nsrq, c->nah, (unsigned long long)c->pinned);
 }
 
-static void show_qp(struct svc *s, struct show_buf *b, struct svc_ctx *c,
-		    struct svc_qp *qp)
+static void show_qp(struct show_buf *b, struct svc_ctx *c, struct svc_qp *qp)
 {
 	struct ovr_eng_qp_stats st;
 	struct ovr_eng_qp_attr qa;
 	uint32_t v;
 
-	if (ovr_eng_qp_stats(s->eng, qp->qpn, &st) ||
-	    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
+	if (ovr_eng_qp_stats(c->core->eng, qp->qpn, &st) ||
+	    ovr_eng_qp_query(c->core->eng, qp->qpn, &qa))
 		return;
 	v = qp->connected ? qp->flow.dst_vip : 0;
 	/* UD QPs have no peer; "+S": takes its receives from an SRQ
@@ -348,7 +347,7 @@ static void show_qps(struct svc *s, struct show_buf *b)
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == SVC_OBJ_QP)
-				show_qp(s, b, c, c->obj[i].p);
+				show_qp(b, c, c->obj[i].p);
 }
 
 static const char *mr_route_name(enum svc_mr_route r)
@@ -412,12 +411,11 @@ static void show_mrs(struct svc *s, struct show_buf *b)
 				show_mr(b, c, i + 1, c->obj[i].p);
 }
 
-static void show_qp_transport(struct svc *s, struct show_buf *b,
-			      struct svc_qp *qp)
+static void show_qp_transport(struct show_buf *b, struct svc_qp *qp)
 {
 	struct ovr_eng_qp_stats st;
 
-	if (ovr_eng_qp_stats(s->eng, qp->qpn, &st))
+	if (ovr_eng_qp_stats(qp->ctx->core->eng, qp->qpn, &st))
 		return;
 	out(b,
 	    "%-8u %-8u %-6u %-9llu %-10llu %-10llu "
@@ -448,14 +446,16 @@ static void show_transport(struct svc *s, struct show_buf *b)
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == SVC_OBJ_QP)
-				show_qp_transport(s, b, c->obj[i].p);
+				show_qp_transport(b, c->obj[i].p);
 }
 
 /* the port's and the service's own counters */
 static void show_counters_svc(struct svc *s, struct show_buf *b)
 {
-	const struct svc_counters *k = &s->cnt;
+	struct svc_counters sum;
+	const struct svc_counters *k = &sum;
 
+	svc_counters_sum(s, &sum);
 	counter(b, "port_link_up",
 		s->port_ops->link_up ? s->port_ops->link_up(s->port) : 1);
 	if (s->port_ops->stats) {
@@ -528,7 +528,7 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 {
 	struct ovr_eng_stats es;
 
-	ovr_eng_get_stats(s->eng, &es);
+	svc_eng_stats(s, &es);
 	counter(b, "engine_qps", es.qps);
 	counter(b, "engine_mrs", es.mrs);
 	counter(b, "engine_tx_pkts", es.tx_pkts);
@@ -579,8 +579,13 @@ static void show_counters_engine(struct svc *s, struct show_buf *b)
 	counter(b, "engine_dev_batch_max_inflight", es.dev_batch_max_inflight);
 	counter(b, "engine_dev_batch_waits", es.dev_batch_waits);
 	counter(b, "engine_dev_batch_not_ready", es.dev_batch_not_ready);
-	counter(b, "dev_parked", s->cnt.dev_parked);
-	counter(b, "dev_naps", s->cnt.dev_naps);
+	{
+		struct svc_counters k;
+
+		svc_counters_sum(s, &k);
+		counter(b, "dev_parked", k.dev_parked);
+		counter(b, "dev_naps", k.dev_naps);
+	}
 }
 
 static void show_counters_gdr(struct svc *s, struct show_buf *b)

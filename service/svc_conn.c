@@ -149,11 +149,13 @@ void svc_ctl_accept(struct svc *s)
 		c->dev = -1;
 		c->async_fd = -1;
 		c->cm_ev_fd = -1;
+		c->core = svc_core_pick(s);
 		ev.data.u64 = (uint64_t)(uintptr_t)c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 			if (c->pidfd >= 0)
 				close(c->pidfd);
 			close(fd);
+			svc_core_unpick(c);
 			free(c);
 			continue;
 		}
@@ -265,6 +267,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 	free(c->ra);
 	for (uint32_t i = 0; i < SVC_PF_SPANS; i++)
 		free(c->pf[i].buf);
+	svc_core_unpick(c);
 	free(c);
 	s->nctx--;
 	s->cnt.ctx_closed++;
@@ -353,7 +356,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		       OVR_CTL_DEV_MCAST;
 	rep.ctx_id = c->id;
 	fds[0] = dbfd;
-	fds[1] = s->wake_fd;
+	fds[1] = c->core->wake_fd;
 	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), fds, 2);
 	close(dbfd);
 	return rc;

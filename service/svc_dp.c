@@ -69,12 +69,13 @@ static void ring_event(OVR_ATOMIC(uint32_t) * events)
  * outside the engine call that produced the completion (the engine is
  * not reentrant). Entries already in the ring stay intact.
  */
-static void cq_lost(struct svc *s, struct svc_cq *cq,
+static void cq_lost(struct svc_core *core, struct svc_cq *cq,
 		    const struct ovr_eng_wc *wc)
 {
+	struct svc *s = core->s;
 	struct svc_qp *qp = svc_qp_find(s, wc->qp_num);
 
-	s->cnt.cq_overflows++;
+	core->cnt.cq_overflows++;
 	if (!cq->overflowed) {
 		cq->overflowed = true;
 		atomic_store_explicit(&cq->ring->overflow, 1,
@@ -84,19 +85,19 @@ static void cq_lost(struct svc *s, struct svc_cq *cq,
 	}
 	if (qp && !qp->cq_lost) {
 		qp->cq_lost = true;
-		qp->lost_next = s->lost;
-		s->lost = qp;
+		qp->lost_next = core->lost;
+		core->lost = qp;
 	}
 }
 
 /* The QPs cq_lost() queued go to ERROR (those already there stay). */
-static bool lost_fail(struct svc *s)
+static bool lost_fail(struct svc_core *core)
 {
-	struct svc_qp *list = s->lost;
+	struct svc_qp *list = core->lost;
 
 	if (!list)
 		return false;
-	s->lost = NULL;
+	core->lost = NULL;
 	while (list) {
 		struct svc_qp *qp = list;
 		struct ovr_eng_qp_attr a = { .qp_state = OVR_QPS_ERR };
@@ -104,11 +105,11 @@ static bool lost_fail(struct svc *s)
 
 		list = qp->lost_next;
 		qp->cq_lost = false;
-		if (ovr_eng_qp_query(s->eng, qp->qpn, &cur) ||
+		if (ovr_eng_qp_query(core->eng, qp->qpn, &cur) ||
 		    cur.qp_state == OVR_QPS_ERR ||
 		    cur.qp_state == OVR_QPS_RESET)
 			continue;
-		if (ovr_eng_qp_modify(s->eng, qp->qpn, &a, OVR_QP_STATE,
+		if (ovr_eng_qp_modify(core->eng, qp->qpn, &a, OVR_QP_STATE,
 				      svc_now()))
 			continue;
 		atomic_store_explicit(&qp->ring->state, OVR_QPS_ERR,
@@ -118,7 +119,7 @@ static bool lost_fail(struct svc *s)
 	return true;
 }
 
-static void cq_write(struct svc *s, struct svc_cq *cq,
+static void cq_write(struct svc_core *core, struct svc_cq *cq,
 		     const struct ovr_eng_wc *wc)
 {
 	uint32_t cons =
@@ -127,7 +128,7 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	uint32_t arm;
 
 	if (cq->prod - cons >= cq->depth) {
-		cq_lost(s, cq, wc);
+		cq_lost(core, cq, wc);
 		return;
 	}
 	cq->overflowed = false;
@@ -147,12 +148,12 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 	 * the round's last input (frames received, WRs taken from a ring:
 	 * each clears round_now), not at every completion; never earlier
 	 * than what completes, which a read at the round's start could be */
-	if (!s->in_round)
+	if (!core->in_round)
 		e->ts_us = (uint32_t)(svc_now() / 1000u);
 	else {
-		if (!s->round_now)
-			s->round_now = svc_now();
-		e->ts_us = (uint32_t)(s->round_now / 1000u);
+		if (!core->round_now)
+			core->round_now = svc_now();
+		e->ts_us = (uint32_t)(core->round_now / 1000u);
 	}
 	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
 			      memory_order_release);
@@ -182,10 +183,11 @@ static void cq_write(struct svc *s, struct svc_cq *cq,
 
 static void eng_cqe(void *ctx, uint32_t cqn, const struct ovr_eng_wc *wc)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 
 	if (cqn < s->ncq_slots && s->cqs[cqn])
-		cq_write(s, s->cqs[cqn], wc);
+		cq_write(core, s->cqs[cqn], wc);
 }
 
 static void eng_event(void *ctx, uint64_t qp_user, uint32_t qpn,
@@ -229,12 +231,14 @@ static void eng_srq_event(void *ctx, uint64_t srq_user, uint32_t srqn,
 static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
 		       uint8_t grh[OVR_GRH_LEN])
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
 	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
 	uint8_t *ip = grh + 20;
 	uint32_t src = (uint32_t)from, sum = 0;
-	uint32_t dst = s->rx_grh_group ? s->rx_grh_group : qp ? qp->vip : 0;
-	uint32_t tot = 20 + 8 + s->rx_pdu_len;
+	uint32_t dst = core->rx_grh_group ? core->rx_grh_group :
+		       qp		  ? qp->vip :
+					    0;
+	uint32_t tot = 20 + 8 + core->rx_pdu_len;
 
 	memset(grh, 0, OVR_GRH_LEN);
 	if (!(from & SVC_FROM_UD))
@@ -262,62 +266,65 @@ static void eng_ud_grh(void *ctx, uint64_t qp_user, uint64_t from,
 
 static void *eng_tx_alloc(void *ctx, uint32_t cap, void **token)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 	uint8_t *p = s->port_ops->tx_alloc(s->port, cap, token);
 
 	if (!p)
-		s->cnt.tx_nobuf++;
+		core->cnt.tx_nobuf++;
 	return p;
 }
 
 /* ---- loopback ------------------------------------------------------------ */
 
-static void loop_queue(struct svc *s, void *token, const uint8_t *frame,
+static void loop_queue(struct svc_core *core, void *token, const uint8_t *frame,
 		       uint32_t len)
 {
+	struct svc *s = core->s;
 	struct svc_loop_frame *f;
 
-	if (s->loop_tail - s->loop_free >= SVC_LOOP_DEPTH) {
+	if (core->loop_tail - core->loop_free >= SVC_LOOP_DEPTH) {
 		/* as a full port queue: the transport retransmits */
-		s->cnt.tx_loopback_full++;
+		core->cnt.tx_loopback_full++;
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
-	f = &s->loop[s->loop_tail++ % SVC_LOOP_DEPTH];
+	f = &core->loop[core->loop_tail++ % SVC_LOOP_DEPTH];
 	*f = (struct svc_loop_frame){ .token = token,
 				      .frame = frame,
 				      .len = len };
-	s->cnt.tx_loopback++;
+	core->cnt.tx_loopback++;
 }
 
-static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
+static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		     uint64_t now);
 
 /* Receives the frames queued so far (those that their reception queues
  * wait for the next round). Their buffers stay until loop_release(): a
  * copy to GPU memory may still read them. */
-static bool loop_receive(struct svc *s, uint64_t now)
+static bool loop_receive(struct svc_core *core, uint64_t now)
 {
-	uint32_t end = s->loop_tail;
+	uint32_t end = core->loop_tail;
 
-	if (s->loop_head == end)
+	if (core->loop_head == end)
 		return false;
-	while (s->loop_head != end) {
+	while (core->loop_head != end) {
 		struct svc_loop_frame f =
-			s->loop[s->loop_head++ % SVC_LOOP_DEPTH];
+			core->loop[core->loop_head++ % SVC_LOOP_DEPTH];
 
-		rx_frame(s, f.frame, f.len, now);
+		rx_frame(core, f.frame, f.len, now);
 	}
 	return true;
 }
 
 /* The received loopback frames' buffers up to @upto. */
-static void loop_release(struct svc *s, uint32_t upto)
+static void loop_release(struct svc_core *core, uint32_t upto)
 {
-	while (s->loop_free != upto)
+	struct svc *s = core->s;
+	while (core->loop_free != upto)
 		s->port_ops->tx_free(
 			s->port,
-			s->loop[s->loop_free++ % SVC_LOOP_DEPTH].token);
+			core->loop[core->loop_free++ % SVC_LOOP_DEPTH].token);
 }
 
 /* ---- buffers that wait for GPU copies ------------------------------------ */
@@ -333,14 +340,15 @@ static void loop_release(struct svc *s, uint32_t upto)
 
 /* Every parked buffer whose batch is done (@done: the engine's newest
  * released batch). */
-static void unpark(struct svc *s, uint64_t done)
+static void unpark(struct svc_core *core, uint64_t done)
 {
+	struct svc *s = core->s;
 	void *bufs[32];
 	unsigned int n = 0;
 
-	while (s->park_head != s->park_tail &&
-	       s->park[s->park_head % SVC_PARK_DEPTH].seq <= done) {
-		bufs[n++] = s->park[s->park_head++ % SVC_PARK_DEPTH].buf;
+	while (core->park_head != core->park_tail &&
+	       core->park[core->park_head % SVC_PARK_DEPTH].seq <= done) {
+		bufs[n++] = core->park[core->park_head++ % SVC_PARK_DEPTH].buf;
 		if (n == 32) {
 			s->port_ops->rx_done(s->port, bufs, n);
 			n = 0;
@@ -348,18 +356,19 @@ static void unpark(struct svc *s, uint64_t done)
 	}
 	if (n)
 		s->port_ops->rx_done(s->port, bufs, n);
-	while (s->lmark_head != s->lmark_tail &&
-	       s->lmark[s->lmark_head % SVC_PARK_DEPTH].seq <= done)
-		loop_release(s,
-			     s->lmark[s->lmark_head++ % SVC_PARK_DEPTH].upto);
+	while (core->lmark_head != core->lmark_tail &&
+	       core->lmark[core->lmark_head % SVC_PARK_DEPTH].seq <= done)
+		loop_release(
+			core,
+			core->lmark[core->lmark_head++ % SVC_PARK_DEPTH].upto);
 }
 
 /* Wait for every batch, then give every parked buffer back. */
-static void unpark_all(struct svc *s)
+static void unpark_all(struct svc_core *core)
 {
-	ovr_eng_fence(s->eng);
-	s->dev_done = ovr_eng_dev_poll(s->eng);
-	unpark(s, UINT64_MAX);
+	ovr_eng_fence(core->eng);
+	core->dev_done = ovr_eng_dev_poll(core->eng);
+	unpark(core, UINT64_MAX);
 }
 
 /*
@@ -367,39 +376,41 @@ static void unpark_all(struct svc *s)
  * loop_head): back to the port now, or parked until batch @closed is
  * done when the round queued copies (@closed changed) and it is not.
  */
-static void rx_keep(struct svc *s, void **bufs, unsigned int n, uint64_t closed,
-		    uint64_t done)
+static void rx_keep(struct svc_core *core, void **bufs, unsigned int n,
+		    uint64_t closed, uint64_t done)
 {
-	bool wait = closed > done && closed != s->dev_closed;
+	struct svc *s = core->s;
+	bool wait = closed > done && closed != core->dev_closed;
 
-	if (n && wait && s->park_tail - s->park_head > SVC_PARK_DEPTH - n) {
-		unpark_all(s);
+	if (n && wait &&
+	    core->park_tail - core->park_head > SVC_PARK_DEPTH - n) {
+		unpark_all(core);
 		wait = false;
 	}
 	if (n && wait) {
 		for (unsigned int i = 0; i < n; i++)
-			s->park[s->park_tail++ % SVC_PARK_DEPTH] =
+			core->park[core->park_tail++ % SVC_PARK_DEPTH] =
 				(struct svc_park){ .seq = closed,
 						   .buf = bufs[i] };
-		s->cnt.dev_parked += n;
+		core->cnt.dev_parked += n;
 	} else if (n) {
 		s->port_ops->rx_done(s->port, bufs, n);
 	}
-	if (s->loop_free == s->loop_head)
+	if (core->loop_free == core->loop_head)
 		return;
 	/* behind frames parked before them, or their own round's batch */
-	if (closed > done && (wait || s->lmark_head != s->lmark_tail)) {
-		if (s->lmark_tail - s->lmark_head == SVC_PARK_DEPTH) {
-			unpark_all(s);
-			loop_release(s, s->loop_head);
+	if (closed > done && (wait || core->lmark_head != core->lmark_tail)) {
+		if (core->lmark_tail - core->lmark_head == SVC_PARK_DEPTH) {
+			unpark_all(core);
+			loop_release(core, core->loop_head);
 			return;
 		}
-		s->lmark[s->lmark_tail++ % SVC_PARK_DEPTH] =
+		core->lmark[core->lmark_tail++ % SVC_PARK_DEPTH] =
 			(struct svc_loop_mark){ .seq = closed,
-						.upto = s->loop_head };
+						.upto = core->loop_head };
 		return;
 	}
-	loop_release(s, s->loop_head);
+	loop_release(core, core->loop_head);
 }
 
 /*
@@ -408,15 +419,16 @@ static void rx_keep(struct svc *s, void **bufs, unsigned int n, uint64_t closed,
  * own port's MAC: two applications on one host, as with a NIC's internal
  * loopback) through the loopback, else to the port.
  */
-static inline void frame_out(struct svc *s, void *token, uint8_t *pdu,
+static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 			     uint32_t len)
 {
+	struct svc *s = core->s;
 	uint8_t *frame = pdu - OVR_WIRE_ENCAP_LEN;
 
-	s->cnt.tx_frames++;
-	s->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
+	core->cnt.tx_frames++;
+	core->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
 	if (!memcmp(frame, s->mac, 6))
-		loop_queue(s, token, frame, len + OVR_WIRE_ENCAP_LEN);
+		loop_queue(core, token, frame, len + OVR_WIRE_ENCAP_LEN);
 	else
 		s->port_ops->tx(s->port, token, frame,
 				len + OVR_WIRE_ENCAP_LEN);
@@ -429,20 +441,21 @@ static inline void frame_out(struct svc *s, void *token, uint8_t *pdu,
  * encapsulated to that node, the group as inner destination; the nodes
  * deliver it to their members (rx_mcast). The last copy is @token's.
  */
-static void tx_mcast(struct svc *s, struct svc_qp *qp, void *token,
+static void tx_mcast(struct svc_core *core, struct svc_qp *qp, void *token,
 		     uint32_t len, uint32_t group, uint8_t dscp)
 {
-	struct ovr_vpc_host *h = s->mcast_hosts;
+	struct svc *s = core->s;
+	struct ovr_vpc_host *h = core->mcast_hosts;
 	uint8_t *pdu = s->port_ops->buf_data(s->port, token);
 	uint8_t path = ((const struct ovr_wire_oth *)pdu)->path;
 	bool here = svc_mcast_find(s, qp->vni, group) != NULL;
 	struct ovr_vpc_flow flow;
 	unsigned int n, last = UINT32_MAX;
 
-	s->cnt.tx_mcast++;
-	n = ovr_vpc_tenant_hosts(s->vt, qp->vni, h, SVC_MCAST_HOSTS);
+	core->cnt.tx_mcast++;
+	n = ovr_vpc_tenant_hosts(core->vt, qp->vni, h, SVC_MCAST_HOSTS);
 	if (n > SVC_MCAST_HOSTS) {
-		s->cnt.tx_mcast_truncated++;
+		core->cnt.tx_mcast_truncated++;
 		n = SVC_MCAST_HOSTS;
 	}
 	for (unsigned int i = 0; i < n; i++)
@@ -460,19 +473,19 @@ static void tx_mcast(struct svc *s, struct svc_qp *qp, void *token,
 		if (i != last) {
 			p = s->port_ops->tx_alloc(s->port, len, &tok);
 			if (!p) {
-				s->cnt.tx_nobuf++;
+				core->cnt.tx_nobuf++;
 				continue; /* a datagram lost, as UD may */
 			}
 			memcpy(p, pdu, len);
 		}
-		if (ovr_vpc_tx_via(s->vt, &flow, path, p, OVR_WIRE_ENCAP_LEN,
+		if (ovr_vpc_tx_via(core->vt, &flow, path, p, OVR_WIRE_ENCAP_LEN,
 				   len, &h[i])) {
-			s->cnt.tx_no_route++;
+			core->cnt.tx_no_route++;
 			s->port_ops->tx_free(s->port, tok);
 			continue;
 		}
-		s->cnt.tx_mcast_copies++;
-		frame_out(s, tok, p, len);
+		core->cnt.tx_mcast_copies++;
+		frame_out(core, tok, p, len);
 	}
 	if (last == UINT32_MAX)
 		s->port_ops->tx_free(s->port, token); /* nobody to hear it */
@@ -481,7 +494,8 @@ static void tx_mcast(struct svc *s, struct svc_qp *qp, void *token,
 static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 		   uint64_t qp_user)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 	struct svc_qp *qp = (struct svc_qp *)(uintptr_t)qp_user;
 	uint8_t *pdu = s->port_ops->buf_data(s->port, token);
 	uint8_t path;
@@ -503,8 +517,8 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 			return;
 		}
 		if (ovr_vpc_is_mcast((uint32_t)peer)) {
-			s->cnt.tx_ud++;
-			tx_mcast(s, qp, token, len, (uint32_t)peer,
+			core->cnt.tx_ud++;
+			tx_mcast(core, qp, token, len, (uint32_t)peer,
 				 (uint8_t)(peer >> 32));
 			return;
 		}
@@ -513,29 +527,29 @@ static void eng_tx(void *ctx, void *token, uint32_t len, uint64_t peer,
 				  __builtin_bswap32(p->dqpn) & 0xffffffu,
 				  (uint8_t)(peer >> 32));
 		flow = &answer;
-		s->cnt.tx_ud++;
+		core->cnt.tx_ud++;
 	} else if (qp && qp->connected) {
 		flow = &qp->flow;
-	} else if (!qp && peer == SVC_FROM_RX && s->rx_src.valid) {
+	} else if (!qp && peer == SVC_FROM_RX && core->rx_src.valid) {
 		/* an answer to the PDU being received, back to its sender
 		 * in its tenant (the overlay accepted that PDU's binding) */
-		ovr_vpc_flow_init(&answer, s->rx_src.vni, s->rx_src.dst_vip,
-				  s->rx_src.src_vip, s->rx_src.dqpn,
-				  s->rx_src.sqpn, 0);
+		ovr_vpc_flow_init(&answer, core->rx_src.vni,
+				  core->rx_src.dst_vip, core->rx_src.src_vip,
+				  core->rx_src.dqpn, core->rx_src.sqpn, 0);
 		flow = &answer;
-		s->cnt.tx_answers++;
+		core->cnt.tx_answers++;
 	} else {
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
 	path = ((const struct ovr_wire_oth *)pdu)->path;
-	rc = ovr_vpc_tx(s->vt, flow, path, pdu, OVR_WIRE_ENCAP_LEN, len);
+	rc = ovr_vpc_tx(core->vt, flow, path, pdu, OVR_WIRE_ENCAP_LEN, len);
 	if (rc) {
-		s->cnt.tx_no_route++;
+		core->cnt.tx_no_route++;
 		s->port_ops->tx_free(s->port, token);
 		return;
 	}
-	frame_out(s, token, pdu, len);
+	frame_out(core, token, pdu, len);
 }
 
 /*
@@ -549,6 +563,8 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 		      uint32_t dst_vip, uint32_t sqpn, uint32_t dqpn,
 		      uint32_t qkey, const void *payload, uint32_t len)
 {
+	/* the CM's datagrams: core 0's */
+	struct svc_core *core = &s->core[0];
 	struct ovr_vpc_flow flow;
 	void *token = NULL;
 	uint8_t *pdu;
@@ -556,7 +572,7 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 
 	pdu = s->port_ops->tx_alloc(s->port, 64 + len, &token);
 	if (!pdu) {
-		s->cnt.tx_nobuf++;
+		core->cnt.tx_nobuf++;
 		return -ENOBUFS;
 	}
 	n = ovr_eng_dgram_build(pdu, 64 + len, sqpn, dqpn, qkey,
@@ -566,13 +582,13 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 		return -EINVAL;
 	}
 	ovr_vpc_flow_init(&flow, vni, src_vip, dst_vip, sqpn, dqpn, 0);
-	rc = ovr_vpc_tx(s->vt, &flow, 0, pdu, OVR_WIRE_ENCAP_LEN, (size_t)n);
+	rc = ovr_vpc_tx(core->vt, &flow, 0, pdu, OVR_WIRE_ENCAP_LEN, (size_t)n);
 	if (rc) {
-		s->cnt.tx_no_route++;
+		core->cnt.tx_no_route++;
 		s->port_ops->tx_free(s->port, token);
 		return -EHOSTUNREACH;
 	}
-	frame_out(s, token, pdu, (uint32_t)n);
+	frame_out(core, token, pdu, (uint32_t)n);
 	return 0;
 }
 
@@ -580,22 +596,23 @@ int svc_dp_send_dgram(struct svc *s, uint32_t vni, uint32_t src_vip,
 
 /* A datagram for the connection manager's QPN: parsed, Q_Key checked,
  * handed to svc_cm.c with the tenant and addresses it came with. */
-static void rx_cm(struct svc *s, const struct ovr_vpc_rx *rx)
+static void rx_cm(struct svc_core *core, const struct ovr_vpc_rx *rx)
 {
+	struct svc *s = core->s;
 	const uint8_t *payload;
 	uint32_t qkey, len;
 
 	if (ovr_eng_dgram_parse(rx->pdu, rx->pdu_len, &qkey, &payload, &len) ||
 	    qkey != SVC_CM_QKEY) {
-		s->cnt.cm_rx_bad++;
+		core->cnt.cm_rx_bad++;
 		return;
 	}
 	svc_cm_rx(s, rx->vni, rx->src_vip, rx->dst_vip, payload, len);
 }
 
-static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now);
-static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now);
-static void stall(struct svc *s, struct svc_qp *qp);
+static bool rq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now);
+static void srq_drain(struct svc_core *core, struct svc_srq *srq, uint64_t now);
+static void stall(struct svc_core *core, struct svc_qp *qp);
 
 /*
  * Receives the application posted before a PDU for @qp arrived may still
@@ -606,18 +623,19 @@ static void stall(struct svc *s, struct svc_qp *qp);
  * a SEND answered with an RNR NAK for a receive that was posted. Costs
  * one load of the producer index when nothing is new.
  */
-static void rx_take_receives(struct svc *s, struct svc_qp *qp, uint64_t now)
+static void rx_take_receives(struct svc_core *core, struct svc_qp *qp,
+			     uint64_t now)
 {
 	if (qp->srq) {
 		if (atomic_load_explicit(&qp->srq->ring->prod,
 					 memory_order_relaxed) != qp->srq->cons)
-			srq_drain(s, qp->srq, now);
+			srq_drain(core, qp->srq, now);
 		return;
 	}
 	if (atomic_load_explicit(&qp->ring->rq_prod, memory_order_relaxed) !=
 		    qp->rq_cons &&
-	    !rq_drain(s, qp, now))
-		stall(s, qp);
+	    !rq_drain(core, qp, now))
+		stall(core, qp);
 }
 
 /*
@@ -626,62 +644,64 @@ static void rx_take_receives(struct svc *s, struct svc_qp *qp, uint64_t now)
  * itself when it asked not to hear its own: OVR_CTL_MCAST_NO_LOOPBACK),
  * its GRH naming the group as destination, as a NIC's.
  */
-static void rx_mcast(struct svc *s, const struct ovr_vpc_rx *rx, uint32_t sqpn,
-		     uint64_t now)
+static void rx_mcast(struct svc_core *core, const struct ovr_vpc_rx *rx,
+		     uint32_t sqpn, uint64_t now)
 {
+	struct svc *s = core->s;
 	struct svc_mcast_grp *g = svc_mcast_find(s, rx->vni, rx->dst_vip);
 
-	s->cnt.rx_mcast++;
+	core->cnt.rx_mcast++;
 	if (!g) {
-		s->cnt.rx_mcast_nomember++;
+		core->cnt.rx_mcast_nomember++;
 		return;
 	}
-	s->rx_pdu_len = rx->pdu_len;
-	s->rx_grh_group = rx->dst_vip;
+	core->rx_pdu_len = rx->pdu_len;
+	core->rx_grh_group = rx->dst_vip;
 	for (uint32_t k = 0; k < g->n; k++) {
 		struct svc_qp *qp = g->m[k].qp;
 
 		if (g->m[k].no_loopback && qp->qpn == sqpn &&
 		    qp->vip == rx->src_vip)
 			continue;
-		rx_take_receives(s, qp, now);
-		if (!ovr_eng_rx_ud_to(s->eng, now, rx->pdu, rx->pdu_len,
+		rx_take_receives(core, qp, now);
+		if (!ovr_eng_rx_ud_to(core->eng, now, rx->pdu, rx->pdu_len,
 				      SVC_FROM_UD | rx->src_vip, qp->qpn))
-			s->cnt.rx_mcast_delivered++;
+			core->cnt.rx_mcast_delivered++;
 	}
-	s->rx_grh_group = 0;
+	core->rx_grh_group = 0;
 }
 
-static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
+static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		     uint64_t now)
 {
+	struct svc *s = core->s;
 	struct ovr_vpc_rx rx;
 	const struct ovr_wire_prefix *p;
 	struct svc_qp *qp;
 
-	s->cnt.rx_frames++;
-	s->cnt.rx_bytes += len;
-	if (ovr_vpc_decap(s->vt, frame, len, &rx)) {
-		s->cnt.rx_dropped_vpc++;
+	core->cnt.rx_frames++;
+	core->cnt.rx_bytes += len;
+	if (ovr_vpc_decap(core->vt, frame, len, &rx)) {
+		core->cnt.rx_dropped_vpc++;
 		return;
 	}
 	if (rx.pdu_len < sizeof(struct ovr_wire_oth)) {
-		s->cnt.rx_short_pdu++;
+		core->cnt.rx_short_pdu++;
 		return;
 	}
 	p = (const struct ovr_wire_prefix *)rx.pdu;
 	if ((__builtin_bswap32(p->dqpn) & 0xffffffu) == SVC_CM_QPN) {
-		rx_cm(s, &rx);
+		rx_cm(core, &rx);
 		return;
 	}
 	if (__builtin_expect(ovr_vpc_is_mcast(rx.dst_vip), 0)) {
 		/* only datagrams to QPN 0xffffff go to a group */
 		if ((__builtin_bswap32(p->dqpn) & 0xffffffu) ==
 		    OVR_UD_MCAST_QPN)
-			rx_mcast(s, &rx, __builtin_bswap32(p->sqpn) & 0xffffffu,
-				 now);
+			rx_mcast(core, &rx,
+				 __builtin_bswap32(p->sqpn) & 0xffffffu, now);
 		else
-			s->cnt.rx_foreign++;
+			core->cnt.rx_foreign++;
 		return;
 	}
 	qp = svc_qp_find(s, __builtin_bswap32(p->dqpn) & 0xffffffu);
@@ -689,8 +709,8 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		/* the engine answers version probes, and PDUs of QPs that
 		 * are gone with a TERMINATE (rate limited); it counts the
 		 * rest */
-		s->cnt.rx_no_qp++;
-		s->rx_src = (struct svc_rx_src){
+		core->cnt.rx_no_qp++;
+		core->rx_src = (struct svc_rx_src){
 			.valid = true,
 			.vni = rx.vni,
 			.src_vip = rx.src_vip,
@@ -698,9 +718,9 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 			.sqpn = __builtin_bswap32(p->sqpn) & 0xffffffu,
 			.dqpn = __builtin_bswap32(p->dqpn) & 0xffffffu,
 		};
-		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
+		ovr_eng_rx_from(core->eng, now, rx.pdu, rx.pdu_len, rx.ce,
 				SVC_FROM_RX);
-		s->rx_src.valid = false;
+		core->rx_src.valid = false;
 		return;
 	}
 	if (qp->type == OVR_QPT_UD) {
@@ -708,30 +728,31 @@ static void rx_frame(struct svc *s, const uint8_t *frame, uint32_t len,
 		 * device's vIP (the overlay checked the sender's binding
 		 * and the security group) */
 		if (qp->vni != rx.vni || qp->vip != rx.dst_vip) {
-			s->cnt.rx_foreign++;
-			s->cnt.rx_ud_foreign++;
+			core->cnt.rx_foreign++;
+			core->cnt.rx_ud_foreign++;
 			return;
 		}
-		s->cnt.rx_ud++;
-		s->rx_pdu_len = rx.pdu_len;
-		rx_take_receives(s, qp, now);
-		ovr_eng_rx_from(s->eng, now, rx.pdu, rx.pdu_len, rx.ce,
+		core->cnt.rx_ud++;
+		core->rx_pdu_len = rx.pdu_len;
+		rx_take_receives(core, qp, now);
+		ovr_eng_rx_from(core->eng, now, rx.pdu, rx.pdu_len, rx.ce,
 				SVC_FROM_UD | rx.src_vip);
 		return;
 	}
 	/* a QP only hears its own peer, in its own tenant */
 	if (!qp->connected || qp->flow.vni != rx.vni ||
 	    qp->flow.src_vip != rx.dst_vip || qp->flow.dst_vip != rx.src_vip) {
-		s->cnt.rx_foreign++;
+		core->cnt.rx_foreign++;
 		return;
 	}
-	rx_take_receives(s, qp, now);
-	ovr_eng_rx(s->eng, now, rx.pdu, rx.pdu_len, rx.ce);
+	rx_take_receives(core, qp, now);
+	ovr_eng_rx(core->eng, now, rx.pdu, rx.pdu_len, rx.ce);
 }
 
 /* ---- work from the rings ------------------------------------------------- */
 
-static void wqe_fail(struct svc *s, struct svc_qp *qp, bool recv, uint32_t idx)
+static void wqe_fail(struct svc_core *core, struct svc_qp *qp, bool recv,
+		     uint32_t idx)
 {
 	struct ovr_eng_wc wc = {
 		.wr_id = (recv ? 1ull << 63 : 0) | idx,
@@ -740,20 +761,20 @@ static void wqe_fail(struct svc *s, struct svc_qp *qp, bool recv, uint32_t idx)
 		.vendor_err = 0,
 	};
 
-	s->cnt.wqe_bad++;
+	core->cnt.wqe_bad++;
 	/* after the completions the engine holds for GPU copies: the
 	 * application sees a queue's completions in order */
-	ovr_eng_fence(s->eng);
-	cq_write(s, recv ? qp->rcq : qp->scq, &wc);
+	ovr_eng_fence(core->eng);
+	cq_write(core, recv ? qp->rcq : qp->scq, &wc);
 }
 
-static void stall(struct svc *s, struct svc_qp *qp)
+static void stall(struct svc_core *core, struct svc_qp *qp)
 {
 	if (qp->stalled)
 		return;
 	qp->stalled = true;
-	qp->stall_next = s->stalled;
-	s->stalled = qp;
+	qp->stall_next = core->stalled;
+	core->stalled = qp;
 }
 
 static inline uint8_t *ring_slot(uint8_t *base, uint32_t idx, uint32_t depth,
@@ -797,7 +818,7 @@ static void pf_forget(struct svc_ctx *c)
 		c->pf[k].lo = c->pf[k].hi = 0;
 }
 
-static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
+static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 {
 	struct svc_ctx *c = qp->ctx;
 	uint64_t rlo[SVC_PF_RANGES], rhi[SVC_PF_RANGES];
@@ -852,7 +873,7 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 				continue;
 			key = sg[j].lkey;
 			seen = 1;
-			d = ovr_eng_mr_dev(s->eng, key);
+			d = ovr_eng_mr_dev(core->eng, key);
 			other = !d || d->kind != SVC_DEV_PROC || d->p != c;
 		}
 		if (other)
@@ -907,14 +928,14 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 			t->buf = malloc(SVC_PF_BYTES);
 		if (t->buf) {
 			l = (struct iovec){ t->buf, hi - lo };
-			s->cnt.proc_copy_calls++;
-			s->cnt.proc_pf_reads++;
+			core->cnt.proc_copy_calls++;
+			core->cnt.proc_pf_reads++;
 			/* memory that is not there shortens what is read; a
 			 * WR that needs it reads on its own and finds out
 			 * which error it is */
 			n = svc_procmem_rw(c->memfd, false, &l, 1, lo);
 			if (n > 0) {
-				s->cnt.proc_copy_bytes += (uint64_t)n;
+				core->cnt.proc_copy_bytes += (uint64_t)n;
 				t->lo = lo;
 				t->hi = lo + (uint64_t)n;
 				t->seq = ++c->pf_seq;
@@ -945,20 +966,20 @@ static void sq_prefetch(struct svc *s, struct svc_qp *qp, uint32_t prod)
 }
 
 /* Returns false when the engine had no room (try again later). */
-static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 {
 	uint32_t prod =
 		atomic_load_explicit(&qp->ring->sq_prod, memory_order_acquire);
 	bool ok = true;
 
-	s->round_now = 0; /* new WRs: completions read the clock anew */
+	core->round_now = 0; /* new WRs: completions read the clock anew */
 	if (prod - qp->sq_cons > qp->sq_depth) {
 		/* the client overran its ring: nothing in it can be trusted */
-		s->cnt.wqe_bad++;
+		core->cnt.wqe_bad++;
 		prod = qp->sq_cons;
 	}
 	if (prod != qp->sq_cons && qp->ctx->memfd >= 0 && !qp->ctx->dead)
-		sq_prefetch(s, qp, prod);
+		sq_prefetch(core, qp, prod);
 	while (qp->sq_cons != prod) {
 		uint8_t *slot = ring_slot(qp->sq_slots, qp->sq_cons,
 					  qp->sq_depth, qp->sq_stride);
@@ -998,7 +1019,7 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 					NULL;
 
 			if (!ah || ah->pd_handle != qp->pd_handle) {
-				wqe_fail(s, qp, false, qp->sq_cons++);
+				wqe_fail(core, qp, false, qp->sq_cons++);
 				continue;
 			}
 			wr.ud_peer = SVC_PEER_UD | (uint64_t)ah->dscp << 32 |
@@ -1009,7 +1030,7 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		if (w.send_flags & OVR_SEND_INLINE) {
 			if (w.inline_len > qp->cap.max_inline_data ||
 			    sizeof(w) + w.inline_len > qp->sq_stride) {
-				wqe_fail(s, qp, false, qp->sq_cons++);
+				wqe_fail(core, qp, false, qp->sq_cons++);
 				continue;
 			}
 			sg[0] = (struct ovr_eng_sge){
@@ -1020,19 +1041,19 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		} else {
 			if (w.num_sge > qp->cap.max_send_sge ||
 			    w.num_sge > OVR_RING_SQ_MAX_SGE) {
-				wqe_fail(s, qp, false, qp->sq_cons++);
+				wqe_fail(core, qp, false, qp->sq_cons++);
 				continue;
 			}
 			memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
 			wr.num_sge = w.num_sge;
 		}
-		rc = ovr_eng_post_send(s->eng, qp->qpn, &wr, now);
+		rc = ovr_eng_post_send(core->eng, qp->qpn, &wr, now);
 		if (rc == ENOMEM) {
 			ok = false;
 			break;
 		}
 		if (rc)
-			wqe_fail(s, qp, false, qp->sq_cons);
+			wqe_fail(core, qp, false, qp->sq_cons);
 		qp->sq_cons++;
 	}
 	atomic_store_explicit(&qp->ring->sq_cons, qp->sq_cons,
@@ -1046,20 +1067,20 @@ static bool sq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
  * kick of MODIFY_QP takes them), as mlx5 keeps them in its queue; a
  * modify to RESET drops whatever is there then (qp_state_publish).
  */
-static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+static bool rq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 {
 	uint32_t prod =
 		atomic_load_explicit(&qp->ring->rq_prod, memory_order_acquire);
 	bool ok = true;
 
-	s->round_now = 0; /* (as sq_drain) */
+	core->round_now = 0; /* (as sq_drain) */
 	/* the service writes the state word: no ordering needed */
 	if (atomic_load_explicit(&qp->ring->state, memory_order_relaxed) ==
 	    OVR_QPS_RESET)
 		return true;
 
 	if (prod - qp->rq_cons > qp->rq_depth) {
-		s->cnt.wqe_bad++;
+		core->cnt.wqe_bad++;
 		prod = qp->rq_cons;
 	}
 	while (qp->rq_cons != prod) {
@@ -1073,7 +1094,7 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 		memcpy(&w, slot, sizeof(w));
 		if (w.num_sge > qp->cap.max_recv_sge ||
 		    w.num_sge > OVR_RING_SQ_MAX_SGE) {
-			wqe_fail(s, qp, true, qp->rq_cons++);
+			wqe_fail(core, qp, true, qp->rq_cons++);
 			continue;
 		}
 		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
@@ -1082,13 +1103,13 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
 			.sg_list = sg,
 			.num_sge = w.num_sge,
 		};
-		rc = ovr_eng_post_recv(s->eng, qp->qpn, &wr, now);
+		rc = ovr_eng_post_recv(core->eng, qp->qpn, &wr, now);
 		if (rc == ENOMEM) {
 			ok = false;
 			break;
 		}
 		if (rc)
-			wqe_fail(s, qp, true, qp->rq_cons);
+			wqe_fail(core, qp, true, qp->rq_cons);
 		qp->rq_cons++;
 	}
 	atomic_store_explicit(&qp->ring->rq_cons, qp->rq_cons,
@@ -1102,14 +1123,14 @@ static bool rq_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
  * (completed with LOC_QP_OP_ERR on no CQ: there is none yet) - counted
  * in wqe_bad.
  */
-static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
+static void srq_drain(struct svc_core *core, struct svc_srq *srq, uint64_t now)
 {
 	uint32_t prod =
 		atomic_load_explicit(&srq->ring->prod, memory_order_acquire);
 
-	s->round_now = 0; /* (as sq_drain) */
+	core->round_now = 0; /* (as sq_drain) */
 	if (prod - srq->cons > srq->depth) {
-		s->cnt.wqe_bad++;
+		core->cnt.wqe_bad++;
 		prod = srq->cons;
 	}
 	while (srq->cons != prod) {
@@ -1123,7 +1144,7 @@ static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
 		srq->cons++;
 		if (w.num_sge > srq->max_sge ||
 		    w.num_sge > OVR_RING_SQ_MAX_SGE) {
-			s->cnt.wqe_bad++;
+			core->cnt.wqe_bad++;
 			continue;
 		}
 		memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
@@ -1132,8 +1153,8 @@ static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
 			.sg_list = sg,
 			.num_sge = w.num_sge,
 		};
-		if (ovr_eng_post_srq_recv(s->eng, srq->srqn, &wr, now))
-			s->cnt.wqe_bad++;
+		if (ovr_eng_post_srq_recv(core->eng, srq->srqn, &wr, now))
+			core->cnt.wqe_bad++;
 	}
 	atomic_store_explicit(&srq->ring->cons, srq->cons,
 			      memory_order_release);
@@ -1141,58 +1162,63 @@ static void srq_drain(struct svc *s, struct svc_srq *srq, uint64_t now)
 
 void svc_srq_kick(struct svc *s, struct svc_srq *srq)
 {
-	srq_drain(s, srq, svc_now());
+	(void)s;
+	srq_drain(srq->ctx->core, srq, svc_now());
 }
 
-static void qp_drain(struct svc *s, struct svc_qp *qp, uint64_t now)
+static void qp_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 {
-	bool ok = rq_drain(s, qp, now);
+	bool ok = rq_drain(core, qp, now);
 
-	ok = sq_drain(s, qp, now) && ok;
+	ok = sq_drain(core, qp, now) && ok;
 	if (!ok)
-		stall(s, qp);
+		stall(core, qp);
 }
 
 void svc_qp_kick(struct svc *s, struct svc_qp *qp)
 {
-	qp_drain(s, qp, svc_now());
+	(void)s;
+	qp_drain(qp->ctx->core, qp, svc_now());
 }
 
-static bool stalled_retry(struct svc *s, uint64_t now)
+static bool stalled_retry(struct svc_core *core, uint64_t now)
 {
-	struct svc_qp *list = s->stalled;
+	struct svc_qp *list = core->stalled;
 
 	if (!list)
 		return false;
-	s->stalled = NULL;
+	core->stalled = NULL;
 	while (list) {
 		struct svc_qp *qp = list;
 
 		list = qp->stall_next;
 		qp->stalled = false;
-		qp_drain(s, qp, now);
+		qp_drain(core, qp, now);
 	}
 	return true;
 }
 
-static bool db_pending(struct svc *s)
+static bool db_pending(struct svc_core *core)
 {
+	struct svc *s = core->s;
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
-		if (c->db &&
+		if (c->core == core && c->db &&
 		    atomic_load_explicit(&c->db->summary, memory_order_relaxed))
 			return true;
 	return false;
 }
 
-static bool db_scan(struct svc *s, uint64_t now)
+static bool db_scan(struct svc_core *core, uint64_t now)
 {
+	struct svc *s = core->s;
 	bool any = false;
 
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next) {
 		uint64_t sum;
 
-		if (!c->db || !atomic_load_explicit(&c->db->summary,
-						    memory_order_relaxed))
+		if (c->core != core || !c->db ||
+		    !atomic_load_explicit(&c->db->summary,
+					  memory_order_relaxed))
 			continue;
 		sum = atomic_exchange_explicit(&c->db->summary, 0,
 					       memory_order_acquire);
@@ -1211,10 +1237,10 @@ static bool db_scan(struct svc *s, uint64_t now)
 
 				bits &= bits - 1;
 				if (qp) {
-					qp_drain(s, qp, now);
+					qp_drain(core, qp, now);
 					any = true;
 				} else if (srq) {
-					srq_drain(s, srq, now);
+					srq_drain(core, srq, now);
 					any = true;
 				}
 			}
@@ -1234,32 +1260,34 @@ static bool db_scan(struct svc *s, uint64_t now)
  * closes a batch of them per round (ovr_eng_dev_close: events recorded)
  * and polls the batches in flight (ovr_eng_dev_poll). Others are
  * synchronous. */
-static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
-			 void *host, uint32_t len, bool to_dev,
+static int svc_proc_copy(struct svc_core *core, struct svc_ctx *c,
+			 uint64_t addr, void *host, uint32_t len, bool to_dev,
 			 uint32_t msg_len, unsigned int flags);
 
 static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 			uint32_t len, bool to_dev, uint32_t msg_len,
 			unsigned int flags)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
 	const struct svc_devref *d = dev;
 	int rc;
 
 	if (d->kind == SVC_DEV_PROC)
-		return svc_proc_copy(s, d->p, off, host, len, to_dev, msg_len,
-				     flags);
+		return svc_proc_copy(core, d->p, off, host, len, to_dev,
+				     msg_len, flags);
 	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
 	if (rc > 0)
-		s->pord++; /* the engine numbers every queued copy */
+		core->pord++; /* the engine numbers every queued copy */
 	return rc;
 }
 
 /* Is [@p, @p + @len) frame-buffer memory (valid until the batch's close:
  * a queued copy may use it then)? The engine's own memory and the stack
  * (a WRITE's held-back tail, an atomic's operands, a GRH) are not. */
-static bool buf_queueable(const struct svc *s, const void *p, uint32_t len)
+static bool buf_queueable(const struct svc_core *core, const void *p,
+			  uint32_t len)
 {
+	struct svc *s = core->s;
 	uintptr_t a = (uintptr_t)p;
 
 	for (uint32_t i = 0; i < s->nbufr; i++)
@@ -1281,17 +1309,17 @@ static int buf_range(void *arg, void *addr, size_t len)
 	return 0;
 }
 
-static void pq_fail(struct svc *s, const struct svc_pcopy *q, int err)
+static void pq_fail(struct svc_core *core, const struct svc_pcopy *q, int err)
 {
 	if (err == -EFAULT)
-		s->cnt.proc_copy_fault++;
-	s->pfault[s->npfault++] =
+		core->cnt.proc_copy_fault++;
+	core->pfault[core->npfault++] =
 		(struct ovr_eng_copy_fault){ .ord = q->ord, .err = err };
 }
 
 /*
  * One pwrite / pread of the application's address space (svc_procmem.c)
- * for the copies s->pidx[@first..@k) of context @c, one direction: the
+ * for the copies core->pidx[@first..@k) of context @c, one direction: the
  * run of them whose ranges adjoin from the first on (the packets of one
  * message land end to end), at most SVC_GATHER_BYTES (a longer copy
  * alone). Written from one buffer the pieces are gathered into: the
@@ -1302,16 +1330,16 @@ static void pq_fail(struct svc *s, const struct svc_pcopy *q, int err)
  * Returns how many copies it took; *@n: the bytes the kernel moved (it
  * stops at the first page that is not there), or -errno.
  */
-static uint32_t pq_call(struct svc *s, struct svc_ctx *c, bool to_dev,
+static uint32_t pq_call(struct svc_core *core, struct svc_ctx *c, bool to_dev,
 			uint32_t first, uint32_t k, ssize_t *n)
 {
-	const struct svc_pcopy *q0 = &s->pq[s->pidx[first]];
+	const struct svc_pcopy *q0 = &core->pq[core->pidx[first]];
 	uint64_t at = q0->addr, end = at;
 	struct iovec l = { q0->host, q0->len };
 	uint32_t nl = 0;
 
 	for (uint32_t i = first; i < k; i++) {
-		const struct svc_pcopy *q = &s->pq[s->pidx[i]];
+		const struct svc_pcopy *q = &core->pq[core->pidx[i]];
 
 		if (q->addr != end || end - at + q->len > SVC_GATHER_BYTES)
 			break;
@@ -1319,32 +1347,33 @@ static uint32_t pq_call(struct svc *s, struct svc_ctx *c, bool to_dev,
 		nl++;
 	}
 	if (nl > 1 && to_dev) {
-		uint8_t *d = s->pgather;
+		uint8_t *d = core->pgather;
 
 		for (uint32_t i = first; i < first + nl; i++) {
-			const struct svc_pcopy *q = &s->pq[s->pidx[i]];
+			const struct svc_pcopy *q = &core->pq[core->pidx[i]];
 
 			memcpy(d, q->host, q->len);
 			d += q->len;
 		}
-		l = (struct iovec){ s->pgather, end - at };
+		l = (struct iovec){ core->pgather, end - at };
 	} else {
 		/* a copy longer than the buffer, or reads (queued copies
 		 * place bytes: none so far), one at a time */
 		nl = 1;
 	}
-	s->cnt.proc_copy_calls++;
+	core->cnt.proc_copy_calls++;
 	*n = svc_procmem_rw(c->memfd, to_dev, &l, 1, at);
 	return nl;
 }
 
 /*
- * The @k copies s->pidx[0..k) of context @c, one direction, in order.
+ * The @k copies core->pidx[0..k) of context @c, one direction, in order.
  * What the kernel moved before it stopped is done; the copy it stopped
  * in found no memory (a fault of its number) and the rest goes on from
  * the next. Another error, or the process gone, fails what is left.
  */
-static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
+static void pq_copies(struct svc_core *core, struct svc_ctx *c, bool to_dev,
+		      uint32_t k)
 {
 	uint32_t first = 0;
 
@@ -1356,25 +1385,27 @@ static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
 			n = -ESRCH;
 			took = k - first;
 		} else {
-			took = pq_call(s, c, to_dev, first, k, &n);
+			took = pq_call(core, c, to_dev, first, k, &n);
 		}
 		if (n < 0 && n != -EFAULT) {
 			while (first < k)
-				pq_fail(s, &s->pq[s->pidx[first++]], (int)n);
+				pq_fail(core, &core->pq[core->pidx[first++]],
+					(int)n);
 			return;
 		}
 		if (n < 0)
 			n = 0;
 		for (uint32_t end = first + took; first < end; first++) {
-			const struct svc_pcopy *q = &s->pq[s->pidx[first]];
+			const struct svc_pcopy *q =
+				&core->pq[core->pidx[first]];
 
 			if ((size_t)n < q->len) {
-				pq_fail(s, q, -EFAULT);
+				pq_fail(core, q, -EFAULT);
 				first++;
 				break;
 			}
 			n -= (ssize_t)q->len;
-			s->cnt.proc_copy_bytes += q->len;
+			core->cnt.proc_copy_bytes += q->len;
 		}
 	}
 }
@@ -1386,37 +1417,40 @@ static void pq_copies(struct svc *s, struct svc_ctx *c, bool to_dev, uint32_t k)
  * separate address spaces, so their order against each other does not
  * matter).
  */
-static void pq_run(struct svc *s)
+static void pq_run(struct svc_core *core)
 {
-	uint32_t n = s->npq;
+	uint32_t n = core->npq;
 
-	s->npq = 0;
+	core->npq = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		struct svc_pcopy *q = &s->pq[i];
+		struct svc_pcopy *q = &core->pq[i];
 		uint32_t k = 0;
 
 		if (q->done)
 			continue;
 		for (uint32_t j = i; j < n; j++) {
-			struct svc_pcopy *o = &s->pq[j];
+			struct svc_pcopy *o = &core->pq[j];
 
 			if (o->done || o->c != q->c)
 				continue;
 			if (o->to_dev != q->to_dev)
 				break;
 			o->done = true;
-			s->pidx[k++] = j;
+			core->pidx[k++] = j;
 		}
-		pq_copies(s, q->c, q->to_dev, k);
+		pq_copies(core, q->c, q->to_dev, k);
 	}
 }
 
 void svc_proc_forget(struct svc *s, struct svc_ctx *c)
 {
-	for (uint32_t i = 0; i < s->npq; i++)
-		if (!s->pq[i].done && s->pq[i].c == c) {
-			s->pq[i].done = true;
-			pq_fail(s, &s->pq[i], -ESRCH);
+	struct svc_core *core = c->core;
+
+	(void)s;
+	for (uint32_t i = 0; i < core->npq; i++)
+		if (!core->pq[i].done && core->pq[i].c == c) {
+			core->pq[i].done = true;
+			pq_fail(core, &core->pq[i], -ESRCH);
 		}
 }
 
@@ -1433,9 +1467,9 @@ void svc_proc_forget(struct svc *s, struct svc_ctx *c)
  * it the plain way (no buffer, or its own bytes not all there - the
  * plain copy then finds out which error it is).
  */
-static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
-			 void *host, uint32_t len, uint32_t msg_len,
-			 unsigned int flags)
+static bool svc_proc_src(struct svc_core *core, struct svc_ctx *c,
+			 uint64_t addr, void *host, uint32_t len,
+			 uint32_t msg_len, unsigned int flags)
 {
 	struct iovec l;
 	uint32_t want;
@@ -1444,7 +1478,7 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
 	if (!(flags & OVR_ENG_COPY_FIRST) && addr >= c->ra_lo &&
 	    addr + len <= c->ra_hi) {
 		memcpy(host, c->ra + (addr - c->ra_lo), len);
-		s->cnt.proc_ra_hits++;
+		core->cnt.proc_ra_hits++;
 		return true;
 	}
 	if (!c->ra) {
@@ -1452,17 +1486,17 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
 		if (!c->ra)
 			return false;
 	}
-	pq_run(s); /* (what is queued lands first) */
+	pq_run(core); /* (what is queued lands first) */
 	want = msg_len < SVC_RA_BYTES ? msg_len : SVC_RA_BYTES;
 	l = (struct iovec){ c->ra, want };
 	c->ra_lo = c->ra_hi = 0;
-	s->cnt.proc_copy_calls++;
+	core->cnt.proc_copy_calls++;
 	n = svc_procmem_rw(c->memfd, false, &l, 1, addr);
 	if (n < (ssize_t)len)
 		return false;
 	c->ra_lo = addr;
 	c->ra_hi = addr + (uint64_t)n;
-	s->cnt.proc_copy_bytes += (uint64_t)n;
+	core->cnt.proc_copy_bytes += (uint64_t)n;
 	memcpy(host, c->ra, len);
 	return true;
 }
@@ -1482,8 +1516,8 @@ static bool svc_proc_src(struct svc *s, struct svc_ctx *c, uint64_t addr,
  * is not there (unmapped, or never was) - -EFAULT, which the engine
  * turns into a protection error for the QP involved.
  */
-static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
-			 void *host, uint32_t len, bool to_dev,
+static int svc_proc_copy(struct svc_core *core, struct svc_ctx *c,
+			 uint64_t addr, void *host, uint32_t len, bool to_dev,
 			 uint32_t msg_len, unsigned int flags)
 {
 	struct iovec l = { host, len };
@@ -1499,7 +1533,7 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 			if (addr < p->lo || addr + len > p->hi)
 				continue;
 			memcpy(host, p->buf + (addr - p->lo), len);
-			s->cnt.proc_pf_hits++;
+			core->cnt.proc_pf_hits++;
 			/* the read-ahead is good for a message only once its
 			 * first copy read afresh: this one did not */
 			if (flags & OVR_ENG_COPY_FIRST)
@@ -1511,28 +1545,28 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 	if (to_dev && !(flags & OVR_ENG_COPY_LATE))
 		pf_forget(c);
 	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
-	    svc_proc_src(s, c, addr, host, len, msg_len, flags))
+	    svc_proc_src(core, c, addr, host, len, msg_len, flags))
 		return 0;
-	if ((flags & OVR_ENG_COPY_LATE) && s->npq < OVR_ENG_BATCH_COPIES &&
-	    buf_queueable(s, host, len)) {
-		s->pq[s->npq++] = (struct svc_pcopy){ .c = c,
-						      .addr = addr,
-						      .host = host,
-						      .len = len,
-						      .ord = s->pord++,
-						      .to_dev = to_dev };
-		s->cnt.proc_copy_queued++;
+	if ((flags & OVR_ENG_COPY_LATE) && core->npq < OVR_ENG_BATCH_COPIES &&
+	    buf_queueable(core, host, len)) {
+		core->pq[core->npq++] = (struct svc_pcopy){ .c = c,
+							    .addr = addr,
+							    .host = host,
+							    .len = len,
+							    .ord = core->pord++,
+							    .to_dev = to_dev };
+		core->cnt.proc_copy_queued++;
 		return 1;
 	}
-	pq_run(s);
-	s->cnt.proc_copy_calls++;
+	pq_run(core);
+	core->cnt.proc_copy_calls++;
 	n = svc_procmem_rw(c->memfd, to_dev, &l, 1, addr);
 	if (n == (ssize_t)len) {
-		s->cnt.proc_copy_bytes += len;
+		core->cnt.proc_copy_bytes += len;
 		return 0;
 	}
 	if (n >= 0 || n == -EFAULT) {
-		s->cnt.proc_copy_fault++;
+		core->cnt.proc_copy_fault++;
 		return -EFAULT;
 	}
 	return (int)n;
@@ -1540,9 +1574,10 @@ static int svc_proc_copy(struct svc *s, struct svc_ctx *c, uint64_t addr,
 
 static int eng_dev_fence(void *ctx)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 
-	pq_run(s); /* their faults go with the batch's close */
+	pq_run(core); /* their faults go with the batch's close */
 	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
 }
 
@@ -1550,32 +1585,34 @@ static int eng_dev_fence(void *ctx)
  * told by eng_dev_batch_faults); its GPU copies get their events. */
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 
 	int rc;
 
-	pq_run(s);
-	s->pord = 0;
+	pq_run(core);
+	core->pord = 0;
 	rc = s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
 	if (rc)
-		s->npfault = 0; /* the whole batch fails */
+		core->npfault = 0; /* the whole batch fails */
 	return rc;
 }
 
 static uint32_t eng_dev_batch_faults(void *ctx, struct ovr_eng_copy_fault *f,
 				     uint32_t max)
 {
-	struct svc *s = ctx;
-	uint32_t n = s->npfault;
+	struct svc_core *core = ctx;
+	uint32_t n = core->npfault;
 
-	memcpy(f, s->pfault, (n < max ? n : max) * sizeof(*f));
-	s->npfault = 0;
+	memcpy(f, core->pfault, (n < max ? n : max) * sizeof(*f));
+	core->npfault = 0;
 	return n;
 }
 
 static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
 {
-	struct svc *s = ctx;
+	struct svc_core *core = ctx;
+	struct svc *s = core->s;
 
 	return s->gdr ? ovr_gdr_batch_poll(s->gdr, slot, wait) : 0;
 }
@@ -1597,9 +1634,22 @@ int svc_dp_init(struct svc *s)
 		.dev_copy = eng_dev_copy,
 		.dev_fence = eng_dev_fence,
 	};
+	struct svc_core *core;
 	int pdu_mtu;
 	uint32_t maxqp = 1;
 
+	/* one core today (docs/SERVICE.md section 10) */
+	s->ncores = 1;
+	s->core = calloc(s->ncores, sizeof(*s->core));
+	if (!s->core)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		s->core[i].s = s;
+		s->core[i].idx = i;
+		s->core[i].dp_epfd = s->core[i].wake_fd = -1;
+		s->core[i].timer_fd = -1;
+	}
+	core = &s->core[0];
 	pdu_mtu = ovr_vpc_pdu_mtu(s->conf.underlay_mtu);
 	if (pdu_mtu < 0) {
 		fprintf(stderr, "ovrdmad: underlay_mtu %u is too small\n",
@@ -1612,8 +1662,8 @@ int svc_dp_init(struct svc *s)
 	s->vpc = ovr_vpc_create(&vc);
 	if (!s->vpc)
 		return -errno;
-	s->vt = s->dp_vt = ovr_vpc_thread_register(s->vpc);
-	if (!s->vt)
+	core->vt = core->own_vt = ovr_vpc_thread_register(s->vpc);
+	if (!core->vt)
 		return -errno;
 
 	ovr_eng_cfg_default(&ec);
@@ -1635,8 +1685,8 @@ int svc_dp_init(struct svc *s)
 			s->conf.cc);
 		return -EINVAL;
 	}
-	s->eng = ovr_eng_create(&ec, &eops, s);
-	if (!s->eng) {
+	core->eng = ovr_eng_create(&ec, &eops, core);
+	if (!core->eng) {
 		fprintf(stderr, "ovrdmad: engine: %s\n", strerror(errno));
 		return -errno;
 	}
@@ -1652,21 +1702,28 @@ int svc_dp_init(struct svc *s)
 
 void svc_dp_fini(struct svc *s)
 {
-	if (s->eng)
-		unpark_all(s);
-	while (s->loop_free != s->loop_tail)
+	struct svc_core *core = s->core;
+
+	if (!core)
+		goto shared;
+	if (core->eng)
+		unpark_all(core);
+	while (core->loop_free != core->loop_tail)
 		s->port_ops->tx_free(
 			s->port,
-			s->loop[s->loop_free++ % SVC_LOOP_DEPTH].token);
-	if (s->eng)
-		ovr_eng_destroy(s->eng);
+			core->loop[core->loop_free++ % SVC_LOOP_DEPTH].token);
+	if (core->eng)
+		ovr_eng_destroy(core->eng);
 	/* every context, hence every GPU import, is gone */
 	ovr_gdr_close(s->gdr);
 	s->gdr = NULL;
-	if (s->dp_vt) {
-		ovr_vpc_thread_unregister(s->dp_vt);
-		s->vt = s->dp_vt = NULL;
+	if (core->own_vt) {
+		ovr_vpc_thread_unregister(core->own_vt);
+		core->vt = core->own_vt = NULL;
 	}
+	free(s->core);
+	s->core = NULL;
+shared:
 	if (s->vpc)
 		ovr_vpc_destroy(s->vpc);
 	free(s->qp_by_slot);
@@ -1675,13 +1732,15 @@ void svc_dp_fini(struct svc *s)
 
 /* ---- a round ------------------------------------------------------------- */
 
-bool svc_dp_pending(struct svc *s)
+bool svc_dp_pending(struct svc_core *core)
 {
-	return db_pending(s) || s->stalled || s->loop_head != s->loop_tail;
+	return db_pending(core) || core->stalled ||
+	       core->loop_head != core->loop_tail;
 }
 
-bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
+bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 {
+	struct svc *s = core->s;
 	void *bufs[RX_BURST];
 	const uint8_t *frames[RX_BURST];
 	uint32_t lens[RX_BURST];
@@ -1689,39 +1748,39 @@ bool svc_dp_round(struct svc *s, uint64_t now, uint64_t *next)
 	unsigned int n;
 	bool work;
 
-	s->in_round = true;
-	s->round_now = 0;
+	core->in_round = true;
+	core->round_now = 0;
 	n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
 	for (unsigned int i = 0; i < n; i++)
-		rx_frame(s, frames[i], lens[i], now);
+		rx_frame(core, frames[i], lens[i], now);
 	work = n > 0;
-	work |= loop_receive(s, now);
-	work |= db_scan(s, now);
-	work |= stalled_retry(s, now);
-	*next = ovr_eng_poll(s->eng, now, 0);
+	work |= loop_receive(core, now);
+	work |= db_scan(core, now);
+	work |= stalled_retry(core, now);
+	*next = ovr_eng_poll(core->eng, now, 0);
 	/* the GPU copies of this round form a batch; the batches that are
 	 * done release the PDUs and completions behind them and the frames
 	 * they read (never waiting: the wire goes on) */
-	closed = ovr_eng_dev_close(s->eng);
-	done = ovr_eng_dev_poll(s->eng);
-	if (done != s->dev_done) {
+	closed = ovr_eng_dev_close(core->eng);
+	done = ovr_eng_dev_poll(core->eng);
+	if (done != core->dev_done) {
 		work = true;
-		s->dev_done = done;
-		s->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
-		unpark(s, done);
+		core->dev_done = done;
+		core->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
+		unpark(core, done);
 	}
-	rx_keep(s, bufs, n, closed, done);
-	s->dev_closed = closed;
+	rx_keep(core, bufs, n, closed, done);
+	core->dev_closed = closed;
 	if (closed != done) {
 		/* a bounded sleep: nothing else will say when */
-		uint64_t t = now + s->dev_wait_ns;
+		uint64_t t = now + core->dev_wait_ns;
 
 		if (t < *next)
 			*next = t;
 	}
-	if (lost_fail(s))
+	if (lost_fail(core))
 		*next = now; /* what the flushes and TERMINATE need */
 	s->port_ops->flush(s->port);
-	s->in_round = false;
+	core->in_round = false;
 	return work;
 }

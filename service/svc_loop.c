@@ -89,20 +89,27 @@ static int events_init(struct svc *s)
 	const struct svc_port_ops *ops = s->port_ops;
 
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	s->dp_epfd = epoll_create1(EPOLL_CLOEXEC);
-	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	s->ctl_stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	s->timer_fd =
-		timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (s->epfd < 0 || s->dp_epfd < 0 || s->wake_fd < 0 ||
-	    s->ctl_stop_fd < 0 || s->timer_fd < 0)
-		return -errno;
-	if (ep_add(s->dp_epfd, s->wake_fd, SVC_EV_WAKE) ||
-	    ep_add(s->dp_epfd, s->timer_fd, SVC_EV_TIMER) ||
+	if (s->epfd < 0 || s->ctl_stop_fd < 0 ||
 	    ep_add(s->epfd, s->ctl_stop_fd, SVC_EV_STOP))
 		return -errno;
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		struct svc_core *core = &s->core[i];
+
+		core->dp_epfd = epoll_create1(EPOLL_CLOEXEC);
+		core->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		core->timer_fd = timerfd_create(CLOCK_MONOTONIC,
+						TFD_NONBLOCK | TFD_CLOEXEC);
+		if (core->dp_epfd < 0 || core->wake_fd < 0 ||
+		    core->timer_fd < 0)
+			return -errno;
+		if (ep_add(core->dp_epfd, core->wake_fd, SVC_EV_WAKE) ||
+		    ep_add(core->dp_epfd, core->timer_fd, SVC_EV_TIMER))
+			return -errno;
+	}
+	/* the port's interrupt: core 0 polls the port */
 	if (ops->rx_intr_fd && ops->rx_intr_fd(s->port) >= 0 &&
-	    ep_add(s->dp_epfd, ops->rx_intr_fd(s->port), SVC_EV_RX))
+	    ep_add(s->core[0].dp_epfd, ops->rx_intr_fd(s->port), SVC_EV_RX))
 		return -errno;
 	return 0;
 }
@@ -171,8 +178,8 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	s->port_ops = ops;
 	s->port = port;
 	memcpy(s->mac, mac, 6);
-	s->listen_fd = s->epfd = s->wake_fd = s->timer_fd = s->svc_fd = -1;
-	s->ndev_fd = s->dp_epfd = s->ctl_stop_fd = -1;
+	s->listen_fd = s->epfd = s->svc_fd = -1;
+	s->ndev_fd = s->ctl_stop_fd = -1;
 	pthread_mutex_init(&s->stw_lock, NULL);
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
@@ -202,11 +209,18 @@ void svc_fini(struct svc *s)
 	svc_sysfs_fini(s);
 	svc_ctl_close_all(s);
 	svc_mcast_fini(s);
+	for (uint32_t i = 0; s->core && i < s->ncores; i++) {
+		int cfds[] = { s->core[i].dp_epfd, s->core[i].wake_fd,
+			       s->core[i].timer_fd };
+
+		for (size_t j = 0; j < sizeof(cfds) / sizeof(cfds[0]); j++)
+			if (cfds[j] >= 0)
+				close(cfds[j]);
+	}
 	svc_dp_fini(s);
 	if (s->page && s->page != MAP_FAILED)
 		munmap(s->page, 4096);
-	int fds[] = { s->listen_fd, s->epfd,	    s->dp_epfd, s->wake_fd,
-		      s->timer_fd,  s->ctl_stop_fd, s->svc_fd };
+	int fds[] = { s->listen_fd, s->epfd, s->ctl_stop_fd, s->svc_fd };
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
@@ -218,12 +232,14 @@ void svc_fini(struct svc *s)
 /* ---- the loop ------------------------------------------------------------ */
 
 /* The dataplane's events: a wakeup, the timer, the port's interrupt. */
-static void dp_events(struct svc *s, struct epoll_event *ev, int n)
+static void dp_events(struct svc_core *core, struct epoll_event *ev, int n)
 {
+	struct svc *s = core->s;
+
 	for (int i = 0; i < n; i++) {
 		uint64_t tag = ev[i].data.u64, junk;
-		int fd = tag == SVC_EV_WAKE  ? s->wake_fd :
-			 tag == SVC_EV_TIMER ? s->timer_fd :
+		int fd = tag == SVC_EV_WAKE  ? core->wake_fd :
+			 tag == SVC_EV_TIMER ? core->timer_fd :
 					       s->port_ops->rx_intr_fd(s->port);
 
 		if (tag == SVC_EV_RX && s->port_ops->rx_intr_ack)
@@ -290,7 +306,7 @@ static void heartbeat(struct svc *s, uint64_t now)
  * epoll_wait without a timeout, two calls and a timer of its own.
  * Returns epoll's count (or -1).
  */
-static int nap_wait(struct svc *s, struct epoll_event *ev, uint64_t now,
+static int nap_wait(struct svc_core *core, struct epoll_event *ev, uint64_t now,
 		    uint64_t until)
 {
 	static bool no_pwait2;
@@ -301,7 +317,7 @@ static int nap_wait(struct svc *s, struct epoll_event *ev, uint64_t now,
 			.tv_sec = (time_t)((until - now) / 1000000000ull),
 			.tv_nsec = (long)((until - now) % 1000000000ull),
 		};
-		int n = epoll_pwait2(s->dp_epfd, ev, 16, &ts, NULL);
+		int n = epoll_pwait2(core->dp_epfd, ev, 16, &ts, NULL);
 
 		if (n >= 0 || errno != ENOSYS)
 			return n;
@@ -309,8 +325,8 @@ static int nap_wait(struct svc *s, struct epoll_event *ev, uint64_t now,
 	}
 	its.it_value.tv_sec = (time_t)(until / 1000000000ull);
 	its.it_value.tv_nsec = (long)(until % 1000000000ull);
-	timerfd_settime(s->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
-	return epoll_wait(s->dp_epfd, ev, 16, -1);
+	timerfd_settime(core->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	return epoll_wait(core->dp_epfd, ev, 16, -1);
 }
 
 /* ---- stopping the world --------------------------------------------------- */
@@ -394,17 +410,19 @@ void svc_stw_exit(struct svc *s)
 	atomic_store(&s->stw, 0);
 	futex_wake(&s->stw);
 	/* asleep: its timers and its view of the work may be stale now */
-	if (atomic_load(&s->page->sleeping) &&
-	    write(s->wake_fd, &one, sizeof(one)) < 0) {
-		/* a full counter: it wakes anyway */
-	}
+	if (atomic_load(&s->page->sleeping))
+		for (uint32_t i = 0; i < s->ncores; i++)
+			if (write(s->core[i].wake_fd, &one, sizeof(one)) < 0) {
+				/* a full counter: it wakes anyway */
+			}
 	pthread_mutex_unlock(&s->stw_lock);
 }
 
 /* ---- the dataplane's sleep ------------------------------------------------ */
 
-static void svc_sleep(struct svc *s, uint64_t next)
+static void svc_sleep(struct svc_core *core, uint64_t next)
 {
+	struct svc *s = core->s;
 	struct epoll_event ev[16];
 	uint64_t now, until;
 	int rxfd = s->port_ops->rx_intr_fd ? s->port_ops->rx_intr_fd(s->port) :
@@ -413,19 +431,19 @@ static void svc_sleep(struct svc *s, uint64_t next)
 
 	atomic_store(&s->page->sleeping, 1);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (svc_dp_pending(s)) {
+	if (svc_dp_pending(core)) {
 		atomic_store(&s->page->sleeping, 0);
 		return;
 	}
 	now = svc_now();
 	until = now + OVR_RING_HEARTBEAT_NS / 4;
 	if (rxfd < 0) {
-		if (!s->nap_ns)
-			s->nap_ns = NAP_MIN_NS;
-		if (until > now + s->nap_ns)
-			until = now + s->nap_ns;
-		s->nap_ns = s->nap_ns * 2 > NAP_MAX_NS ? NAP_MAX_NS :
-							 s->nap_ns * 2;
+		if (!core->nap_ns)
+			core->nap_ns = NAP_MIN_NS;
+		if (until > now + core->nap_ns)
+			until = now + core->nap_ns;
+		core->nap_ns = core->nap_ns * 2 > NAP_MAX_NS ? NAP_MAX_NS :
+							       core->nap_ns * 2;
 	}
 	if (next < until)
 		until = next;
@@ -435,19 +453,19 @@ static void svc_sleep(struct svc *s, uint64_t next)
 	}
 	if (rxfd >= 0)
 		s->port_ops->rx_intr(s->port, true);
-	s->cnt.sleeps++;
+	core->cnt.sleeps++;
 	ovr_vpc_thread_offline();
 	/* asleep, the world may stop: svc_stw_exit wakes us after it */
 	dp_leave(s);
-	n = nap_wait(s, ev, now, until);
+	n = nap_wait(core, ev, now, until);
 	dp_enter(s);
 	ovr_vpc_thread_online();
 	if (rxfd >= 0)
 		s->port_ops->rx_intr(s->port, false);
 	atomic_store(&s->page->sleeping, 0);
-	s->cnt.wakeups++;
+	core->cnt.wakeups++;
 	if (n > 0)
-		dp_events(s, ev, n);
+		dp_events(core, ev, n);
 }
 
 /* ---- the control thread ---------------------------------------------------- */
@@ -476,11 +494,13 @@ static void *ctl_main(void *arg)
 			break;
 		}
 		svc_stw_enter(s);
-		s->vt = s->ctl_vt;
+		for (uint32_t i = 0; i < s->ncores; i++)
+			s->core[i].vt = s->ctl_vt;
 		ovr_vpc_thread_online();
 		ctl_events(s, ev, n);
 		ovr_vpc_thread_offline();
-		s->vt = s->dp_vt;
+		for (uint32_t i = 0; i < s->ncores; i++)
+			s->core[i].vt = s->core[i].own_vt;
 		svc_stw_exit(s);
 	}
 	ovr_vpc_thread_online();
@@ -522,8 +542,8 @@ int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 
 			if (c->obj[i].type != SVC_OBJ_QP ||
 			    (qpn && qp->qpn != qpn) ||
-			    ovr_eng_qp_stats(s->eng, qp->qpn, &o->st) ||
-			    ovr_eng_qp_query(s->eng, qp->qpn, &qa))
+			    ovr_eng_qp_stats(c->core->eng, qp->qpn, &o->st) ||
+			    ovr_eng_qp_query(c->core->eng, qp->qpn, &qa))
 				continue;
 			o->ctx = c->id;
 			o->qpn = qp->qpn;
@@ -539,13 +559,14 @@ int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 
 int svc_run(struct svc *s)
 {
+	struct svc_core *core = &s->core[0];
 	uint64_t now = svc_now(), idle_since = now;
 	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
 	uint64_t cpu0 = 0; /* the sampled round's start on the CPU clock */
 	uint64_t one = 1;
 	int rc;
 
-	s->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
+	core->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
 	/* naps end when asked (nap_wait), not up to 50 us later */
 	prctl(PR_SET_TIMERSLACK, 1000ul);
 	dp_enter(s);
@@ -564,60 +585,60 @@ int svc_run(struct svc *s)
 		now = svc_now();
 		/* the round before, up to now: busy if it did work, polling
 		 * if it did not and did not sleep (busy_ns, poll_ns) */
-		if (s->last_round == SVC_ROUND_BUSY) {
-			s->cnt.busy_rounds++;
-			s->cnt.busy_ns += now - prev;
-		} else if (s->last_round == SVC_ROUND_POLL) {
-			s->cnt.poll_ns += now - prev;
+		if (core->last_round == SVC_ROUND_BUSY) {
+			core->cnt.busy_rounds++;
+			core->cnt.busy_ns += now - prev;
+		} else if (core->last_round == SVC_ROUND_POLL) {
+			core->cnt.poll_ns += now - prev;
 		}
 		if (cpu0) {
 			uint64_t cpu = thread_cpu_ns() - cpu0;
 
-			if (s->last_round == SVC_ROUND_BUSY) {
-				s->cnt.busy_smp_ns += now - prev;
-				s->cnt.busy_smp_cpu_ns += cpu;
-			} else if (s->last_round == SVC_ROUND_POLL) {
-				s->cnt.poll_smp_ns += now - prev;
-				s->cnt.poll_smp_cpu_ns += cpu;
+			if (core->last_round == SVC_ROUND_BUSY) {
+				core->cnt.busy_smp_ns += now - prev;
+				core->cnt.busy_smp_cpu_ns += cpu;
+			} else if (core->last_round == SVC_ROUND_POLL) {
+				core->cnt.poll_smp_ns += now - prev;
+				core->cnt.poll_smp_cpu_ns += cpu;
 			}
 			cpu0 = 0;
 		}
-		if (++s->round_seq % SVC_CPU_SAMPLE == 0)
+		if (++core->round_seq % SVC_CPU_SAMPLE == 0)
 			cpu0 = thread_cpu_ns();
-		work = svc_dp_round(s, now, &next);
-		s->last_round = work ? SVC_ROUND_BUSY : SVC_ROUND_POLL;
+		work = svc_dp_round(core, now, &next);
+		core->last_round = work ? SVC_ROUND_BUSY : SVC_ROUND_POLL;
 		if (s->cm_next_at <= now || s->cm_next_at < next) {
 			uint64_t t = svc_cm_poll(s, now);
 
 			if (t < next)
 				next = t;
 		}
-		copying = s->dev_closed != s->dev_done;
+		copying = core->dev_closed != core->dev_done;
 		heartbeat(s, now);
 		ovr_vpc_quiescent();
 		if (atomic_load_explicit(&s->stw, memory_order_relaxed)) {
 			/* the control thread's turn; what it changed may
 			 * want a round at once, so none is skipped after */
 			dp_park(s);
-			s->last_round = SVC_ROUND_SLEPT;
+			core->last_round = SVC_ROUND_SLEPT;
 			idle_since = now = svc_now();
-			s->nap_ns = NAP_MIN_NS;
+			core->nap_ns = NAP_MIN_NS;
 			continue;
 		}
 		if (work || next <= now) {
 			idle_since = now;
-			s->nap_ns = NAP_MIN_NS;
+			core->nap_ns = NAP_MIN_NS;
 		} else if (now - idle_since >= spin) {
 			if (copying) {
-				s->cnt.dev_naps++;
-				s->dev_wait_ns =
-					s->dev_wait_ns * 2 >
+				core->cnt.dev_naps++;
+				core->dev_wait_ns =
+					core->dev_wait_ns * 2 >
 							SVC_DEV_WAIT_MAX_NS ?
 						SVC_DEV_WAIT_MAX_NS :
-						s->dev_wait_ns * 2;
+						core->dev_wait_ns * 2;
 			}
-			svc_sleep(s, next);
-			s->last_round = SVC_ROUND_SLEPT;
+			svc_sleep(core, next);
+			core->last_round = SVC_ROUND_SLEPT;
 			idle_since = svc_now();
 		}
 	}

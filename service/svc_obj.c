@@ -127,12 +127,12 @@ void svc_qp_unindex(struct svc *s, struct svc_qp *qp)
 
 	if (*slot == qp)
 		*slot = NULL;
-	for (p = &s->stalled; *p; p = &(*p)->stall_next)
+	for (p = &qp->ctx->core->stalled; *p; p = &(*p)->stall_next)
 		if (*p == qp) {
 			*p = qp->stall_next;
 			break;
 		}
-	for (p = &s->lost; *p; p = &(*p)->lost_next)
+	for (p = &qp->ctx->core->lost; *p; p = &(*p)->lost_next)
 		if (*p == qp) {
 			*p = qp->lost_next;
 			break;
@@ -144,4 +144,50 @@ struct svc_qp *svc_qp_find(struct svc *s, uint32_t qpn)
 	struct svc_qp *qp = s->qp_by_slot[qpn & s->qp_mask];
 
 	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+struct svc_core *svc_core_pick(struct svc *s)
+{
+	struct svc_core *best = &s->core[0];
+
+	for (uint32_t i = 1; i < s->ncores; i++)
+		if (s->core[i].nctx < best->nctx)
+			best = &s->core[i];
+	best->nctx++;
+	return best;
+}
+
+void svc_core_unpick(struct svc_ctx *c)
+{
+	if (c->core) {
+		c->core->nctx--;
+		c->core = NULL;
+	}
+}
+
+void svc_counters_sum(const struct svc *s, struct svc_counters *out)
+{
+	const size_t n = sizeof(*out) / sizeof(uint64_t);
+	uint64_t *o = (uint64_t *)out;
+
+	_Static_assert(sizeof(struct svc_counters) % sizeof(uint64_t) == 0,
+		       "counters are 64-bit words");
+	*out = s->cnt;
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		const uint64_t *k = (const uint64_t *)&s->core[i].cnt;
+
+		for (size_t j = 0; j < n; j++)
+			o[j] += k[j];
+	}
+}
+
+void svc_eng_stats(const struct svc *s, struct ovr_eng_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		struct ovr_eng_stats one;
+
+		ovr_eng_get_stats(s->core[i].eng, &one);
+		ovr_eng_stats_add(out, &one);
+	}
 }

@@ -132,7 +132,7 @@ void svc_qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	struct svc_qp *qp = c->obj[h - 1].p;
 	struct svc_pd *pd;
 
-	ovr_eng_qp_destroy(s->eng, qp->qpn);
+	ovr_eng_qp_destroy(c->core->eng, qp->qpn);
 	if (qp->nmcast)
 		svc_mcast_qp_gone(s, qp);
 	svc_qp_unindex(s, qp);
@@ -211,7 +211,7 @@ static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
  * server, a send-only QP) gets none, as mlx5 and rxe grant: the engine
  * keeps a slot it never fills, the client finds the queue full (ENOMEM),
  * and the ring's side has one unused slot. */
-static int qp_engine_create(struct svc *s, struct svc_qp *qp,
+static int qp_engine_create(struct svc_ctx *c, struct svc_qp *qp,
 			    const struct ovr_ctl_create_qp_req *q,
 			    const struct svc_pd *pd)
 {
@@ -235,11 +235,11 @@ static int qp_engine_create(struct svc *s, struct svc_qp *qp,
 		.qp_type = q->qp_type, /* checked: RC, UC or UD */
 	};
 	struct ovr_eng_qp_attr qa;
-	int rc = ovr_eng_qp_create(s->eng, &init, &qp->qpn);
+	int rc = ovr_eng_qp_create(c->core->eng, &init, &qp->qpn);
 
 	if (rc)
 		return rc;
-	ovr_eng_qp_query(s->eng, qp->qpn, &qa);
+	ovr_eng_qp_query(c->core->eng, qp->qpn, &qa);
 	qp->cap = (struct ovr_ctl_qp_cap){
 		.max_send_wr = q->cap.max_send_wr ? qa.cap.max_send_wr : 0,
 		.max_recv_wr = q->cap.max_recv_wr ? qa.cap.max_recv_wr : 0,
@@ -316,7 +316,7 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	qp = qp_alloc(s, c, q, srq, rs.db);
 	if (!qp)
 		return svc_status(c, r->h, -ENOMEM);
-	rc = qp_engine_create(s, qp, q, pd);
+	rc = qp_engine_create(c, qp, q, pd);
 	if (rc) {
 		free(qp);
 		if (rc == -ENOSPC)
@@ -329,7 +329,7 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rs.len = qp->map_len;
 	rc = ring_setup(s, c, &rs);
 	if (rc) {
-		ovr_eng_qp_destroy(s->eng, qp->qpn);
+		ovr_eng_qp_destroy(c->core->eng, qp->qpn);
 		free(qp);
 		return svc_status(c, r->h, rc);
 	}
@@ -402,7 +402,7 @@ int svc_do_modify_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 			return svc_status(c, r->h, rc);
 	}
 	qp_attr_to_eng(&q->attr, &ea);
-	rc = ovr_eng_qp_modify(s->eng, qp->qpn, &ea, q->mask, svc_now());
+	rc = ovr_eng_qp_modify(c->core->eng, qp->qpn, &ea, q->mask, svc_now());
 	if (rc)
 		return svc_status(c, r->h, rc);
 	if (av) {
@@ -424,9 +424,10 @@ int svc_do_query_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_eng_qp_attr ea;
 	int rc;
 
+	(void)s;
 	if (!qp)
 		return svc_status(c, r->h, -ENOENT);
-	rc = ovr_eng_qp_query(s->eng, qp->qpn, &ea);
+	rc = ovr_eng_qp_query(c->core->eng, qp->qpn, &ea);
 	if (rc)
 		return svc_status(c, r->h, rc);
 	qp_attr_from_eng(qp, &ea, &rep.attr);
@@ -452,7 +453,8 @@ int svc_do_qp_stats(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_ctl_qp_stats_rep rep;
 	struct ovr_eng_qp_stats st;
 
-	if (!qp || ovr_eng_qp_stats(s->eng, qp->qpn, &st))
+	(void)s;
+	if (!qp || ovr_eng_qp_stats(c->core->eng, qp->qpn, &st))
 		return svc_status(c, r->h, -ENOENT);
 	rep = (struct ovr_ctl_qp_stats_rep){
 		.state = st.state,
@@ -485,9 +487,10 @@ int svc_srq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	struct svc_pd *pd;
 	int rc;
 
+	(void)s;
 	if (srq->users)
 		return -EBUSY;
-	rc = ovr_eng_srq_destroy(s->eng, srq->srqn);
+	rc = ovr_eng_srq_destroy(c->core->eng, srq->srqn);
 	if (rc)
 		return rc;
 	c->db_srq[srq->db_index] = NULL;
@@ -554,12 +557,12 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		.attr = { .max_wr = q->attr.max_wr,
 			  .max_sge = q->attr.max_sge },
 	};
-	rc = ovr_eng_srq_create(s->eng, &init, &srq->srqn);
+	rc = ovr_eng_srq_create(c->core->eng, &init, &srq->srqn);
 	if (rc) {
 		free(srq);
 		return svc_status(c, r->h, rc);
 	}
-	ovr_eng_srq_query(s->eng, srq->srqn, &ea);
+	ovr_eng_srq_query(c->core->eng, srq->srqn, &ea);
 	srq->ctx = c;
 	srq->db_index = rs.db;
 	srq->pd_handle = q->pd;
@@ -570,7 +573,7 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rs.len = srq->map_len;
 	rc = ring_setup(s, c, &rs);
 	if (rc) {
-		ovr_eng_srq_destroy(s->eng, srq->srqn);
+		ovr_eng_srq_destroy(c->core->eng, srq->srqn);
 		free(srq);
 		return svc_status(c, r->h, rc);
 	}
@@ -610,7 +613,8 @@ int svc_do_modify_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	 * hand them to the engine first */
 	svc_srq_kick(s, srq);
 	return svc_status(c, r->h,
-			  ovr_eng_srq_modify(s->eng, srq->srqn, &ea, q->mask));
+			  ovr_eng_srq_modify(c->core->eng, srq->srqn, &ea,
+					     q->mask));
 }
 
 int svc_do_query_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
@@ -622,9 +626,10 @@ int svc_do_query_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_eng_srq_attr ea;
 	int rc;
 
+	(void)s;
 	if (!srq)
 		return svc_status(c, r->h, -ENOENT);
-	rc = ovr_eng_srq_query(s->eng, srq->srqn, &ea);
+	rc = ovr_eng_srq_query(c->core->eng, srq->srqn, &ea);
 	if (rc)
 		return svc_status(c, r->h, rc);
 	rep.attr.max_wr = ea.max_wr;

@@ -136,9 +136,10 @@ static void mr_unmap(struct svc_mr *mr)
 
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
+	(void)s; /* the context's core's engine */
 	struct svc_mr *mr = c->obj[h - 1].p;
 	struct svc_pd *pd;
-	int rc = ovr_eng_dereg_mr(s->eng, mr->key);
+	int rc = ovr_eng_dereg_mr(c->core->eng, mr->key);
 
 	if (rc)
 		return rc;
@@ -317,14 +318,14 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 	if (!mr)
 		return svc_status(c, r->h, -ENOMEM);
 	mr->dev = (struct svc_devref){ .kind = SVC_DEV_PROC, .p = c };
-	rc = ovr_eng_reg_mr_ext(s->eng, pd->id, q->va, q->len,
+	rc = ovr_eng_reg_mr_ext(c->core->eng, pd->id, q->va, q->len,
 				q->access & ACCESS_KNOWN, &mr->dev, q->va,
 				OVR_ENG_MR_HOST, &mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(s->eng, mr->key);
+			ovr_eng_dereg_mr(c->core->eng, mr->key);
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
@@ -386,14 +387,14 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOMEM);
 	rc = mr_map(q, r->fds, sm, total, mr, &base);
 	if (!rc)
-		rc = ovr_eng_reg_mr(s->eng, pd->id, q->va, q->len,
+		rc = ovr_eng_reg_mr(c->core->eng, pd->id, q->va, q->len,
 				    q->access & ACCESS_KNOWN,
 				    base + (q->va - q->span), &mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(s->eng, mr->key);
+			ovr_eng_dereg_mr(c->core->eng, mr->key);
 		mr_unmap(mr);
 		free(mr);
 		return svc_status(c, r->h, rc);
@@ -558,14 +559,14 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	}
 	mr->dev = (struct svc_devref){ .kind = SVC_DEV_GPU, .p = mr->gpu };
-	rc = ovr_eng_reg_mr_dev(s->eng, pd->id, q->va, q->len,
+	rc = ovr_eng_reg_mr_dev(c->core->eng, pd->id, q->va, q->len,
 				q->access & ACCESS_KNOWN, &mr->dev, q->offset,
 				&mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(s->eng, mr->key);
+			ovr_eng_dereg_mr(c->core->eng, mr->key);
 		ovr_gdr_release(mr->gpu);
 		free(mr);
 		return svc_status(c, r->h, rc);
@@ -607,6 +608,7 @@ int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
  */
 int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
+	(void)s; /* the context's core's engine */
 	const struct ovr_ctl_rereg_mr_req *q =
 		SVC_BODY(c, r, struct ovr_ctl_rereg_mr_req);
 	const uint32_t known = OVR_CTL_REREG_PD | OVR_CTL_REREG_ACCESS |
@@ -640,14 +642,14 @@ int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	}
 	old = svc_obj_get(c, mr->pd_handle, SVC_OBJ_PD);
 	if (!rc)
-		rc = ovr_eng_mr_modify(s->eng, mr->key,
+		rc = ovr_eng_mr_modify(c->core->eng, mr->key,
 				       pd  ? pd->id :
 				       old ? old->id :
 					     0,
 				       access & ACCESS_KNOWN);
 	if (rc) {
 		/* unusable until deregistered: PD 0 is never allocated */
-		ovr_eng_mr_modify(s->eng, mr->key, 0, 0);
+		ovr_eng_mr_modify(c->core->eng, mr->key, 0, 0);
 		mr->access = 0;
 		mr->dead = true;
 		return svc_status(c, r->h, rc == -ECANCELED ? 0 : rc);
@@ -685,11 +687,11 @@ int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return svc_status(c, r->h, -ENOMEM);
-	rc = ovr_eng_alloc_mw(s->eng, pd->id, q->type, &mw->rkey);
+	rc = ovr_eng_alloc_mw(c->core->eng, pd->id, q->type, &mw->rkey);
 	if (!rc) {
 		rc = svc_obj_new(c, SVC_OBJ_MW, mw, &rep.handle);
 		if (rc)
-			ovr_eng_dealloc_mw(s->eng, mw->rkey);
+			ovr_eng_dealloc_mw(c->core->eng, mw->rkey);
 	}
 	if (rc) {
 		free(mw);
@@ -704,10 +706,11 @@ int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 void svc_mw_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
+	(void)s; /* the context's core's engine */
 	struct svc_mw *mw = c->obj[h - 1].p;
 	struct svc_pd *pd = svc_obj_get(c, mw->pd_handle, SVC_OBJ_PD);
 
-	ovr_eng_dealloc_mw(s->eng, mw->rkey);
+	ovr_eng_dealloc_mw(c->core->eng, mw->rkey);
 	if (pd)
 		pd->users--;
 	svc_obj_free(c, h);
@@ -906,7 +909,7 @@ int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++)
 		if (c->db_qp[i])
 			svc_qp_kick(s, c->db_qp[i]);
-	svc_dp_round(s, svc_now(), &next);
+	svc_dp_round(c->core, svc_now(), &next);
 	cons = atomic_load_explicit(&cq->ring->cons, memory_order_acquire);
 	held = cq->prod - cons;
 	/* a client that moved cons past prod broke the ring: refuse */

@@ -735,6 +735,10 @@ struct ovr_eng_stats {
 				* it; the responder would drop it) */
 };
 void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st);
+/* @sum += @one, for the engines of several cores: counts add up, the
+ * largest of dev_batch_max_inflight stands. */
+void ovr_eng_stats_add(struct ovr_eng_stats *sum,
+		       const struct ovr_eng_stats *one);
 
 /* Memory accounting: bytes of engine state per QP that holds no
  * packets in flight (with @cap queues), per scoreboard in use, and per
