@@ -44,6 +44,7 @@ struct ovr_cl {
 	const struct ovr_ring_svc *svc;
 	struct ovr_ring_db *db;
 	int wake_fd;
+	uint32_t wake_mask; /* svc->sleeping bits of our core (OPEN) */
 	atomic_bool dead;
 	uint64_t incarnation;
 	struct ovr_cl_qp *qps[QP_BUCKETS]; /* by qpn, chained */
@@ -356,6 +357,7 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 	}
 	cl->db = p;
 	cl->wake_fd = rfd[1];
+	cl->wake_mask = r.wake_mask ? r.wake_mask : ~0u;
 	cl->async_rd = pfd[0];
 	cl->async_wr = pfd[1];
 	fcntl(cl->async_wr, F_SETFL, O_NONBLOCK);
@@ -1548,7 +1550,8 @@ static void ring_doorbell(struct ovr_cl *cl, uint32_t idx)
 	atomic_fetch_or_explicit(&db->summary, 1ull << (idx / 64),
 				 memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&cl->svc->sleeping, memory_order_relaxed) &&
+	if ((atomic_load_explicit(&cl->svc->sleeping, memory_order_relaxed) &
+	     cl->wake_mask) &&
 	    write(cl->wake_fd, &one, sizeof(one)) != sizeof(one)) {
 		/* the counter is full: the service is awake anyway */
 	}

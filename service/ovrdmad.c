@@ -242,6 +242,18 @@ static void p_rx_intr(void *port, bool enable)
 		rte_eth_dev_rx_intr_disable(p->id, 0);
 }
 
+/* A dataplane thread but the first: an lcore of its own, so that its
+ * mbufs come from a mempool cache of its own (else it goes without). */
+static void p_thread_init(void *port)
+{
+	(void)port;
+	if (rte_thread_register())
+		LOG(WARNING,
+		    "dataplane thread: no lcore (%s): mbufs without "
+		    "a cache\n",
+		    rte_strerror(rte_errno));
+}
+
 static void p_rx_intr_ack(void *port)
 {
 	struct dport *p = port;
@@ -383,6 +395,7 @@ static const struct svc_port_ops dport_ops = {
 	.rx_intr_fd = p_rx_intr_fd,
 	.rx_intr = p_rx_intr,
 	.rx_intr_ack = p_rx_intr_ack,
+	.thread_init = p_thread_init,
 };
 
 static int port_setup(struct dport *p, uint32_t frame_max, bool intr)

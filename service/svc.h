@@ -47,6 +47,10 @@
 #include <ovrdma/vpc.h>
 
 #define SVC_MAX_DEVS 64
+/* dataplane cores at most (dataplane_cores; docs/SERVICE.md section 5) */
+#define SVC_MAX_CORES 16
+/* frames one core hands another at once (struct svc_xring) */
+#define SVC_XRING_DEPTH 1024u
 #define SVC_MAX_TENANT_VIPS 256
 /* libibverbs keeps sysfs paths in 256 bytes (IBV_SYSFS_PATH_MAX): DIR +
  * "/class/infiniband/" + a 15-character name must fit. */
@@ -128,6 +132,7 @@ struct svc_conf {
 	uint64_t base_rtt_ns;
 	char cc[16];
 	uint32_t spin_us; /* busy-poll this long before sleeping */
+	uint32_t dp_cores; /* dataplane cores (threads), 1..SVC_MAX_CORES */
 	uint32_t max_contexts;
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
 	uint32_t ctx_max_srq, ctx_max_ah;
@@ -182,6 +187,9 @@ struct svc_port_ops {
 	 * are armed, or -1 (then the idle loop naps briefly instead). */
 	int (*rx_intr_fd)(void *port);
 	void (*rx_intr)(void *port, bool enable);
+	/* (optional) called on each dataplane thread but the first, before
+	 * it uses the port (the DPDK port registers it as an lcore) */
+	void (*thread_init)(void *port);
 	/* (optional) rx_intr_fd said readable: take the signal; without
 	 * it the loop reads 8 bytes (an eventfd) */
 	void (*rx_intr_ack)(void *port);
@@ -491,6 +499,10 @@ struct svc_counters {
 	uint64_t proc_ra_hits; /* send sources copied from a read-ahead */
 	uint64_t proc_pf_reads; /* small sends' sources read at drain */
 	uint64_t proc_pf_hits; /* ...copies served from such a read */
+	/* frames handed to another core (for its QPs, or to the port's
+	 * core 0), and those dropped because its ring was full (recovered
+	 * as any loss is) */
+	uint64_t xcore_frames, xcore_full;
 };
 
 /* Where the PDU being handed to the engine came from, while it is: the
@@ -513,11 +525,25 @@ struct svc_rx_src {
  * switch would not send them back). */
 #define SVC_LOOP_DEPTH 1024u
 struct svc_loop_frame {
-	void *token; /* the transmit buffer */
+	void *token; /* the transmit buffer (NULL: handed to another core) */
 	const uint8_t *frame;
 	uint32_t len;
+	/* handed over by another core (svc_dp.c, handover): received here
+	 * for this core's QPs only, never handed on */
+	bool handed;
 };
 
+/*
+ * Frames one dataplane core hands another (svc_dp.c): one producer, one
+ * consumer, free-running indexes. Frames for a QP of the other core
+ * (received, or looped back), and with several cores the frames a core
+ * sends, to core 0, which owns the port.
+ */
+struct svc_xring {
+	_Atomic uint32_t head; /* the consumer's */
+	_Atomic uint32_t tail; /* the producer's */
+	struct svc_loop_frame e[SVC_XRING_DEPTH];
+};
 /*
  * Received frames whose buffers a batch of GPU copies may still read
  * (svc_dp.c, "buffers that wait for GPU copies"): an rx buffer, or a
@@ -574,6 +600,13 @@ struct svc_core {
 	int timer_fd;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
 	uint32_t nctx; /* contexts it serves */
+	/* frames from core j (in[j]; NULL for itself), and (cores but 0)
+	 * the frames it sends, for core 0 to put on the port */
+	struct svc_xring *in[SVC_MAX_CORES];
+	struct svc_xring *to_port;
+	/* 1 while it runs rounds (svc_loop.c, stopping the world) */
+	_Atomic uint32_t active;
+	pthread_t thread; /* cores but 0 */
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
 	/* free-running: [loop_free, loop_head) received, their buffers
 	 * released once the batch of GPU copies of their round is done
@@ -613,6 +646,8 @@ struct svc_core {
 	uint32_t rx_grh_group;
 	/* the nodes of a tenant, for a datagram to a group (svc_dp.c) */
 	struct ovr_vpc_host mcast_hosts[SVC_MCAST_HOSTS];
+	/* cores to wake at the round's end: frames were handed to them */
+	uint32_t kick;
 	struct svc_counters cnt;
 };
 
@@ -639,13 +674,13 @@ struct svc {
 	/*
 	 * Stop the world (svc_loop.c): a thread that changes what the
 	 * dataplane reads (the control thread, a snapshot for telemetry)
-	 * takes stw_lock, sets stw and waits until dp_active is 0: the
-	 * dataplane parks between rounds, or is asleep, off the RCU
-	 * readers. Nothing on the per-packet path takes a lock: the
-	 * dataplane reads stw once a round.
+	 * takes stw_lock, sets stw and waits until every core's active is
+	 * 0: each parks between rounds, or is asleep, off the RCU readers.
+	 * Nothing on the per-packet path takes a lock: a core reads stw
+	 * once a round.
 	 */
 	pthread_mutex_t stw_lock;
-	_Atomic uint32_t stw, dp_active;
+	_Atomic uint32_t stw;
 	int ndev_fd; /* rtnetlink reports for the tree's netdevs; -1: none */
 	int svc_fd; /* the service page's memfd */
 	struct ovr_ring_svc *page;
@@ -852,7 +887,8 @@ enum svc_limit {
 	SVC_LIM_QP_NODE,
 	SVC_LIM_SRQ,
 	SVC_LIM_AH,
-	SVC_LIM_CQ_MB
+	SVC_LIM_CQ_MB,
+	SVC_LIM_GPU_CORES
 };
 int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 	      enum svc_limit which, uint64_t value, int err);

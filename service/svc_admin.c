@@ -521,6 +521,9 @@ static void show_counters_svc(struct svc *s, struct show_buf *b)
 	counter(b, "proc_ra_hits", k->proc_ra_hits);
 	counter(b, "proc_pf_reads", k->proc_pf_reads);
 	counter(b, "proc_pf_hits", k->proc_pf_hits);
+	counter(b, "dataplane_cores", s->ncores);
+	counter(b, "xcore_frames", k->xcore_frames);
+	counter(b, "xcore_full", k->xcore_full);
 	counter(b, "mr_obj_truncated_pages", svc_mem_truncated_pages());
 }
 
@@ -658,6 +661,26 @@ static void show_mcast(struct svc *s, struct show_buf *b)
 	}
 }
 
+/* the dataplane cores: one line each (busy: its rounds that did work) */
+static void show_cores(struct svc *s, struct show_buf *b)
+{
+	out(b, "%-5s %-9s %-10s %-14s %-12s %-12s %-12s %s\n", "core",
+	    "contexts", "qps", "busy_ns", "rx_frames", "tx_frames", "handed",
+	    "sleeps");
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		const struct svc_core *k = &s->core[i];
+		struct ovr_eng_stats es;
+
+		ovr_eng_get_stats(k->eng, &es);
+		out(b, "%-5u %-9u %-10u %-14llu %-12llu %-12llu %-12llu %llu\n",
+		    i, k->nctx, es.qps, (unsigned long long)k->cnt.busy_ns,
+		    (unsigned long long)k->cnt.rx_frames,
+		    (unsigned long long)k->cnt.tx_frames,
+		    (unsigned long long)k->cnt.xcore_frames,
+		    (unsigned long long)k->cnt.sleeps);
+	}
+}
+
 int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 {
 	static const struct {
@@ -671,6 +694,7 @@ int svc_show(struct svc *s, const char *what, char *buf, size_t cap)
 		{ "transport", show_transport },
 		{ "counters", show_counters },
 		{ "mcast", show_mcast },
+		{ "cores", show_cores },
 	};
 	struct show_buf b = { .buf = buf, .cap = cap };
 

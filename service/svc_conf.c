@@ -25,6 +25,7 @@ void svc_conf_default(struct svc_conf *c)
 	c->rate_bps = 100000000000ull;
 	snprintf(c->cc, sizeof(c->cc), "ovr");
 	c->spin_us = 50;
+	c->dp_cores = 1;
 	c->max_contexts = 256;
 	c->ctx_max_qp = 2048;
 	c->ctx_max_cq = 2048;
@@ -268,6 +269,11 @@ static int on_service(struct conf_state *st, const char *name,
 			return 0;
 		}
 		snprintf(c->cc, sizeof(c->cc), "%s", value);
+	} else if (!strcmp(name, "dataplane_cores")) {
+		if (parse_u32(value, 1, SVC_MAX_CORES, &c->dp_cores)) {
+			st->err = "dataplane_cores: 1..16";
+			return 0;
+		}
 	} else if (!strcmp(name, "spin_us")) {
 		if (parse_u32(value, 0, 1000000, &c->spin_us)) {
 			st->err = "spin_us: 0..1000000";

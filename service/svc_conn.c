@@ -355,6 +355,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rep.dev.caps = OVR_CTL_DEV_ODP | OVR_CTL_DEV_MW | OVR_CTL_DEV_CQ_TS |
 		       OVR_CTL_DEV_MCAST;
 	rep.ctx_id = c->id;
+	rep.wake_mask = 1u << c->core->idx;
 	fds[0] = dbfd;
 	fds[1] = c->core->wake_fd;
 	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), fds, 2);

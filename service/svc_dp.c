@@ -278,7 +278,7 @@ static void *eng_tx_alloc(void *ctx, uint32_t cap, void **token)
 /* ---- loopback ------------------------------------------------------------ */
 
 static void loop_queue(struct svc_core *core, void *token, const uint8_t *frame,
-		       uint32_t len)
+		       uint32_t len, bool handed)
 {
 	struct svc *s = core->s;
 	struct svc_loop_frame *f;
@@ -290,14 +290,130 @@ static void loop_queue(struct svc_core *core, void *token, const uint8_t *frame,
 		return;
 	}
 	f = &core->loop[core->loop_tail++ % SVC_LOOP_DEPTH];
-	*f = (struct svc_loop_frame){ .token = token,
-				      .frame = frame,
-				      .len = len };
-	core->cnt.tx_loopback++;
+	*f = (struct svc_loop_frame){
+		.token = token, .frame = frame, .len = len, .handed = handed
+	};
+	if (!handed)
+		core->cnt.tx_loopback++;
+}
+
+/* ---- frames between cores ------------------------------------------------- */
+
+static bool xring_put(struct svc_xring *r, const struct svc_loop_frame *f)
+{
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
+
+	if (t - atomic_load_explicit(&r->head, memory_order_acquire) >=
+	    SVC_XRING_DEPTH)
+		return false;
+	r->e[t % SVC_XRING_DEPTH] = *f;
+	atomic_store_explicit(&r->tail, t + 1, memory_order_release);
+	return true;
+}
+
+static bool xring_empty(struct svc_xring *r)
+{
+	return atomic_load_explicit(&r->head, memory_order_relaxed) ==
+	       atomic_load_explicit(&r->tail, memory_order_acquire);
+}
+
+/* Takes what @r holds, calling @fn for each in order. True if any. */
+static bool xring_drain(struct svc_core *core, struct svc_xring *r,
+			void (*fn)(struct svc_core *, struct svc_loop_frame *))
+{
+	uint32_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+	uint32_t t = atomic_load_explicit(&r->tail, memory_order_acquire);
+
+	if (h == t)
+		return false;
+	for (; h != t; h++)
+		fn(core, &r->e[h % SVC_XRING_DEPTH]);
+	atomic_store_explicit(&r->head, h, memory_order_release);
+	return true;
+}
+
+/* A frame another core handed us: received next, as a loopback frame
+ * (its buffer is a transmit buffer, freed as theirs are). */
+static void take_handed(struct svc_core *core, struct svc_loop_frame *f)
+{
+	loop_queue(core, f->token, f->frame, f->len, true);
+}
+
+/* A frame that will not go anywhere (the service stops). */
+static void drop_frame(struct svc_core *core, struct svc_loop_frame *f)
+{
+	core->s->port_ops->tx_free(core->s->port, f->token);
+}
+
+/* A frame another core sends: out of the port (core 0). */
+static void take_to_port(struct svc_core *core, struct svc_loop_frame *f)
+{
+	struct svc *s = core->s;
+
+	s->port_ops->tx(s->port, f->token, (uint8_t *)(uintptr_t)f->frame,
+			f->len);
+}
+
+/*
+ * Hands core @to, through @ring (to->in[core->idx]: to receive; or
+ * core->to_port: to send), the frame [frame, frame + len) held by
+ * transmit buffer @token, or by nobody (@token NULL: a received frame,
+ * copied into a transmit buffer of its own). False when it could not (no
+ * buffer, or the ring full: the frame is lost, recovered as any loss
+ * is); the caller keeps @token then. @to is woken at the round's end.
+ */
+static bool handover(struct svc_core *core, struct svc_core *to,
+		     struct svc_xring *ring, void *token, const uint8_t *frame,
+		     uint32_t len)
+{
+	struct svc *s = core->s;
+	struct svc_loop_frame f = {
+		.token = token, .frame = frame, .len = len, .handed = true
+	};
+
+	if (!token) {
+		uint8_t *p = s->port_ops->tx_alloc(s->port, len, &f.token);
+
+		if (!p) {
+			core->cnt.tx_nobuf++;
+			return false;
+		}
+		memcpy(p, frame, len);
+		f.frame = p;
+	}
+	if (!xring_put(ring, &f)) {
+		core->cnt.xcore_full++;
+		if (!token)
+			s->port_ops->tx_free(s->port, f.token);
+		return false;
+	}
+	core->cnt.xcore_frames++;
+	core->kick |= 1u << to->idx;
+	return true;
+}
+
+/* The cores frames were handed to this round, woken if asleep (the
+ * other half of svc_sleep's check: the rings' tails, then `sleeping`). */
+static void kick_cores(struct svc_core *core)
+{
+	struct svc *s = core->s;
+	uint32_t asleep, k = core->kick;
+	uint64_t one = 1;
+
+	core->kick = 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	asleep = atomic_load_explicit(&s->page->sleeping, memory_order_relaxed);
+	for (k &= asleep; k; k &= k - 1) {
+		struct svc_core *to = &s->core[__builtin_ctz(k)];
+
+		if (write(to->wake_fd, &one, sizeof(one)) < 0) {
+			/* a full counter: it wakes anyway */
+		}
+	}
 }
 
 static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
-		     uint64_t now);
+		     uint64_t now, void **token, bool handed);
 
 /* Receives the frames queued so far (those that their reception queues
  * wait for the next round). Their buffers stay until loop_release(): a
@@ -309,10 +425,10 @@ static bool loop_receive(struct svc_core *core, uint64_t now)
 	if (core->loop_head == end)
 		return false;
 	while (core->loop_head != end) {
-		struct svc_loop_frame f =
-			core->loop[core->loop_head++ % SVC_LOOP_DEPTH];
+		struct svc_loop_frame *f =
+			&core->loop[core->loop_head++ % SVC_LOOP_DEPTH];
 
-		rx_frame(core, f.frame, f.len, now);
+		rx_frame(core, f->frame, f->len, now, &f->token, f->handed);
 	}
 	return true;
 }
@@ -321,10 +437,12 @@ static bool loop_receive(struct svc_core *core, uint64_t now)
 static void loop_release(struct svc_core *core, uint32_t upto)
 {
 	struct svc *s = core->s;
-	while (core->loop_free != upto)
-		s->port_ops->tx_free(
-			s->port,
-			core->loop[core->loop_free++ % SVC_LOOP_DEPTH].token);
+	while (core->loop_free != upto) {
+		void *t = core->loop[core->loop_free++ % SVC_LOOP_DEPTH].token;
+
+		if (t) /* else handed to another core */
+			s->port_ops->tx_free(s->port, t);
+	}
 }
 
 /* ---- buffers that wait for GPU copies ------------------------------------ */
@@ -428,10 +546,13 @@ static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 	core->cnt.tx_frames++;
 	core->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
 	if (!memcmp(frame, s->mac, 6))
-		loop_queue(core, token, frame, len + OVR_WIRE_ENCAP_LEN);
-	else
+		loop_queue(core, token, frame, len + OVR_WIRE_ENCAP_LEN, false);
+	else if (!core->to_port)
 		s->port_ops->tx(s->port, token, frame,
 				len + OVR_WIRE_ENCAP_LEN);
+	else if (!handover(core, &s->core[0], core->to_port, token, frame,
+			   len + OVR_WIRE_ENCAP_LEN))
+		s->port_ops->tx_free(s->port, token);
 }
 
 /*
@@ -645,12 +766,15 @@ static void rx_take_receives(struct svc_core *core, struct svc_qp *qp,
  * its GRH naming the group as destination, as a NIC's.
  */
 static void rx_mcast(struct svc_core *core, const struct ovr_vpc_rx *rx,
-		     uint32_t sqpn, uint64_t now)
+		     uint32_t sqpn, uint64_t now, const uint8_t *frame,
+		     uint32_t len, bool handed)
 {
 	struct svc *s = core->s;
 	struct svc_mcast_grp *g = svc_mcast_find(s, rx->vni, rx->dst_vip);
+	uint32_t others = 0;
 
-	core->cnt.rx_mcast++;
+	if (!handed)
+		core->cnt.rx_mcast++;
 	if (!g) {
 		core->cnt.rx_mcast_nomember++;
 		return;
@@ -663,24 +787,41 @@ static void rx_mcast(struct svc_core *core, const struct ovr_vpc_rx *rx,
 		if (g->m[k].no_loopback && qp->qpn == sqpn &&
 		    qp->vip == rx->src_vip)
 			continue;
+		if (qp->ctx->core != core) {
+			/* another core's member: a copy goes there, once */
+			others |= 1u << qp->ctx->core->idx;
+			continue;
+		}
 		rx_take_receives(core, qp, now);
 		if (!ovr_eng_rx_ud_to(core->eng, now, rx->pdu, rx->pdu_len,
 				      SVC_FROM_UD | rx->src_vip, qp->qpn))
 			core->cnt.rx_mcast_delivered++;
 	}
 	core->rx_grh_group = 0;
+	for (others = handed ? 0 : others; others; others &= others - 1) {
+		struct svc_core *to = &s->core[__builtin_ctz(others)];
+
+		handover(core, to, to->in[core->idx], NULL, frame, len);
+	}
 }
 
+/*
+ * A frame received from the port (@token NULL), the loopback or another
+ * core (@token: where its transmit buffer is named, set to NULL when the
+ * frame is handed on; @handed: from another core).
+ */
 static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
-		     uint64_t now)
+		     uint64_t now, void **token, bool handed)
 {
 	struct svc *s = core->s;
 	struct ovr_vpc_rx rx;
 	const struct ovr_wire_prefix *p;
 	struct svc_qp *qp;
 
-	core->cnt.rx_frames++;
-	core->cnt.rx_bytes += len;
+	if (!handed) {
+		core->cnt.rx_frames++;
+		core->cnt.rx_bytes += len;
+	}
 	if (ovr_vpc_decap(core->vt, frame, len, &rx)) {
 		core->cnt.rx_dropped_vpc++;
 		return;
@@ -691,7 +832,14 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 	}
 	p = (const struct ovr_wire_prefix *)rx.pdu;
 	if ((__builtin_bswap32(p->dqpn) & 0xffffffu) == SVC_CM_QPN) {
-		rx_cm(core, &rx);
+		/* the CM lives on core 0 */
+		if (core->idx == 0)
+			rx_cm(core, &rx);
+		else if (!handed &&
+			 handover(core, &s->core[0], s->core[0].in[core->idx],
+				  token ? *token : NULL, frame, len) &&
+			 token)
+			*token = NULL;
 		return;
 	}
 	if (__builtin_expect(ovr_vpc_is_mcast(rx.dst_vip), 0)) {
@@ -699,7 +847,8 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		if ((__builtin_bswap32(p->dqpn) & 0xffffffu) ==
 		    OVR_UD_MCAST_QPN)
 			rx_mcast(core, &rx,
-				 __builtin_bswap32(p->sqpn) & 0xffffffu, now);
+				 __builtin_bswap32(p->sqpn) & 0xffffffu, now,
+				 frame, len, handed);
 		else
 			core->cnt.rx_foreign++;
 		return;
@@ -721,6 +870,21 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		ovr_eng_rx_from(core->eng, now, rx.pdu, rx.pdu_len, rx.ce,
 				SVC_FROM_RX);
 		core->rx_src.valid = false;
+		return;
+	}
+	if (qp->ctx->core != core) {
+		/* another core's QP: handed over (a received frame copied,
+		 * a looped-back one with its buffer); the owner decaps it
+		 * again. A frame handed to us for a QP that is not ours
+		 * (gone since, its QPN never reused by another core: the
+		 * tags differ) is dropped. */
+		if (handed)
+			core->cnt.rx_no_qp++;
+		else if (handover(core, qp->ctx->core,
+				  qp->ctx->core->in[core->idx],
+				  token ? *token : NULL, frame, len) &&
+			 token)
+			*token = NULL;
 		return;
 	}
 	if (qp->type == OVR_QPT_UD) {
@@ -1638,16 +1802,27 @@ int svc_dp_init(struct svc *s)
 	int pdu_mtu;
 	uint32_t maxqp = 1;
 
-	/* one core today (docs/SERVICE.md section 10) */
-	s->ncores = 1;
+	uint32_t tag_bits = 0;
+
+	s->ncores = s->conf.dp_cores ? s->conf.dp_cores : 1;
+	while ((1u << tag_bits) < s->ncores)
+		tag_bits++;
 	s->core = calloc(s->ncores, sizeof(*s->core));
 	if (!s->core)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < s->ncores; i++) {
-		s->core[i].s = s;
-		s->core[i].idx = i;
-		s->core[i].dp_epfd = s->core[i].wake_fd = -1;
-		s->core[i].timer_fd = -1;
+		core = &s->core[i];
+		core->s = s;
+		core->idx = i;
+		core->dp_epfd = core->wake_fd = core->timer_fd = -1;
+		/* with several cores: a ring from each other core, and
+		 * (but core 0) one to the port's */
+		for (uint32_t j = 0; j < s->ncores && s->ncores > 1; j++)
+			if (j != i &&
+			    !(core->in[j] = calloc(1, sizeof(*core->in[j]))))
+				return -ENOMEM;
+		if (i && !(core->to_port = calloc(1, sizeof(*core->to_port))))
+			return -ENOMEM;
 	}
 	core = &s->core[0];
 	pdu_mtu = ovr_vpc_pdu_mtu(s->conf.underlay_mtu);
@@ -1662,6 +1837,8 @@ int svc_dp_init(struct svc *s)
 	s->vpc = ovr_vpc_create(&vc);
 	if (!s->vpc)
 		return -errno;
+	/* core 0's VPC reader: this thread's (the others register on
+	 * their own threads, svc_loop.c) */
 	core->vt = core->own_vt = ovr_vpc_thread_register(s->vpc);
 	if (!core->vt)
 		return -errno;
@@ -1685,16 +1862,28 @@ int svc_dp_init(struct svc *s)
 			s->conf.cc);
 		return -EINVAL;
 	}
-	core->eng = ovr_eng_create(&ec, &eops, core);
-	if (!core->eng) {
-		fprintf(stderr, "ovrdmad: engine: %s\n", strerror(errno));
-		return -errno;
+	/* an engine per core, its QPNs tagged with the core */
+	ec.qpn_tag_bits = tag_bits;
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		ec.qpn_tag = i;
+		s->core[i].eng = ovr_eng_create(&ec, &eops, &s->core[i]);
+		if (!s->core[i].eng) {
+			fprintf(stderr, "ovrdmad: engine of core %u: %s%s\n", i,
+				strerror(errno),
+				errno == EINVAL && tag_bits ?
+					" ([limits] qps and dataplane_cores: "
+					"at most 2^20 together)" :
+					"");
+			return -errno;
+		}
 	}
 	/* where a queued process-route copy may find its frame buffer */
 	if (s->port_ops->buf_mem && s->port_ops->buf_mem(s->port, buf_range, s))
 		s->nbufr = 0; /* not all of it: copy synchronously */
-	s->qp_mask = maxqp - 1;
-	s->qp_by_slot = calloc(maxqp, sizeof(*s->qp_by_slot));
+	/* the QP index: slot and core tag of the QPN */
+	s->qp_mask = (maxqp << tag_bits) - 1;
+	s->qp_by_slot =
+		calloc((size_t)maxqp << tag_bits, sizeof(*s->qp_by_slot));
 	if (!s->qp_by_slot)
 		return -ENOMEM;
 	return 0;
@@ -1706,17 +1895,35 @@ void svc_dp_fini(struct svc *s)
 
 	if (!core)
 		goto shared;
-	if (core->eng)
-		unpark_all(core);
-	while (core->loop_free != core->loop_tail)
-		s->port_ops->tx_free(
-			s->port,
-			core->loop[core->loop_free++ % SVC_LOOP_DEPTH].token);
-	if (core->eng)
-		ovr_eng_destroy(core->eng);
+	for (uint32_t i = 0; i < s->ncores; i++) {
+		struct svc_core *k = &s->core[i];
+
+		if (k->eng)
+			unpark_all(k);
+		/* frames still between cores (all stopped now) */
+		for (uint32_t j = 0; j < s->ncores; j++) {
+			if (k->in[j])
+				xring_drain(k, k->in[j], take_handed);
+			if (!i && s->core[j].to_port)
+				xring_drain(k, s->core[j].to_port, drop_frame);
+		}
+		while (k->loop_free != k->loop_tail) {
+			void *t =
+				k->loop[k->loop_free++ % SVC_LOOP_DEPTH].token;
+
+			if (t)
+				s->port_ops->tx_free(s->port, t);
+		}
+		if (k->eng)
+			ovr_eng_destroy(k->eng);
+		for (uint32_t j = 0; j < s->ncores; j++)
+			free(k->in[j]);
+		free(k->to_port);
+	}
 	/* every context, hence every GPU import, is gone */
 	ovr_gdr_close(s->gdr);
 	s->gdr = NULL;
+	/* the other cores unregistered theirs on their threads */
 	if (core->own_vt) {
 		ovr_vpc_thread_unregister(core->own_vt);
 		core->vt = core->own_vt = NULL;
@@ -1734,8 +1941,17 @@ shared:
 
 bool svc_dp_pending(struct svc_core *core)
 {
-	return db_pending(core) || core->stalled ||
-	       core->loop_head != core->loop_tail;
+	struct svc *s = core->s;
+
+	if (db_pending(core) || core->stalled ||
+	    core->loop_head != core->loop_tail)
+		return true;
+	for (uint32_t j = 0; j < s->ncores; j++)
+		if ((core->in[j] && !xring_empty(core->in[j])) ||
+		    (core->idx == 0 && s->core[j].to_port &&
+		     !xring_empty(s->core[j].to_port)))
+			return true;
+	return false;
 }
 
 bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
@@ -1750,10 +1966,20 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 
 	core->in_round = true;
 	core->round_now = 0;
-	n = s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
+	/* core 0 owns the port: what it receives, and what the other
+	 * cores send */
+	n = core->idx ? 0 :
+			s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
 	for (unsigned int i = 0; i < n; i++)
-		rx_frame(core, frames[i], lens[i], now);
+		rx_frame(core, frames[i], lens[i], now, NULL, false);
 	work = n > 0;
+	for (uint32_t j = 0; j < s->ncores; j++) {
+		if (core->in[j])
+			work |= xring_drain(core, core->in[j], take_handed);
+		if (!core->idx && s->core[j].to_port)
+			work |= xring_drain(core, s->core[j].to_port,
+					    take_to_port);
+	}
 	work |= loop_receive(core, now);
 	work |= db_scan(core, now);
 	work |= stalled_retry(core, now);
@@ -1780,7 +2006,10 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 	}
 	if (lost_fail(core))
 		*next = now; /* what the flushes and TERMINATE need */
-	s->port_ops->flush(s->port);
+	if (!core->idx)
+		s->port_ops->flush(s->port);
+	if (core->kick)
+		kick_cores(core);
 	core->in_round = false;
 	return work;
 }

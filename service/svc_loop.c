@@ -344,23 +344,25 @@ static void futex_wake(_Atomic uint32_t *w)
 		NULL, 0);
 }
 
-/* The dataplane leaves: a stop of the world may begin (or is waiting). */
-static void dp_leave(struct svc *s)
+/* @core leaves: a stop of the world may begin (or is waiting). */
+static void dp_leave(struct svc_core *core)
 {
-	atomic_store(&s->dp_active, 0);
-	futex_wake(&s->dp_active);
+	atomic_store(&core->active, 0);
+	futex_wake(&core->active);
 }
 
-/* The dataplane comes back, after any stop of the world under way. The
- * seq_cst store and load pair with svc_stw_enter's (Dekker): either the
- * stopper sees dp_active or the dataplane sees stw. */
-static void dp_enter(struct svc *s)
+/* @core comes back, after any stop of the world under way. The seq_cst
+ * store and load pair with stw_wait's (Dekker): either the stopper sees
+ * the core active or the core sees stw. */
+static void dp_enter(struct svc_core *core)
 {
+	struct svc *s = core->s;
+
 	for (;;) {
-		atomic_store(&s->dp_active, 1);
+		atomic_store(&core->active, 1);
 		if (!atomic_load(&s->stw))
 			return;
-		dp_leave(s);
+		dp_leave(core);
 		while (atomic_load(&s->stw))
 			futex_wait(&s->stw, 1, NULL);
 	}
@@ -369,31 +371,31 @@ static void dp_enter(struct svc *s)
 /* Between two rounds, with a stop asked for: off the VPC's readers
  * (the control thread may wait for a grace period), parked until the
  * stop ends. */
-static void dp_park(struct svc *s)
+static void dp_park(struct svc_core *core)
 {
 	ovr_vpc_thread_offline();
-	dp_leave(s);
-	dp_enter(s);
+	dp_leave(core);
+	dp_enter(core);
 	ovr_vpc_thread_online();
 }
 
-/* Asks the dataplane to park and waits until it has (or is asleep), at
+/* Asks every core to park and waits until each has (or is asleep), at
  * most until @deadline (CLOCK_MONOTONIC ns; 0: no bound). 0, or
  * -ETIMEDOUT with the request withdrawn. stw_lock is held. */
 static int stw_wait(struct svc *s, uint64_t deadline)
 {
 	atomic_store(&s->stw, 1);
-	while (atomic_load(&s->dp_active)) {
-		struct timespec rel = { 0, 1000000 }; /* 1 ms, then look */
-		uint64_t now = svc_now();
+	for (uint32_t i = 0; i < s->ncores; i++)
+		while (atomic_load(&s->core[i].active)) {
+			struct timespec rel = { 0, 1000000 }; /* 1 ms */
 
-		if (deadline && now >= deadline) {
-			atomic_store(&s->stw, 0);
-			futex_wake(&s->stw);
-			return -ETIMEDOUT;
+			if (deadline && svc_now() >= deadline) {
+				atomic_store(&s->stw, 0);
+				futex_wake(&s->stw);
+				return -ETIMEDOUT;
+			}
+			futex_wait(&s->core[i].active, 1, &rel);
 		}
-		futex_wait(&s->dp_active, 1, &rel);
-	}
 	return 0;
 }
 
@@ -405,39 +407,53 @@ void svc_stw_enter(struct svc *s)
 
 void svc_stw_exit(struct svc *s)
 {
+	uint32_t asleep;
 	uint64_t one = 1;
 
 	atomic_store(&s->stw, 0);
 	futex_wake(&s->stw);
 	/* asleep: its timers and its view of the work may be stale now */
-	if (atomic_load(&s->page->sleeping))
-		for (uint32_t i = 0; i < s->ncores; i++)
-			if (write(s->core[i].wake_fd, &one, sizeof(one)) < 0) {
-				/* a full counter: it wakes anyway */
-			}
+	asleep = atomic_load(&s->page->sleeping);
+	for (; asleep; asleep &= asleep - 1) {
+		uint32_t i = (uint32_t)__builtin_ctz(asleep);
+
+		if (i < s->ncores &&
+		    write(s->core[i].wake_fd, &one, sizeof(one)) < 0) {
+			/* a full counter: it wakes anyway */
+		}
+	}
 	pthread_mutex_unlock(&s->stw_lock);
 }
 
-/* ---- the dataplane's sleep ------------------------------------------------ */
+/* ---- a core's sleep ------------------------------------------------------- */
 
+/*
+ * The service page's `sleeping` holds a bit per sleeping core: clients
+ * write their context's core's wake fd while it is not 0 (ring.h), and
+ * the cores that hand each other frames look at it (svc_dp.c,
+ * kick_cores). Only core 0 has the port: it naps where the port has no
+ * receive interrupt; the others sleep until woken or their next timer.
+ */
 static void svc_sleep(struct svc_core *core, uint64_t next)
 {
 	struct svc *s = core->s;
 	struct epoll_event ev[16];
+	uint32_t bit = 1u << core->idx;
 	uint64_t now, until;
-	int rxfd = s->port_ops->rx_intr_fd ? s->port_ops->rx_intr_fd(s->port) :
-					     -1;
+	int rxfd = core->idx == 0 && s->port_ops->rx_intr_fd ?
+			   s->port_ops->rx_intr_fd(s->port) :
+			   -1;
 	int n;
 
-	atomic_store(&s->page->sleeping, 1);
+	atomic_fetch_or(&s->page->sleeping, bit);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (svc_dp_pending(core)) {
-		atomic_store(&s->page->sleeping, 0);
+		atomic_fetch_and(&s->page->sleeping, ~bit);
 		return;
 	}
 	now = svc_now();
 	until = now + OVR_RING_HEARTBEAT_NS / 4;
-	if (rxfd < 0) {
+	if (rxfd < 0 && core->idx == 0) {
 		if (!core->nap_ns)
 			core->nap_ns = NAP_MIN_NS;
 		if (until > now + core->nap_ns)
@@ -448,7 +464,7 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 	if (next < until)
 		until = next;
 	if (until <= now) {
-		atomic_store(&s->page->sleeping, 0);
+		atomic_fetch_and(&s->page->sleeping, ~bit);
 		return;
 	}
 	if (rxfd >= 0)
@@ -456,13 +472,13 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 	core->cnt.sleeps++;
 	ovr_vpc_thread_offline();
 	/* asleep, the world may stop: svc_stw_exit wakes us after it */
-	dp_leave(s);
+	dp_leave(core);
 	n = nap_wait(core, ev, now, until);
-	dp_enter(s);
+	dp_enter(core);
 	ovr_vpc_thread_online();
 	if (rxfd >= 0)
 		s->port_ops->rx_intr(s->port, false);
-	atomic_store(&s->page->sleeping, 0);
+	atomic_fetch_and(&s->page->sleeping, ~bit);
 	core->cnt.wakeups++;
 	if (n > 0)
 		dp_events(core, ev, n);
@@ -555,29 +571,21 @@ int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 	return (int)n;
 }
 
-/* ---- the dataplane loop ---------------------------------------------------- */
+/* ---- a core's loop ---------------------------------------------------------- */
 
-int svc_run(struct svc *s)
+/* Rounds of @core until s->stop; core 0 also runs the CM's timers and
+ * the heartbeat. */
+static void core_loop(struct svc_core *core)
 {
-	struct svc_core *core = &s->core[0];
+	struct svc *s = core->s;
 	uint64_t now = svc_now(), idle_since = now;
 	uint64_t spin = (uint64_t)s->conf.spin_us * 1000ull;
 	uint64_t cpu0 = 0; /* the sampled round's start on the CPU clock */
-	uint64_t one = 1;
-	int rc;
 
 	core->dev_wait_ns = SVC_DEV_WAIT_MIN_NS;
 	/* naps end when asked (nap_wait), not up to 50 us later */
 	prctl(PR_SET_TIMERSLACK, 1000ul);
-	dp_enter(s);
-	rc = pthread_create(&s->ctl_thread, NULL, ctl_main, s);
-	if (rc) {
-		fprintf(stderr, "ovrdmad: control thread: %s\n", strerror(rc));
-		dp_leave(s);
-		return -rc;
-	}
-	s->ctl_started = true;
-	pthread_setname_np(s->ctl_thread, "ovrdmad-ctl");
+	dp_enter(core);
 	while (!s->stop) {
 		uint64_t next, prev = now;
 		bool work, copying;
@@ -607,19 +615,21 @@ int svc_run(struct svc *s)
 			cpu0 = thread_cpu_ns();
 		work = svc_dp_round(core, now, &next);
 		core->last_round = work ? SVC_ROUND_BUSY : SVC_ROUND_POLL;
-		if (s->cm_next_at <= now || s->cm_next_at < next) {
-			uint64_t t = svc_cm_poll(s, now);
+		if (core->idx == 0) {
+			if (s->cm_next_at <= now || s->cm_next_at < next) {
+				uint64_t t = svc_cm_poll(s, now);
 
-			if (t < next)
-				next = t;
+				if (t < next)
+					next = t;
+			}
+			heartbeat(s, now);
 		}
 		copying = core->dev_closed != core->dev_done;
-		heartbeat(s, now);
 		ovr_vpc_quiescent();
 		if (atomic_load_explicit(&s->stw, memory_order_relaxed)) {
 			/* the control thread's turn; what it changed may
 			 * want a round at once, so none is skipped after */
-			dp_park(s);
+			dp_park(core);
 			core->last_round = SVC_ROUND_SLEPT;
 			idle_since = now = svc_now();
 			core->nap_ns = NAP_MIN_NS;
@@ -642,12 +652,66 @@ int svc_run(struct svc *s)
 			idle_since = svc_now();
 		}
 	}
+	dp_leave(core);
+}
+
+/* Cores but 0: a thread each, with a VPC reader of its own. */
+static void *core_main(void *arg)
+{
+	struct svc_core *core = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "ovrdmad-dp%u", core->idx);
+	pthread_setname_np(pthread_self(), name);
+	core->vt = core->own_vt = ovr_vpc_thread_register(core->s->vpc);
+	if (!core->vt) {
+		perror("ovrdmad: dataplane core: VPC reader");
+		core->s->stop = 1;
+		return NULL;
+	}
+	if (core->s->port_ops->thread_init)
+		core->s->port_ops->thread_init(core->s->port);
+	core_loop(core);
+	/* the world is ours to leave: unregister with the reader online */
+	ovr_vpc_thread_unregister(core->own_vt);
+	core->vt = core->own_vt = NULL;
+	return NULL;
+}
+
+int svc_run(struct svc *s)
+{
+	uint64_t one = 1;
+	uint32_t started = 1;
+	int rc;
+
+	rc = pthread_create(&s->ctl_thread, NULL, ctl_main, s);
+	if (rc) {
+		fprintf(stderr, "ovrdmad: control thread: %s\n", strerror(rc));
+		return -rc;
+	}
+	s->ctl_started = true;
+	pthread_setname_np(s->ctl_thread, "ovrdmad-ctl");
+	for (; started < s->ncores; started++) {
+		rc = pthread_create(&s->core[started].thread, NULL, core_main,
+				    &s->core[started]);
+		if (rc) {
+			fprintf(stderr, "ovrdmad: dataplane core %u: %s\n",
+				started, strerror(rc));
+			s->stop = 1;
+			break;
+		}
+	}
+	core_loop(&s->core[0]);
 	atomic_store(&s->page->stopping, 1);
-	/* the control thread ends; svc_fini runs with the world ours */
-	dp_leave(s);
+	/* the other threads end; svc_fini runs with the world ours */
+	for (uint32_t i = 1; i < started; i++) {
+		if (write(s->core[i].wake_fd, &one, sizeof(one)) < 0)
+			perror("ovrdmad: stop a dataplane core");
+		pthread_join(s->core[i].thread, NULL);
+	}
 	if (write(s->ctl_stop_fd, &one, sizeof(one)) < 0)
 		perror("ovrdmad: stop the control thread");
 	pthread_join(s->ctl_thread, NULL);
 	s->ctl_started = false;
-	return 0;
+	return rc ? -rc : 0;
 }

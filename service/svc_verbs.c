@@ -527,6 +527,11 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOENT);
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
 		return svc_status(c, r->h, -EOPNOTSUPP);
+	/* the GPU copy engine's batches are one set for the node: one
+	 * dataplane core only, for now (docs/GPU.md) */
+	if (s->ncores > 1)
+		return svc_limit(c, r->h, SVC_LIM_GPU_CORES, s->ncores,
+				 -EOPNOTSUPP);
 	if (!q->len || q->len > SVC_MR_MAX_SIZE || !q->alloc_size ||
 	    q->offset > q->alloc_size || q->len > q->alloc_size - q->offset)
 		return svc_status(c, r->h, -EINVAL);

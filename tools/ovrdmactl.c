@@ -2,7 +2,7 @@
 /*
  * ovrdmactl: operate a running ovrdmad (docs/SERVICE.md section 9).
  *
- *   ovrdmactl [-s SOCKET] show devices|contexts|qps|mrs|transport|counters|mcast
+ *   ovrdmactl [-s SOCKET] show devices|contexts|qps|mrs|transport|counters|mcast|cores
  *   ovrdmactl [-s SOCKET] tenant add|del VNI
  *   ovrdmactl [-s SOCKET] vip add|move VNI VIP local [NAME]
  *   ovrdmactl [-s SOCKET] vip add|move VNI VIP host HOST mac MAC
@@ -25,7 +25,7 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: ovrdmactl [-s SOCKET] show "
-		"devices|contexts|qps|mrs|transport|counters|mcast\n"
+		"devices|contexts|qps|mrs|transport|counters|mcast|cores\n"
 		"       ovrdmactl [-s SOCKET] tenant add|del VNI\n"
 		"       ovrdmactl [-s SOCKET] vip add|move VNI VIP local [NAME]\n"
 		"       ovrdmactl [-s SOCKET] vip add|move VNI VIP host HOST mac MAC\n"

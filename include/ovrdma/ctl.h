@@ -190,7 +190,10 @@ struct ovr_ctl_open_req {
 struct ovr_ctl_open_rep {
 	struct ovr_ctl_dev dev;
 	uint32_t ctx_id;
-	uint32_t rsvd;
+	/* the service page's `sleeping` bits that concern this context
+	 * (its dataplane core's): a doorbell writes the wake fd only when
+	 * one of them is set. 0 (a service before several cores): any */
+	uint32_t wake_mask;
 };
 
 /* ---- PD, MR ------------------------------------------------------------- */

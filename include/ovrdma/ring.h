@@ -24,17 +24,19 @@
  *   2. write the WQE into slot prod % sq_depth;
  *   3. store-release prod + 1 into sq.prod;
  *   4. ring: fetch_or the QP's bit into db.bits[] and its word's bit into
- *      db.summary; seq_cst fence; if svc.sleeping, write 1 to the wake
- *      eventfd (the only syscall, and only when the service went idle).
+ *      db.summary; seq_cst fence; if svc.sleeping has a bit of OPEN's
+ *      wake_mask (the context's dataplane core's), write 1 to the wake
+ *      eventfd (the only syscall, and only when that core went idle).
  * A UD QP's send WQE names its destination in the ah, remote_qpn and
  * remote_qkey words (an AH handle of the same PD; the service checked
  * the AH's address against the tenant and security group at CREATE_AH);
  * RC WQEs leave them zero. The service, on waking or each loop, exchanges db.summary with 0, then
  * each flagged db.bits[] word with 0, and for each flagged QP consumes
  * the WQEs in [cons, prod) (load-acquire of prod), then store-releases
- * cons. Before sleeping the service stores svc.sleeping = 1, issues a
- * seq_cst fence and looks at every context's db.summary once more
- * (Dekker: either it sees the doorbell or the client sees it asleep).
+ * cons. Before sleeping a dataplane core sets its bit in svc.sleeping,
+ * issues a seq_cst fence and looks at the db.summary of every context
+ * it serves once more (Dekker: either it sees the doorbell or the
+ * client sees it asleep).
  *
  * Completions (service -> client): the service writes a CQE's body, then
  * store-releases its `gen` word = lap + 1, where lap = index / depth (so
@@ -92,7 +94,8 @@ struct ovr_ring_svc {
 	uint32_t abi; /* OVR_RING_ABI_VERSION */
 	uint64_t incarnation; /* random per ovrdmad start */
 	uint8_t pad0[OVR_RING_CACHELINE - 16];
-	/* 1 while the dataplane blocks; clients then write the wake fd */
+	/* a bit per dataplane core that blocks (bit 0: core 0); while its
+	 * core's bit (OPEN's wake_mask) is set a client writes the wake fd */
 	OVR_ATOMIC(uint32_t) sleeping;
 	uint32_t pad1;
 	/*

@@ -25,6 +25,14 @@
 #              between; at 0 % loss, then RC only at 1 % loss with 1 %
 #              reordering (UD does not retransmit); under strace, 200
 #              batches make no system call (ovrdmad spinning);
+#   cores:     verbs_integrity with two dataplane cores in each ovrdmad
+#              (ovrdma-testbed up --cores 2): four pairs at once, 16 QPs
+#              each (64 QPs, the contexts spread over both cores), at 0 %,
+#              1 % and 5 % loss, each byte-exact; then one long pair on one
+#              core while ibv_rc_pingpong runs come and go (QPs created
+#              and destroyed) on the other; then four clients killed with
+#              -9 mid-transfer (contexts on both cores): every QP and
+#              context released on both nodes;
 #   mw:        verbs_mw: memory windows (type 1 and 2: bytes exactly in
 #              the window, out of it, without its right, invalidated
 #              locally and by SEND_WITH_INV, re-bound, deallocated: the
@@ -44,8 +52,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "$name: needs root (network namespaces, DPDK); skipped"
 	exit 77
 fi
-case $mode in integrity | abuse | mem | qpx | mw) ;; *)
-	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx|mw PROGRAM [CASE...]"
+case $mode in integrity | abuse | mem | qpx | mw | cores) ;; *)
+	echo "usage: verbs-apps.sh TESTBED integrity|abuse|mem|qpx|mw|cores PROGRAM [CASE...]"
 	exit 2
 	;;
 esac
@@ -123,6 +131,7 @@ pair() {
 # write(2), as verbs-api.sh does
 up=()
 [ $mode = qpx ] && up=(--spin-us 1000000)
+[ $mode = cores ] && up=(--cores 2)
 "$tb" up 2 "${up[@]}" >"$out/up.log" 2>&1 || {
 	cat "$out/up.log"
 	echo "$name: FAIL: testbed did not come up"
@@ -217,6 +226,110 @@ elif [ $mode = qpx ]; then
 	fi
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
 	pair qpx-loss-1-reorder-1 120 "${seed[@]}" --no-ud
+elif [ $mode = cores ]; then
+	# several pairs at once: contexts go to the core serving fewest
+	many() { # LABEL LIMIT N ARGS...
+		local label=$1 limit=$2 k=$3 i pids=() rc bad=0 t0=$SECONDS
+		shift 3
+		for i in $(seq "$k"); do
+			port=$((port + 1))
+			timeout -k 5 "$limit" "$tb" run 1 "$prog" server -p $port \
+				>"$out/$label.$i.srv" 2>&1 &
+			pids+=($!)
+			timeout -k 5 "$limit" "$tb" run 2 "$prog" client \
+				"$("$tb" addr 1)" -p $port "$@" \
+				>"$out/$label.$i.cli" 2>&1 &
+			pids+=($!)
+		done
+		for i in "${pids[@]}"; do
+			wait "$i"
+			rc=$?
+			[ $rc = 0 ] || bad=$((bad + 1))
+		done
+		for i in $(seq "$k"); do
+			grep -q ': PASS' "$out/$label.$i.cli" || bad=$((bad + 1))
+		done
+		summary+=("$(printf '%-22s %-5s %4ds  %d pairs at once' "$label" \
+			"$([ $bad = 0 ] && echo ok || echo FAIL)" $((SECONDS - t0)) "$k")")
+		echo "--- $label: $k pairs, $bad failed"
+		if [ $bad != 0 ]; then
+			nfail=$((nfail + 1))
+			tail -n 5 "$out/$label".*
+			for n in 1 2; do
+				"$tb" ctl $n show cores
+				tail -n 15 "$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log"
+			done
+		fi
+	}
+	[ "$(counter 1 dataplane_cores)" = 2 ] || {
+		echo "$name: FAIL: node 1 does not run two dataplane cores"
+		exit 1
+	}
+	many cores-loss-0 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 60
+	# both cores served a pair, on both nodes
+	for n in 1 2; do
+		"$tb" ctl $n show cores
+		busy=$("$tb" ctl $n show cores |
+			awk 'NR > 1 && $4 > 0 { n++ } END { print n + 0 }')
+		if [ "$busy" != 2 ]; then
+			echo "$name: FAIL: node $n: $busy of 2 cores did work"
+			nfail=$((nfail + 1))
+		fi
+	done
+	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
+	many cores-loss-1 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
+	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null
+	many cores-loss-5 240 4 "${seed[@]}" --qps 16 --window 4 --rounds 20 \
+		--max-size $((256 << 10))
+	"$tb" fabric set all reset >/dev/null
+	# a long pair on one core; pingpongs come and go on the other
+	(pair churn-long 200 "${seed[@]}" --qps 8 --window 6 --rounds 300 \
+		>"$out/churn-long.log" 2>&1; echo "rc $?" >>"$out/churn-long.log") &
+	lp=$!
+	sleep 1
+	churn=0
+	for i in $(seq 15); do
+		port=$((port + 1))
+		timeout 30 "$tb" run 1 ibv_rc_pingpong -g 0 -p $port -n 50 \
+			>"$out/pp.$i.srv" 2>&1 &
+		sp=$!
+		sleep 0.3
+		if timeout 30 "$tb" run 2 ibv_rc_pingpong -g 0 -p $port -n 50 \
+			"$("$tb" addr 1)" >"$out/pp.$i.cli" 2>&1 && wait $sp; then
+			churn=$((churn + 1))
+		else
+			wait $sp
+		fi
+	done
+	wait $lp
+	if ! grep -q 'churn-long: ok' "$out/churn-long.log" || [ $churn != 15 ]; then
+		echo "$name: FAIL: QPs created and destroyed beside traffic on" \
+			"the other core: long pair $(grep -- '--- churn' "$out/churn-long.log"), $churn of 15 pingpongs"
+		cat "$out/churn-long.log"
+		nfail=$((nfail + 1))
+	fi
+	summary+=("$(printf '%-22s %-5s %4s  %d of 15 ibv_rc_pingpong beside it' \
+		churn "$([ $churn = 15 ] && echo ok || echo FAIL)" - $churn)")
+	# four clients killed mid-transfer: contexts on both cores go
+	for i in 1 2 3 4; do
+		port=$((port + 1))
+		timeout 60 "$tb" run 1 "$prog" server -p $port \
+			>"$out/kill.$i.srv" 2>&1 &
+		timeout 60 "$tb" run 2 "$prog" client "$("$tb" addr 1)" -p $port \
+			--qps 8 --window 6 --rounds 100000 >"$out/kill.$i.cli" 2>&1 &
+	done
+	sleep 3
+	before=$("$tb" ctl 2 show cores | awk 'NR > 1 && $3 > 0 { n++ } END { print n + 0 }')
+	pkill -9 -f "$prog client" 2>/dev/null
+	pkill -9 -f "$prog server" 2>/dev/null
+	wait 2>/dev/null
+	# (the check below: no QP left on either node)
+	summary+=("$(printf '%-22s %-5s %4s  4 clients killed with -9, QPs on %d cores of node 2' \
+		kill-9 "$([ "$before" = 2 ] && echo ok || echo FAIL)" - "$before")")
+	if [ "$before" != 2 ]; then
+		echo "$name: FAIL: the killed clients' QPs were on $before of 2 cores"
+		nfail=$((nfail + 1))
+	fi
 elif [ $mode = mw ]; then
 	pair mw-loss-0 120
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null

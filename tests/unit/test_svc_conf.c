@@ -63,6 +63,7 @@ static void test_good(void **state)
 			      "rate = 25g\n"
 			      "cc = swift\n"
 			      "spin_us = 7\n"
+			      "dataplane_cores = 3\n"
 			      "eal = --no-huge -m 256\n"
 			      "eal = --vdev=net_memif0\n"
 			      "[limits]\n"
@@ -91,6 +92,7 @@ static void test_good(void **state)
 	assert_int_equal(c.rate_bps, 25000000000ull);
 	assert_string_equal(c.cc, "swift");
 	assert_int_equal(c.spin_us, 7);
+	assert_int_equal(c.dp_cores, 3);
 	/* eal lines are joined in order */
 	assert_string_equal(c.eal, "--no-huge -m 256 --vdev=net_memif0");
 	assert_int_equal(c.ctx_max_qp, 10);
@@ -123,6 +125,10 @@ static const struct bad {
 	int line;
 	const char *why;
 } bads[] = {
+	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = 0\n", 3,
+	  "dataplane_cores" },
+	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = 17\n", 3,
+	  "dataplane_cores" },
 	{ "[service]\nhost = 10.0.0.1\n[nonsense]\nkey = 1\n", 3,
 	  "unknown section" },
 	{ "[service]\nhost = 10.0.0.1\n[nonsense]\n", 3, "unknown section" },
