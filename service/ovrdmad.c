@@ -754,8 +754,45 @@ static int eal_start(char **argv, int dash, char **ealbuf)
 	return 0;
 }
 
+/* One dataplane core's figures (as ovrdmactl show cores), read while it
+ * runs: 64-bit words, each whole. Parameter: the core's number. */
+static int tel_core(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	const struct svc_core *k;
+	struct ovr_eng_stats es;
+	char *end;
+	unsigned long i;
+
+	(void)cmd;
+	if (!params || !*params)
+		return -EINVAL;
+	i = strtoul(params, &end, 0);
+	if (*end || i >= svc.ncores)
+		return -EINVAL;
+	k = &svc.core[i];
+	ovr_eng_get_stats(k->eng, &es);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "core", i);
+	rte_tel_data_add_dict_u64(d, "contexts", k->nctx);
+	rte_tel_data_add_dict_u64(d, "qps", es.qps);
+	rte_tel_data_add_dict_u64(d, "busy_rounds", k->cnt.busy_rounds);
+	rte_tel_data_add_dict_u64(d, "busy_ns", k->cnt.busy_ns);
+	rte_tel_data_add_dict_u64(d, "poll_ns", k->cnt.poll_ns);
+	rte_tel_data_add_dict_u64(d, "rx_frames", k->cnt.rx_frames);
+	rte_tel_data_add_dict_u64(d, "tx_frames", k->cnt.tx_frames);
+	rte_tel_data_add_dict_u64(d, "engine_tx_pkts", es.tx_pkts);
+	rte_tel_data_add_dict_u64(d, "engine_rx_pkts", es.rx_pkts);
+	rte_tel_data_add_dict_u64(d, "xcore_frames", k->cnt.xcore_frames);
+	rte_tel_data_add_dict_u64(d, "xcore_full", k->cnt.xcore_full);
+	rte_tel_data_add_dict_u64(d, "sleeps", k->cnt.sleeps);
+	return 0;
+}
+
 static void telemetry_register(void)
 {
+	rte_telemetry_register_cmd("/ovrdma/core", tel_core,
+				   "One dataplane core's figures. Parameter: "
+				   "core number (0 .. dataplane_cores - 1)");
 	rte_telemetry_register_cmd("/ovrdma/counters", tel_counters,
 				   "ovrdmad counters. No parameters");
 	rte_telemetry_register_cmd("/ovrdma/qps", tel_qps,

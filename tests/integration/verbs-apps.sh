@@ -276,6 +276,19 @@ elif [ $mode = cores ]; then
 			nfail=$((nfail + 1))
 		fi
 	done
+	# the same per core through DPDK telemetry
+	tel=$(dirname "$0")/telemetry.py
+	for k in 0 1; do
+		python3 "$tel" "$OVRDMA_TESTBED_PREFIX-n1" "/ovrdma/core,$k" |
+			python3 -c 'import json, sys
+c = json.load(sys.stdin)["/ovrdma/core"]
+assert c["core"] == '"$k"' and c["busy_ns"] > 0 and c["engine_rx_pkts"] > 0, c
+print("telemetry: core %d busy %d ms, %d packets received" %
+      (c["core"], c["busy_ns"] // 1000000, c["engine_rx_pkts"]))' || {
+			echo "$name: FAIL: telemetry /ovrdma/core,$k of node 1"
+			nfail=$((nfail + 1))
+		}
+	done
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
 	many cores-loss-1 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
 	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null
