@@ -322,6 +322,7 @@ struct svc_ah {
 
 struct svc_qp {
 	struct svc_ctx *ctx;
+	struct svc_core *core; /* its context's (the receive path's test) */
 	uint32_t type; /* OVR_QPT_RC, _UC or _UD */
 	struct svc_srq *srq; /* or NULL */
 	uint32_t vni, vip; /* the device's: UD sends from, receives at */

@@ -787,9 +787,9 @@ static void rx_mcast(struct svc_core *core, const struct ovr_vpc_rx *rx,
 		if (g->m[k].no_loopback && qp->qpn == sqpn &&
 		    qp->vip == rx->src_vip)
 			continue;
-		if (qp->ctx->core != core) {
+		if (qp->core != core) {
 			/* another core's member: a copy goes there, once */
-			others |= 1u << qp->ctx->core->idx;
+			others |= 1u << qp->core->idx;
 			continue;
 		}
 		rx_take_receives(core, qp, now);
@@ -872,7 +872,7 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		core->rx_src.valid = false;
 		return;
 	}
-	if (qp->ctx->core != core) {
+	if (qp->core != core) {
 		/* another core's QP: handed over (a received frame copied,
 		 * a looped-back one with its buffer); the owner decaps it
 		 * again. A frame handed to us for a QP that is not ours
@@ -880,8 +880,7 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		 * tags differ) is dropped. */
 		if (handed)
 			core->cnt.rx_no_qp++;
-		else if (handover(core, qp->ctx->core,
-				  qp->ctx->core->in[core->idx],
+		else if (handover(core, qp->core, qp->core->in[core->idx],
 				  token ? *token : NULL, frame, len) &&
 			 token)
 			*token = NULL;
@@ -1342,7 +1341,7 @@ static void qp_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 void svc_qp_kick(struct svc *s, struct svc_qp *qp)
 {
 	(void)s;
-	qp_drain(qp->ctx->core, qp, svc_now());
+	qp_drain(qp->core, qp, svc_now());
 }
 
 static bool stalled_retry(struct svc_core *core, uint64_t now)

@@ -194,6 +194,7 @@ static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
 	if (!qp)
 		return NULL;
 	qp->ctx = c;
+	qp->core = c->core;
 	qp->type = q->qp_type;
 	qp->srq = srq;
 	qp->vni = s->devs[c->dev].d.vni;
