@@ -28,7 +28,9 @@ struct fix {
 	uint32_t qpn[2];
 };
 
-static struct fix *setup_with(double loss, uint32_t term_burst)
+/* A connected pair; engines' QPNs tagged @tag of @tag_bits bits */
+static struct fix *setup_tag(double loss, uint32_t term_burst, uint32_t tag,
+			     uint32_t tag_bits)
 {
 	struct fix *f = calloc(1, sizeof(*f));
 	struct ovr_pair_cfg cfg;
@@ -38,6 +40,8 @@ static struct fix *setup_with(double loss, uint32_t term_burst)
 	ovr_pair_cfg_default(&cfg);
 	cfg.mem_bytes = 24u << 20;
 	cfg.eng.term_burst = term_burst;
+	cfg.eng.qpn_tag = tag;
+	cfg.eng.qpn_tag_bits = tag_bits;
 	for (int i = 0; i < 2 && loss > 0; i++) {
 		cfg.link[i].loss = loss;
 		cfg.link[i].reorder = 0.05;
@@ -50,6 +54,11 @@ static struct fix *setup_with(double loss, uint32_t term_burst)
 	assert_non_null(f->p);
 	assert_int_equal(ovr_pair_connect(f->p, &qp, 0, f->qpn), 0);
 	return f;
+}
+
+static struct fix *setup_with(double loss, uint32_t term_burst)
+{
+	return setup_tag(loss, term_burst, 0, 0);
 }
 
 static int setup_clean(void **state)
@@ -598,21 +607,7 @@ static void test_noqp_answers(void **state)
 
 static int setup_tagged(void **state)
 {
-	struct fix *f = calloc(1, sizeof(*f));
-	struct ovr_pair_cfg cfg;
-	struct ovr_pair_qp_params qp;
-
-	assert_non_null(f);
-	ovr_pair_cfg_default(&cfg);
-	cfg.mem_bytes = 4u << 20;
-	cfg.eng.term_burst = 8;
-	cfg.eng.qpn_tag = TAG;
-	cfg.eng.qpn_tag_bits = TAG_BITS;
-	ovr_pair_qp_params_default(&qp);
-	f->p = ovr_pair_create(&cfg);
-	assert_non_null(f->p);
-	assert_int_equal(ovr_pair_connect(f->p, &qp, 0, f->qpn), 0);
-	*state = f;
+	*state = setup_tag(0, 8, TAG, TAG_BITS);
 	return 0;
 }
 
