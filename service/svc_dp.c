@@ -392,6 +392,18 @@ static bool handover(struct svc_core *core, struct svc_core *to,
 	return true;
 }
 
+/* A received frame for core @to's QP (or its CM, its multicast members):
+ * handed over, with its transmit buffer where *@token names one (then
+ * *@token is NULL: @to frees it), else copied. */
+static void hand_rx(struct svc_core *core, struct svc_core *to, void **token,
+		    const uint8_t *frame, uint32_t len)
+{
+	if (handover(core, to, to->in[core->idx], token ? *token : NULL, frame,
+		     len) &&
+	    token)
+		*token = NULL;
+}
+
 /* The cores frames were handed to this round, woken if asleep (the
  * other half of svc_sleep's check: the rings' tails, then `sleeping`). */
 static void kick_cores(struct svc_core *core)
@@ -801,7 +813,7 @@ static void rx_mcast(struct svc_core *core, const struct ovr_vpc_rx *rx,
 	for (others = handed ? 0 : others; others; others &= others - 1) {
 		struct svc_core *to = &s->core[__builtin_ctz(others)];
 
-		handover(core, to, to->in[core->idx], NULL, frame, len);
+		hand_rx(core, to, NULL, frame, len);
 	}
 }
 
@@ -835,11 +847,8 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		/* the CM lives on core 0 */
 		if (core->idx == 0)
 			rx_cm(core, &rx);
-		else if (!handed &&
-			 handover(core, &s->core[0], s->core[0].in[core->idx],
-				  token ? *token : NULL, frame, len) &&
-			 token)
-			*token = NULL;
+		else if (!handed)
+			hand_rx(core, &s->core[0], token, frame, len);
 		return;
 	}
 	if (__builtin_expect(ovr_vpc_is_mcast(rx.dst_vip), 0)) {
@@ -880,10 +889,8 @@ static void rx_frame(struct svc_core *core, const uint8_t *frame, uint32_t len,
 		 * tags differ) is dropped. */
 		if (handed)
 			core->cnt.rx_no_qp++;
-		else if (handover(core, qp->core, qp->core->in[core->idx],
-				  token ? *token : NULL, frame, len) &&
-			 token)
-			*token = NULL;
+		else
+			hand_rx(core, qp->core, token, frame, len);
 		return;
 	}
 	if (qp->type == OVR_QPT_UD) {

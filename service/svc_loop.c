@@ -344,11 +344,14 @@ static void futex_wake(_Atomic uint32_t *w)
 		NULL, 0);
 }
 
-/* @core leaves: a stop of the world may begin (or is waiting). */
+/* @core leaves: a stop of the world may begin, and one that waits is
+ * woken (the seq_cst store and load pair with stw_wait's: a stopper that
+ * set stw after our load sees active 0 and does not wait). */
 static void dp_leave(struct svc_core *core)
 {
 	atomic_store(&core->active, 0);
-	futex_wake(&core->active);
+	if (atomic_load(&core->s->stw))
+		futex_wake(&core->active);
 }
 
 /* @core comes back, after any stop of the world under way. The seq_cst
