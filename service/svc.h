@@ -766,6 +766,7 @@ void svc_dp_fini(struct svc *s);
  * Afterwards core->dev_closed != core->dev_done while batches of GPU
  * copies are out. */
 bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next);
+void svc_dp_settle(struct svc_core *core);
 /* Work a round of @core would find (checked before sleeping). */
 bool svc_dp_pending(struct svc_core *core);
 /* Hand what the application posted in the rings to the engine now. */

@@ -487,6 +487,8 @@ void svc_ctl_input(struct svc *s, struct svc_ctx *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) { /* hang-up: the application is gone */
+			if (c->nqp)
+				svc_dp_settle(c->core);
 			ctx_destroy(s, c);
 			return;
 		}

@@ -1960,6 +1960,25 @@ bool svc_dp_pending(struct svc_core *core)
 	return false;
 }
 
+/*
+ * On the control thread, the world stopped: one round of core 0 (the
+ * port's frames, handed on to their cores) and one of @core, before one
+ * of @core's QPs goes. A NIC takes the packets that reached it ahead of
+ * a destroy command; so do we. A SEND that had arrived is received and
+ * acknowledged by the TERMINATE that the destroy sends (eng_tx_term),
+ * rather than answered with "no such QP" and completed in error at the
+ * peer, which would have read it as a remote abort.
+ */
+void svc_dp_settle(struct svc_core *core)
+{
+	struct svc *s = core->s;
+	uint64_t next;
+
+	svc_dp_round(&s->core[0], svc_now(), &next);
+	if (core->idx)
+		svc_dp_round(core, svc_now(), &next);
+}
+
 bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 {
 	struct svc *s = core->s;

@@ -442,6 +442,7 @@ int svc_do_destroy_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 	if (!svc_obj_get(c, q->handle, SVC_OBJ_QP))
 		return svc_status(c, r->h, -ENOENT);
+	svc_dp_settle(c->core);
 	svc_qp_destroy(s, c, q->handle);
 	return svc_status(c, r->h, 0);
 }
