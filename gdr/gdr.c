@@ -34,6 +34,18 @@
  * copies up to that epoch (fail_upto): conservative, never a success for
  * a failed copy.
  *
+ * Channels (one per dataplane core, docs/GPU.md §1.1): ovr_gdr_chan_open
+ * gives another struct ovr_gdr over the same driver, imports and pinned
+ * host ranges, with copy state of its own - streams, events, batches,
+ * epochs, statistics - so that several threads copy at once, each
+ * through its channel, with nothing shared written on the way: an
+ * import keeps its epochs per channel (qep, sep). Imports, pinned
+ * ranges and the BAR's library belong to the first struct (the base);
+ * channels open, close, import and release on one thread at a time
+ * (the caller's: ovrdmad's control path with the dataplane stopped).
+ * What two channels copy of one allocation is not ordered between
+ * them; the copies of one channel are, as above.
+ *
  * BAR copies (GDRCopy, docs/GPU.md §1.2): libgdrapi is dlopened by
  * ovr_gdr_bar_open. An allocation is pinned and mapped (gdr_pin_buffer
  * of the 64 KiB GPU pages that cover it, gdr_map) at its first BAR copy
@@ -48,6 +60,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -116,6 +129,10 @@ struct gdr_bar {
 };
 
 struct ovr_gdr {
+	struct ovr_gdr *base; /* itself, or the base of a channel */
+	unsigned int chan; /* index in base->chans (the base: 0) */
+	struct ovr_gdr *chans[OVR_GDR_MAX_CHAN]; /* base: open channels */
+	pthread_mutex_t bar_mu; /* base: a first BAR mapping */
 	void *lib;
 	struct gdr_fns f;
 	struct gdr_afns a;
@@ -159,13 +176,14 @@ struct ovr_gdr_mem {
 	uint32_t refs;
 	int device;
 	uint8_t ipc[OVR_GDR_IPC_LEN]; /* KIND_IPC: what was opened */
-	/* g->ep when copies of each direction were last queued and not
-	 * yet ordered before the other direction's stream (0: none) */
-	uint64_t qep[2];
-	/* g->ep of the newest stream copy of either direction that is not
-	 * known to be done (0: none): BAR copies wait until g->done
-	 * reaches it */
-	uint64_t sep;
+	/* per channel: its g->ep when copies of each direction were last
+	 * queued and not yet ordered before the other direction's stream
+	 * (0: none) */
+	uint64_t qep[OVR_GDR_MAX_CHAN][2];
+	/* per channel: its g->ep of the newest stream copy of either
+	 * direction that is not known to be done (0: none): BAR copies
+	 * wait until its g->done reaches it */
+	uint64_t sep[OVR_GDR_MAX_CHAN];
 	/* the BAR mapping (GDRCopy), made at the first BAR copy */
 	int bar_state; /* 0: not tried; 1: mapped; -1: cannot be */
 	gdrc_mh_t mh;
@@ -282,6 +300,9 @@ int ovr_gdr_open(unsigned int flags, struct ovr_gdr **out, char *why,
 		return -ENOMEM;
 	}
 	g->st.async = g->async;
+	g->base = g;
+	g->chans[0] = g;
+	pthread_mutex_init(&g->bar_mu, NULL);
 	*out = g;
 	return 0;
 
@@ -298,10 +319,16 @@ static void bar_close(struct gdr_bar *b);
 
 void ovr_gdr_close(struct ovr_gdr *g)
 {
+	bool chan;
+
 	if (!g)
 		return;
+	chan = g->base != g;
+	if (!chan)
+		for (unsigned int i = 1; i < OVR_GDR_MAX_CHAN; i++)
+			ovr_gdr_close(g->chans[i]);
 	ovr_gdr_fence(g);
-	while (g->nhr)
+	while (!chan && g->nhr)
 		ovr_gdr_host_unregister(g, g->hr[0].p);
 	for (int i = 0; i < g->ndev; i++) {
 		struct gdr_dev_streams *d = &g->streams[i];
@@ -316,14 +343,58 @@ void ovr_gdr_close(struct ovr_gdr *g)
 			g->a.cuStreamDestroy(d->st[k]);
 		}
 	}
-	bar_close(g->bar);
 	for (int i = 0; i < (int)OVR_GDR_MAX_DEV && i < g->ndev; i++)
 		if (g->ctx[i])
 			g->f.cuDevicePrimaryCtxRelease(i);
-	dlclose(g->lib);
 	free(g->streams);
+	if (chan) {
+		/* its epochs mean nothing to a later channel of its index */
+		for (struct ovr_gdr_mem *m = g->base->mems; m; m = m->next) {
+			m->qep[g->chan][0] = m->qep[g->chan][1] = 0;
+			m->sep[g->chan] = 0;
+		}
+		g->base->chans[g->chan] = NULL;
+		free(g);
+		return;
+	}
+	bar_close(g->bar);
+	pthread_mutex_destroy(&g->bar_mu);
+	dlclose(g->lib);
 	free(g->hr);
 	free(g);
+}
+
+int ovr_gdr_chan_open(struct ovr_gdr *base, struct ovr_gdr **out)
+{
+	struct ovr_gdr *g;
+	unsigned int i;
+
+	if (base->base != base)
+		return -EINVAL;
+	for (i = 1; i < OVR_GDR_MAX_CHAN && base->chans[i]; i++)
+		;
+	if (i == OVR_GDR_MAX_CHAN)
+		return -ENOSPC;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->streams = calloc((size_t)base->ndev, sizeof(*g->streams));
+	if (!g->streams) {
+		free(g);
+		return -ENOMEM;
+	}
+	g->base = base;
+	g->chan = i;
+	g->lib = base->lib;
+	g->f = base->f;
+	g->a = base->a;
+	g->async = base->async;
+	g->ndev = base->ndev;
+	g->ep = 1;
+	g->st.async = g->async;
+	base->chans[i] = g;
+	*out = g;
+	return 0;
 }
 
 int ovr_gdr_probe(struct ovr_gdr *g, uint64_t addr, uint64_t len,
@@ -542,6 +613,7 @@ int ovr_gdr_import(struct ovr_gdr *g, const struct ovr_gdr_export *ex0,
 	gdr_CUresult rc;
 	int err;
 
+	g = g->base; /* imports are the base's, shared by its channels */
 	if (!ex->size || (ex->kind == OVR_GDR_KIND_FD && ex->fd < 0) ||
 	    (ex->kind != OVR_GDR_KIND_FD && ex->kind != OVR_GDR_KIND_IPC)) {
 		snprintf(last_err, sizeof(last_err), "malformed export");
@@ -617,14 +689,19 @@ void ovr_gdr_release(struct ovr_gdr_mem *m)
 			*pp = m->next;
 			break;
 		}
-	/* nothing may still copy to or from it; a failure stays for the
-	 * next fence to report */
-	if (g->pending &&
-	    (m->qep[D_H2D] > g->done || m->qep[D_D2H] > g->done)) {
-		int err = fence(g, false);
+	/* nothing may still copy to or from it, on any channel; a
+	 * failure stays for that channel's next fence to report */
+	for (unsigned int i = 0; i < OVR_GDR_MAX_CHAN; i++) {
+		struct ovr_gdr *c = g->chans[i];
 
-		if (err)
-			g->async_err = err;
+		if (c && c->pending &&
+		    (m->qep[i][D_H2D] > c->done ||
+		     m->qep[i][D_D2H] > c->done)) {
+			int err = fence(c, false);
+
+			if (err)
+				c->async_err = err;
+		}
 	}
 	ctx_ok = use_device(g, m->device) == 0;
 	/* the BAR mapping goes before the memory it maps */
@@ -651,11 +728,13 @@ uint64_t ovr_gdr_mem_size(const struct ovr_gdr_mem *m)
 /* Is [p, p + len) pinned (inside one registered range)? */
 static bool host_pinned(struct ovr_gdr *g, const uint8_t *p, size_t len)
 {
-	if (!g->nhr)
+	const struct ovr_gdr *b = g->base; /* the ranges; g: where it looked */
+
+	if (!b->nhr)
 		return false;
-	for (uint32_t k = 0; k < g->nhr; k++) {
-		uint32_t i = (g->hr_last + k) % g->nhr;
-		const struct gdr_hostreg *r = &g->hr[i];
+	for (uint32_t k = 0; k < b->nhr; k++) {
+		uint32_t i = (g->hr_last + k) % b->nhr;
+		const struct gdr_hostreg *r = &b->hr[i];
 
 		if (p >= r->p && (size_t)(p - r->p) < r->len &&
 		    len <= r->len - (size_t)(p - r->p)) {
@@ -720,10 +799,10 @@ static int queued_may_fail(struct ovr_gdr *g)
  * the host side is pinned (1), else done when it returns (0). -ERANGE,
  * -EIO. Must run on the importing thread (it sets the current context).
  */
-static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
-		bool to_dev, bool may_queue)
+static int copy(struct ovr_gdr *g, struct ovr_gdr_mem *m, uint64_t off,
+		void *host, size_t len, bool to_dev, bool may_queue)
 {
-	struct ovr_gdr *g = m->g;
+	uint64_t *qep = m->qep[g->chan], *sep = &m->sep[g->chan];
 	struct gdr_dev_streams *d;
 	int dir = to_dev ? D_H2D : D_D2H, o = !dir;
 	gdr_CUresult rc;
@@ -754,7 +833,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	}
 	/* after the other direction's copies of this allocation, unless
 	 * they are known to be done */
-	if (m->qep[o] > g->done) {
+	if (qep[o] > g->done) {
 		call = "cuEventRecord";
 		rc = g->a.cuEventRecord(d->ev[o], d->st[o]);
 		if (rc == GDR_CUDA_SUCCESS) {
@@ -765,7 +844,7 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 			cu_fail(g, call, rc);
 			return queued_may_fail(g);
 		}
-		m->qep[o] = 0;
+		qep[o] = 0;
 		g->st.waits++;
 	}
 	if (to_dev) {
@@ -783,8 +862,8 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	}
 	d->busy[dir] = true;
 	d->open[dir] = true;
-	m->qep[dir] = g->ep;
-	m->sep = g->ep;
+	qep[dir] = g->ep;
+	*sep = g->ep;
 	if (may_queue && host_pinned(g, host, len)) {
 		if (!g->open_first)
 			g->open_first = g->ep;
@@ -806,31 +885,31 @@ static int copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 	/* this stream waited for the other direction's copies of the
 	 * allocation (above, or at an earlier copy) and is now idle:
 	 * every stream copy of the allocation is done */
-	m->sep = 0;
+	*sep = 0;
 	return 0;
 }
 
 int ovr_gdr_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
 		  size_t len)
 {
-	return copy(m, off, (void *)(uintptr_t)src, len, true, false);
+	return copy(m->g, m, off, (void *)(uintptr_t)src, len, true, false);
 }
 
 int ovr_gdr_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len)
 {
-	return copy(m, off, dst, len, false, false);
+	return copy(m->g, m, off, dst, len, false, false);
 }
 
 int ovr_gdr_write_async(struct ovr_gdr_mem *m, uint64_t off, const void *src,
 			size_t len)
 {
-	return copy(m, off, (void *)(uintptr_t)src, len, true, true);
+	return copy(m->g, m, off, (void *)(uintptr_t)src, len, true, true);
 }
 
 int ovr_gdr_read_async(struct ovr_gdr_mem *m, uint64_t off, void *dst,
 		       size_t len)
 {
-	return copy(m, off, dst, len, false, true);
+	return copy(m->g, m, off, dst, len, false, true);
 }
 
 /* ---- BAR copies (GDRCopy) ------------------------------------------------ */
@@ -851,6 +930,8 @@ int ovr_gdr_bar_open(struct ovr_gdr *g, const struct ovr_gdr_bar_cfg *cfg,
 	const char *path = getenv(OVR_GDR_BAR_ENV);
 	struct gdr_bar *b;
 
+	if (g->base != g)
+		return -EINVAL;
 	if (g->bar)
 		return -EALREADY;
 	if (!path || !*path)
@@ -929,10 +1010,9 @@ static int bar_fail(const char *call, int rc)
  * allocation's copies take the streams, and the caller's note hook
  * hears it once.
  */
-static int bar_map(struct ovr_gdr_mem *m)
+static int bar_map(struct ovr_gdr *g, struct ovr_gdr_mem *m)
 {
-	struct ovr_gdr *g = m->g;
-	struct gdr_bar *b = g->bar;
+	struct gdr_bar *b = g->base->bar;
 	uint64_t lo = m->dptr & ~(GDRC_GPU_PAGE - 1);
 	uint64_t hi = (m->dptr + m->size + GDRC_GPU_PAGE - 1) &
 		      ~(GDRC_GPU_PAGE - 1);
@@ -970,7 +1050,7 @@ static int bar_map(struct ovr_gdr_mem *m)
 	m->bar = va;
 	m->bar_len = hi - lo;
 	m->bar_at = m->dptr - info.va;
-	m->bar_state = 1;
+	__atomic_store_n(&m->bar_state, 1, __ATOMIC_RELEASE);
 	g->st.bar_pins++;
 	g->st.bar_mapped++;
 	return 0;
@@ -979,7 +1059,7 @@ err_map:
 	b->f.unpin_buffer(b->h, m->mh);
 err_pin:
 	bar_fail(call, rc);
-	m->bar_state = -1;
+	__atomic_store_n(&m->bar_state, -1, __ATOMIC_RELEASE);
 	g->st.bar_pin_failures++;
 	if (b->note) {
 		snprintf(msg, sizeof(msg),
@@ -1003,34 +1083,41 @@ static void bar_unmap(struct ovr_gdr_mem *m)
 	b->f.unpin_buffer(b->h, m->mh);
 	m->bar = NULL;
 	m->bar_state = 0;
-	m->g->st.bar_mapped--;
+	m->g->st.bar_mapped--; /* (the channels' counts add up) */
 }
 
-static int bar_copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
-		    bool to_dev)
+static int bar_copy(struct ovr_gdr *g, struct ovr_gdr_mem *m, uint64_t off,
+		    void *host, size_t len, bool to_dev)
 {
-	struct ovr_gdr *g = m->g;
-	struct gdr_bar *b = g->bar;
+	struct gdr_bar *b = g->base->bar;
 	uint8_t *p;
 	uint32_t word;
-	int rc;
+	int rc, state;
 
 	if (off > m->size || len > m->size - off)
 		return -ERANGE;
-	if (!b || m->bar_state < 0)
+	state = __atomic_load_n(&m->bar_state, __ATOMIC_ACQUIRE);
+	if (!b || state < 0)
 		return -EOPNOTSUPP;
-	/* after stream copies of this allocation that may still run: the
-	 * streams keep the order, a CPU copy now would overtake them */
-	if (m->sep > g->done) {
+	/* after this channel's stream copies of this allocation that may
+	 * still run: the streams keep the order, a CPU copy now would
+	 * overtake them */
+	if (m->sep[g->chan] > g->done) {
 		g->st.bar_busy++;
 		return -EBUSY;
 	}
 	if (!len)
 		return 0;
-	if (!m->bar_state) {
+	if (!state) {
+		/* an import shared by contexts of two cores: one maps it */
 		if (use_device(g, m->device))
 			return -EIO;
-		if (bar_map(m))
+		pthread_mutex_lock(&g->base->bar_mu);
+		state = m->bar_state;
+		if (!state)
+			state = bar_map(g, m) ? -1 : 1;
+		pthread_mutex_unlock(&g->base->bar_mu);
+		if (state < 0)
 			return -EOPNOTSUPP;
 	}
 	p = m->bar + m->bar_at + off;
@@ -1070,28 +1157,35 @@ static int bar_copy(struct ovr_gdr_mem *m, uint64_t off, void *host, size_t len,
 int ovr_gdr_bar_write(struct ovr_gdr_mem *m, uint64_t off, const void *src,
 		      size_t len)
 {
-	return bar_copy(m, off, (void *)(uintptr_t)src, len, true);
+	return bar_copy(m->g, m, off, (void *)(uintptr_t)src, len, true);
 }
 
 int ovr_gdr_bar_read(struct ovr_gdr_mem *m, uint64_t off, void *dst, size_t len)
 {
-	return bar_copy(m, off, dst, len, false);
+	return bar_copy(m->g, m, off, dst, len, false);
 }
 
-int ovr_gdr_copy_msg(struct ovr_gdr_mem *m, uint64_t off, void *host,
-		     size_t len, bool to_dev, uint64_t msg_len)
+int ovr_gdr_chan_copy_msg(struct ovr_gdr *g, struct ovr_gdr_mem *m,
+			  uint64_t off, void *host, size_t len, bool to_dev,
+			  uint64_t msg_len)
 {
-	struct gdr_bar *b = m->g->bar;
+	struct gdr_bar *b = g->base->bar;
 	int rc;
 
 	if (msg_len < len)
 		msg_len = len;
 	if (b && msg_len <= b->max[to_dev ? D_H2D : D_D2H]) {
-		rc = bar_copy(m, off, host, len, to_dev);
+		rc = bar_copy(g, m, off, host, len, to_dev);
 		if (rc != -EBUSY && rc != -EOPNOTSUPP)
 			return rc;
 	}
-	return copy(m, off, host, len, to_dev, true);
+	return copy(g, m, off, host, len, to_dev, true);
+}
+
+int ovr_gdr_copy_msg(struct ovr_gdr_mem *m, uint64_t off, void *host,
+		     size_t len, bool to_dev, uint64_t msg_len)
+{
+	return ovr_gdr_chan_copy_msg(m->g, m, off, host, len, to_dev, msg_len);
 }
 
 /*
@@ -1315,6 +1409,7 @@ int ovr_gdr_host_register(struct ovr_gdr *g, void *addr, size_t len)
 	gdr_CUresult rc;
 	int err;
 
+	g = g->base; /* the ranges serve every channel */
 	if (!g->async)
 		return -EOPNOTSUPP;
 	if (!addr || !len)
@@ -1351,13 +1446,19 @@ int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr)
 	gdr_CUresult rc;
 	int err;
 
+	g = g->base;
 	for (uint32_t i = 0; i < g->nhr; i++) {
 		if (g->hr[i].p != addr)
 			continue;
-		/* no queued copy may still use it */
-		err = fence(g, false);
-		if (err)
-			g->async_err = err;
+		/* no queued copy of any channel may still use it */
+		for (unsigned int c = 0; c < OVR_GDR_MAX_CHAN; c++) {
+			if (!g->chans[c])
+				continue;
+			err = fence(g->chans[c], false);
+			if (err)
+				g->chans[c]->async_err = err;
+			g->chans[c]->hr_last = 0;
+		}
 		g->st.pinned_bytes -= g->hr[i].len;
 		g->st.pinned_ranges--;
 		g->hr[i] = g->hr[--g->nhr];
@@ -1372,20 +1473,49 @@ int ovr_gdr_host_unregister(struct ovr_gdr *g, void *addr)
 	return -ENOENT;
 }
 
+/* The base's figures add its channels' (a channel's are its own). */
 void ovr_gdr_get_stats(const struct ovr_gdr *g, struct ovr_gdr_stats *st)
 {
 	*st = g->st;
 	st->pending = g->pending;
+	if (g->base != g)
+		return;
+	for (unsigned int i = 1; i < OVR_GDR_MAX_CHAN; i++) {
+		const struct ovr_gdr *c = g->chans[i];
+
+		if (!c)
+			continue;
+		st->async_copies += c->st.async_copies;
+		st->async_bytes += c->st.async_bytes;
+		st->sync_copies += c->st.sync_copies;
+		st->fences += c->st.fences;
+		st->fence_errors += c->st.fence_errors;
+		st->waits += c->st.waits;
+		st->batches += c->st.batches;
+		st->batch_events += c->st.batch_events;
+		st->batch_not_ready += c->st.batch_not_ready;
+		st->batch_waits += c->st.batch_waits;
+		st->batch_errors += c->st.batch_errors;
+		st->streams += c->st.streams;
+		st->pending += c->pending;
+		st->bar_mapped += c->st.bar_mapped;
+		st->bar_copies += c->st.bar_copies;
+		st->bar_bytes += c->st.bar_bytes;
+		st->bar_reads += c->st.bar_reads;
+		st->bar_busy += c->st.bar_busy;
+		st->bar_pins += c->st.bar_pins;
+		st->bar_pin_failures += c->st.bar_pin_failures;
+	}
 }
 
 uint32_t ovr_gdr_nimports(const struct ovr_gdr *g)
 {
-	return g->nimports;
+	return g->base->nimports;
 }
 
 uint32_t ovr_gdr_nrefs(const struct ovr_gdr *g)
 {
-	return g->nrefs;
+	return g->base->nrefs;
 }
 
 const char *ovr_gdr_last_error(const struct ovr_gdr *g)

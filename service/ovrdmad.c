@@ -785,6 +785,7 @@ static int tel_core(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "xcore_frames", k->cnt.xcore_frames);
 	rte_tel_data_add_dict_u64(d, "xcore_full", k->cnt.xcore_full);
 	rte_tel_data_add_dict_u64(d, "sleeps", k->cnt.sleeps);
+	rte_tel_data_add_dict_u64(d, "engine_dev_copies", es.dev_copies);
 	return 0;
 }
 

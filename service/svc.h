@@ -586,7 +586,7 @@ struct svc_buf_range {
 /*
  * A dataplane core (docs/SERVICE.md sections 5 and 10): its engine, its
  * VPC reader, and the state of its rounds. The control thread touches
- * it only with the world stopped. Today ovrdmad runs one.
+ * it only with the world stopped.
  */
 struct svc_core {
 	struct svc *s;
@@ -595,6 +595,9 @@ struct svc_core {
 	/* the VPC reader handle its callbacks use: its own, or the control
 	 * thread's while that thread runs it with the world stopped */
 	struct ovr_vpc_thread *vt, *own_vt;
+	/* its GPU copy channel (core 0: s->gdr itself), once the CUDA
+	 * driver is loaded (docs/GPU.md 1.1) */
+	struct ovr_gdr *gdr;
 	/* its epoll set: wake_fd, timer_fd and the port's interrupt */
 	int dp_epfd;
 	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
@@ -889,8 +892,7 @@ enum svc_limit {
 	SVC_LIM_QP_NODE,
 	SVC_LIM_SRQ,
 	SVC_LIM_AH,
-	SVC_LIM_CQ_MB,
-	SVC_LIM_GPU_CORES
+	SVC_LIM_CQ_MB
 };
 int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 	      enum svc_limit which, uint64_t value, int err);

@@ -1445,7 +1445,8 @@ static int eng_dev_copy(void *ctx, void *dev, uint64_t off, void *host,
 	if (d->kind == SVC_DEV_PROC)
 		return svc_proc_copy(core, d->p, off, host, len, to_dev,
 				     msg_len, flags);
-	rc = ovr_gdr_copy_msg(d->p, off, host, len, to_dev, msg_len);
+	rc = ovr_gdr_chan_copy_msg(core->gdr, d->p, off, host, len, to_dev,
+				   msg_len);
 	if (rc > 0)
 		core->pord++; /* the engine numbers every queued copy */
 	return rc;
@@ -1745,10 +1746,9 @@ static int svc_proc_copy(struct svc_core *core, struct svc_ctx *c,
 static int eng_dev_fence(void *ctx)
 {
 	struct svc_core *core = ctx;
-	struct svc *s = core->s;
 
 	pq_run(core); /* their faults go with the batch's close */
-	return s->gdr ? ovr_gdr_fence(s->gdr) : 0;
+	return core->gdr ? ovr_gdr_fence(core->gdr) : 0;
 }
 
 /* The batch's process-route copies run now (each failure of one is
@@ -1756,13 +1756,12 @@ static int eng_dev_fence(void *ctx)
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
 	struct svc_core *core = ctx;
-	struct svc *s = core->s;
 
 	int rc;
 
 	pq_run(core);
 	core->pord = 0;
-	rc = s->gdr ? ovr_gdr_batch_close(s->gdr, slot) : 0;
+	rc = core->gdr ? ovr_gdr_batch_close(core->gdr, slot) : 0;
 	if (rc)
 		core->npfault = 0; /* the whole batch fails */
 	return rc;
@@ -1782,9 +1781,8 @@ static uint32_t eng_dev_batch_faults(void *ctx, struct ovr_eng_copy_fault *f,
 static int eng_dev_batch_poll(void *ctx, unsigned int slot, bool wait)
 {
 	struct svc_core *core = ctx;
-	struct svc *s = core->s;
 
-	return s->gdr ? ovr_gdr_batch_poll(s->gdr, slot, wait) : 0;
+	return core->gdr ? ovr_gdr_batch_poll(core->gdr, slot, wait) : 0;
 }
 
 int svc_dp_init(struct svc *s)
@@ -1926,9 +1924,12 @@ void svc_dp_fini(struct svc *s)
 			free(k->in[j]);
 		free(k->to_port);
 	}
-	/* every context, hence every GPU import, is gone */
+	/* every context, hence every GPU import, is gone; the cores'
+	 * channels close with the base */
 	ovr_gdr_close(s->gdr);
 	s->gdr = NULL;
+	for (uint32_t i = 0; i < s->ncores; i++)
+		s->core[i].gdr = NULL;
 	/* the other cores unregistered theirs on their threads */
 	if (core->own_vt) {
 		ovr_vpc_thread_unregister(core->own_vt);

@@ -71,7 +71,6 @@ int svc_limit(struct svc_ctx *c, const struct ovr_ctl_hdr *h,
 		[SVC_LIM_SRQ] = "srq_per_context",
 		[SVC_LIM_AH] = "ah_per_context",
 		[SVC_LIM_CQ_MB] = "cq_mb_per_context",
-		[SVC_LIM_GPU_CORES] = "dataplane_cores (GPU memory needs 1)",
 	};
 
 	if (!(c->limits_logged & (1u << which))) {

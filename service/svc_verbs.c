@@ -469,6 +469,42 @@ static void gdr_bar(struct svc *s)
 			cfg.h2d_max, cfg.d2h_max);
 }
 
+/*
+ * A copy channel per dataplane core (core 0 copies through the base):
+ * its own streams, events and batches, so that the cores copy at once
+ * (docs/GPU.md 1.1). The world is stopped. 0, or the error with the
+ * driver closed again.
+ */
+static int gdr_chans(struct svc *s)
+{
+	int rc;
+
+	s->core[0].gdr = s->gdr;
+	for (uint32_t i = 1; i < s->ncores; i++) {
+		rc = ovr_gdr_chan_open(s->gdr, &s->core[i].gdr);
+		if (rc) {
+			snprintf(s->gdr_why, sizeof(s->gdr_why),
+				 "no copy channel for dataplane core %u: %s", i,
+				 strerror(-rc));
+			fprintf(stderr,
+				"ovrdmad: GPU memory registration unavailable: "
+				"%s\n",
+				s->gdr_why);
+			ovr_gdr_close(s->gdr); /* and its channels */
+			s->gdr = NULL;
+			for (uint32_t j = 0; j < s->ncores; j++)
+				s->core[j].gdr = NULL;
+			return rc;
+		}
+	}
+	if (s->ncores > 1)
+		fprintf(stderr,
+			"ovrdmad: GPU copy engine: a channel per dataplane "
+			"core (%u)\n",
+			s->ncores);
+	return 0;
+}
+
 /* The CUDA driver, loaded at the first GPU registration (not at start:
  * a node without GPUs never pays for it), then GDRCopy. 0 or
  * -EOPNOTSUPP / -ENODEV, logged once. */
@@ -489,6 +525,7 @@ static int gdr_ready(struct svc *s)
 	if (!s->gdr_err) {
 		gdr_pin_bufs(s);
 		gdr_bar(s);
+		s->gdr_err = gdr_chans(s);
 	}
 	return s->gdr_err;
 }
@@ -527,11 +564,6 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOENT);
 	if (q->access & ~(ACCESS_KNOWN | ACCESS_IGNORED))
 		return svc_status(c, r->h, -EOPNOTSUPP);
-	/* the GPU copy engine's batches are one set for the node: one
-	 * dataplane core only, for now (docs/GPU.md) */
-	if (s->ncores > 1)
-		return svc_limit(c, r->h, SVC_LIM_GPU_CORES, s->ncores,
-				 -EOPNOTSUPP);
 	if (!q->len || q->len > SVC_MR_MAX_SIZE || !q->alloc_size ||
 	    q->offset > q->alloc_size || q->len > q->alloc_size - q->offset)
 		return svc_status(c, r->h, -EINVAL);

@@ -49,6 +49,7 @@ extern "C" {
 #define OVR_GDR_MAX_DEV 64u /* devices an importer keeps contexts for */
 #define OVR_GDR_UUID_LEN 16u /* CUuuid */
 #define OVR_GDR_MAX_BATCH 64u /* batch slots (ovr_gdr_batch_close) */
+#define OVR_GDR_MAX_CHAN 16u /* copy channels, the base's included */
 
 /* ovr_gdr_open flags */
 enum {
@@ -186,6 +187,28 @@ int ovr_gdr_fence(struct ovr_gdr *g);
  */
 int ovr_gdr_batch_close(struct ovr_gdr *g, unsigned int slot);
 int ovr_gdr_batch_poll(struct ovr_gdr *g, unsigned int slot, bool wait);
+
+/*
+ * Channels (one per thread that copies: ovrdmad's dataplane cores).
+ * ovr_gdr_chan_open gives *@chan, a struct ovr_gdr over @base's driver,
+ * imports and pinned host ranges with copy state of its own: its
+ * streams, events, batch slots, fences and statistics. Copies through
+ * different channels may run on different threads at once; what two
+ * channels copy of one allocation is not ordered between them. Open,
+ * close, import, release, host_register and bar_open (all on the base)
+ * must not run beside a copy on any channel. ovr_gdr_close of a channel
+ * fences it; of the base, closes its channels first. The base's
+ * ovr_gdr_get_stats adds its channels' figures. -EINVAL (@base is a
+ * channel), -ENOSPC (OVR_GDR_MAX_CHAN open), -ENOMEM.
+ *
+ * ovr_gdr_chan_copy_msg: ovr_gdr_copy_msg through channel @g (for the
+ * base, the same call); ovr_gdr_fence and the batch calls take the
+ * channel as @g.
+ */
+int ovr_gdr_chan_open(struct ovr_gdr *base, struct ovr_gdr **chan);
+int ovr_gdr_chan_copy_msg(struct ovr_gdr *g, struct ovr_gdr_mem *m,
+			  uint64_t off, void *host, size_t len, bool to_dev,
+			  uint64_t msg_len);
 
 /*
  * Pin host memory (cuMemHostRegister, portable to every device's

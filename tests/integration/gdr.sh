@@ -28,19 +28,23 @@
 #   4. GPU registrations count against pinned_mb_per_context (10 on
 #      both nodes) with host ones: ENOMEM beyond, room again after a
 #      deregistration;
+#   with CORES 2 (test gdr_cores), both nodes run two dataplane cores
+#   and step 1 runs as two pairs at once, one on each core of each node:
+#   both cores copy through their own copy channels (docs/GPU.md 1.1),
+#   counted per core by ovrdmactl show cores;
 #   5. pinned host memory (cuMemHostAlloc) registered with ibv_reg_mr on
 #      node 1: a fake-GPU copy into it is what node 2 READs, node 2's
 #      WRITE is what a fake-GPU copy out of it gives (the fake GPU has
 #      its own mapping of the pages: a registration that swapped them
 #      fails); ovrdmactl show mrs lists it on the object route.
-# usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA
+# usage: gdr.sh TESTBED VERBS_GDR LIBFAKECUDA [fake|gpu [CORES]]
 #
 # gdr.sh TESTBED VERBS_GDR DRIVER [gpu]: DRIVER is the fake's path; with
 # "gpu" (the gpu suite) it is the real driver (libcuda.so.1), the test
 # skips (77) where it sees no device, and the fake-only steps (forged
 # handles in the fake's format, a second UUID) are left out.
 set -u
-tb=$1 prog=$2 fake=$3 mode=${4:-fake}
+tb=$1 prog=$2 fake=$3 mode=${4:-fake} cores=${5:-1}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "gdr: needs root (network namespaces, DPDK); skipped"
@@ -75,32 +79,59 @@ counter() { # node name
 	"$tb" ctl "$1" show counters | awk -v n="$2" '$1 == n {print $2}'
 }
 
+coreopt=
+[ "$cores" -gt 1 ] && coreopt="--cores $cores"
 # shellcheck disable=SC2086 # options, split on purpose
 "$tb" up 2 --loss 1% --reorder 1%/50us --limit pinned_mb_per_context=$pinned_mb \
-	${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
+	$coreopt ${OVRDMA_TESTBED_OPTS:-} >"$work/up.log" 2>&1 || {
 	cat "$work/up.log"
 	echo "gdr: FAIL: testbed up"
 	exit 1
 }
 
 # ---- 1. WRITE, READ, SEND between GPU buffers ------------------------------
+# One pair per dataplane core: the servers, then the clients, each takes
+# the core with the fewest contexts.
 t0=$SECONDS
-timeout -k 5 120 "$tb" run 1 "$prog" server >"$work/srv.log" 2>&1 &
-spid=$!
-for _ in $(seq 150); do
-	"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ':18531 ' && break
-	sleep 0.1
+spids=() cpids=()
+for k in $(seq 0 $((cores - 1))); do
+	VERBS_GDR_PORT=$((18531 + k)) timeout -k 5 120 "$tb" run 1 "$prog" server \
+		>"$work/srv.$k.log" 2>&1 &
+	spids+=($!)
+	for _ in $(seq 150); do
+		"$tb" exec 1 ss -ltn 2>/dev/null | grep -q ":$((18531 + k)) " && break
+		sleep 0.1
+	done
 done
-timeout -k 5 120 "$tb" run 2 "$prog" client "$("$tb" addr 1)" \
-	>"$work/cli.log" 2>&1
-crc=$?
-wait $spid
-src=$?
-cat "$work/srv.log" "$work/cli.log" | grep -E 'differ|FETCH_ADD'
-echo "gdr: transfers: server exit $src, client exit $crc ($((SECONDS - t0)) s)"
-if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
-	fail "transfers between GPU buffers"
-	cat "$work/srv.log" "$work/cli.log"
+for k in $(seq 0 $((cores - 1))); do
+	VERBS_GDR_PORT=$((18531 + k)) timeout -k 5 120 "$tb" run 2 "$prog" client \
+		"$("$tb" addr 1)" >"$work/cli.$k.log" 2>&1 &
+	cpids+=($!)
+	sleep 0.2 # its context opened before the next one's
+done
+for k in $(seq 0 $((cores - 1))); do
+	wait ${cpids[$k]}
+	crc=$?
+	wait ${spids[$k]}
+	src=$?
+	cat "$work/srv.$k.log" "$work/cli.$k.log" | grep -E 'differ|FETCH_ADD'
+	echo "gdr: transfers (pair $k): server exit $src, client exit $crc ($((SECONDS - t0)) s)"
+	if [ $src -ne 0 ] || [ $crc -ne 0 ]; then
+		fail "transfers between GPU buffers (pair $k)"
+		cat "$work/srv.$k.log" "$work/cli.$k.log"
+	fi
+done
+if [ "$cores" -gt 1 ]; then
+	# every core of both nodes copied, each through its own channel
+	for n in 1 2; do
+		"$tb" ctl $n show cores | sed "s/^/gdr: node $n: /"
+		c=$("$tb" ctl $n show cores | awk 'NR > 1 && $9 > 0 { n++ } END { print n + 0 }')
+		[ "$c" = "$cores" ] ||
+			fail "node $n: $c of $cores dataplane cores made GPU copies"
+		grep -q "GPU copy engine: a channel per dataplane core ($cores)" \
+			"$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" ||
+			fail "node $n: ovrdmad did not open a copy channel per core"
+	done
 fi
 for n in 1 2; do
 	c=$(counter $n engine_dev_copies)
@@ -127,7 +158,7 @@ for n in 1 2; do
 			fail "node $n: no batch was ever polled before it was done"
 	fi
 done
-[ "$(counter 1 engine_dev_atomic_refused)" = 1 ] ||
+[ "$(counter 1 engine_dev_atomic_refused)" = "$cores" ] ||
 	fail "node 1 did not refuse the atomic on GPU memory"
 # small messages through the BAR (docs/GPU.md 1.2): with the fake on both
 # nodes; on a GPU machine only where GDRCopy is installed

@@ -53,7 +53,13 @@
 #include "verbs_common.h"
 
 #define MB (1ull << 20)
-#define PORT 18531
+/* the exchange's TCP port: 18531, or $VERBS_GDR_PORT (two pairs at once) */
+static int port(void)
+{
+	const char *e = getenv("VERBS_GDR_PORT");
+
+	return e && *e ? atoi(e) : 18531;
+}
 #define SEND_LEN (MB - 17)
 
 /* Step 4's buffers S3 and C3: WRITE targets and sources at SM_WR, the
@@ -354,7 +360,7 @@ static int server(void)
 	h.rk1 = m1->rkey;
 	h.rk2 = m2->rkey;
 	h.rk3 = m3->rkey;
-	fd = vc_tcp_server(PORT); /* listens and accepts one */
+	fd = vc_tcp_server(port()); /* listens and accepts one */
 	vc_recv_must(fd, &peer, sizeof(peer));
 	vc_send_all(fd, &h, sizeof(h));
 	side_connect(&s, 100, &peer.qp);
@@ -458,7 +464,7 @@ static int client(const char *host)
 	m2 = reg_dmabuf(s.pd, c2, 4 * MB); /* the READ's target */
 	m3 = reg(s.pd, c3, SMALL_LEN);
 	vc_qpinfo_of(&s.d, s.qp, 200, &h.qp);
-	fd = vc_tcp_client(host, PORT);
+	fd = vc_tcp_client(host, port());
 	vc_send_all(fd, &h, sizeof(h));
 	vc_recv_must(fd, &peer, sizeof(peer));
 	side_connect(&s, 200, &peer.qp);
@@ -588,7 +594,7 @@ static int pinned_server(void)
 	vc_qpinfo_of(&s.d, s.qp, 300, &h.qp);
 	h.s1 = (uintptr_t)p;
 	h.rk1 = mr->rkey;
-	fd = vc_tcp_server(PORT);
+	fd = vc_tcp_server(port());
 	vc_recv_must(fd, &peer, sizeof(peer));
 	vc_send_all(fd, &h, sizeof(h));
 	side_connect(&s, 300, &peer.qp);
@@ -624,7 +630,7 @@ static int pinned_client(const char *host)
 	if (!mr)
 		vc_die("ibv_reg_mr: %s", strerror(errno));
 	vc_qpinfo_of(&s.d, s.qp, 400, &h.qp);
-	fd = vc_tcp_client(host, PORT);
+	fd = vc_tcp_client(host, port());
 	vc_send_all(fd, &h, sizeof(h));
 	vc_recv_must(fd, &peer, sizeof(peer));
 	side_connect(&s, 400, &peer.qp);

@@ -11,10 +11,12 @@
  * pinned memory, failures reported by the fence); BAR copies through the
  * fake GDRCopy ($OVRDMA_LIBGDRAPI: the same library): off without it,
  * small messages through the BAR and in GPU memory at return, ordered
- * against stream copies, fallback when pinning fails, release.
+ * against stream copies, fallback when pinning fails, release; copy
+ * channels used by two threads at once.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -531,6 +533,147 @@ static void test_batches(void **state)
 	free(got);
 }
 
+/*
+ * Channels (ovrdmad's dataplane cores): two threads copy at once, each
+ * through its own channel, into and out of one shared import, with
+ * batches of their own (a lazy event in one does not hold the other);
+ * byte-exact both ways. A release waits for a channel's queued copies;
+ * the base's statistics add the channels'; channels close with the base
+ * and their index is taken again.
+ */
+#define CH_ROUNDS 16
+#define CH_COPIES 4
+#define CH_K4 4096u
+#define CH_SPAN ((size_t)CH_ROUNDS * CH_COPIES * CH_K4) /* 256 KiB */
+
+struct ch_arg {
+	struct ovr_gdr *g; /* the channel */
+	struct ovr_gdr_mem *m;
+	uint64_t dev_off; /* its region of the allocation */
+	uint8_t *src, *back; /* pinned: CH_SPAN each */
+	int err;
+};
+
+static void *ch_thread(void *p)
+{
+	struct ch_arg *a = p;
+	unsigned int r, k;
+	int rc;
+
+	for (r = 0; r < CH_ROUNDS && !a->err; r++) {
+		for (k = 0; k < CH_COPIES; k++) {
+			size_t o = ((size_t)r * CH_COPIES + k) * CH_K4;
+
+			rc = ovr_gdr_chan_copy_msg(a->g, a->m, a->dev_off + o,
+						   a->src + o, CH_K4, true,
+						   CH_K4);
+			if (rc != 1)
+				a->err = rc ? rc : -EPROTO;
+		}
+		if (ovr_gdr_batch_close(a->g, r % 8))
+			a->err = -EIO;
+		/* two batches in flight: poll the one before the last */
+		if (r >= 1 && ovr_gdr_batch_poll(a->g, (r - 1) % 8, true))
+			a->err = -EIO;
+	}
+	if (!a->err && ovr_gdr_batch_poll(a->g, (r - 1) % 8, true))
+		a->err = -EIO;
+	/* read it all back through the same channel */
+	if (!a->err) {
+		rc = ovr_gdr_chan_copy_msg(a->g, a->m, a->dev_off, a->back,
+					   CH_SPAN, false, CH_SPAN);
+		if (rc != 1 || ovr_gdr_batch_close(a->g, 0) ||
+		    ovr_gdr_batch_poll(a->g, 0, true))
+			a->err = -EIO;
+	}
+	return NULL;
+}
+
+static void test_channels(void **state)
+{
+	const size_t pin_len = 4 * CH_SPAN;
+	uint8_t *pin = aligned_alloc(4096, pin_len), *got = malloc(CH_SPAN);
+	struct ovr_gdr *g, *c1, *c2, *c3;
+	struct ovr_gdr_stats st, st1;
+	struct ch_arg a[2];
+	pthread_t t[2];
+	struct ovr_gdr_mem *m;
+	gdr_CUdeviceptr va;
+
+	(void)state;
+	assert_non_null(pin);
+	assert_non_null(got);
+	load_app_side();
+	assert_int_equal(ovr_gdr_open(OVR_GDR_NOLOAD, &g, NULL, 0), 0);
+	m = import_cumem(g, 4 * MB, &va);
+	memset(pin, 0, pin_len); /* (1 MiB) */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(cu.htod(va + i * MB, pin, MB), 0);
+	assert_int_equal(ovr_gdr_host_register(g, pin, pin_len), 0);
+	assert_int_equal(ovr_gdr_chan_open(g, &c1), 0);
+	assert_int_equal(ovr_gdr_chan_open(c1, &c2), -EINVAL);
+	cu.event_polls(2);
+
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct ch_arg){ .g = i ? c1 : g,
+					.m = m,
+					.dev_off = i * MB,
+					.src = pin + 2 * i * CH_SPAN,
+					.back = pin + (2 * i + 1) * CH_SPAN };
+		fill(a[i].src, CH_SPAN, 21 + i);
+		memset(a[i].back, 0xee, CH_SPAN);
+	}
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, ch_thread, &a[i]),
+				 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+		assert_int_equal(a[i].err, 0);
+		assert_int_equal(cu.dtoh(got, va + i * MB, CH_SPAN), 0);
+		assert_memory_equal(got, a[i].src, CH_SPAN);
+		assert_memory_equal(a[i].back, a[i].src, CH_SPAN);
+	}
+	/* the base adds its channel's figures; the channel has its own */
+	ovr_gdr_get_stats(g, &st);
+	ovr_gdr_get_stats(c1, &st1);
+	assert_int_equal(st.async_copies, 2 * (CH_ROUNDS * CH_COPIES + 1));
+	assert_int_equal(st1.async_copies, CH_ROUNDS * CH_COPIES + 1);
+	assert_int_equal(st.batches, 2 * (CH_ROUNDS + 1));
+	assert_int_equal(st.pending, 0);
+
+	/* batches are the channel's: one still out on c1 does not hold
+	 * the base's slot of the same number */
+	fill(pin, CH_K4, 31);
+	assert_int_equal(ovr_gdr_chan_copy_msg(c1, m, 3 * MB, pin, CH_K4, true,
+					       CH_K4),
+			 1);
+	assert_int_equal(ovr_gdr_batch_close(c1, 5), 0);
+	assert_int_equal(ovr_gdr_batch_close(g, 5), 0);
+	assert_int_equal(ovr_gdr_batch_poll(g, 5, false), 0);
+	assert_int_equal(ovr_gdr_batch_poll(c1, 5, false), -EAGAIN);
+	/* ... and a copy queued on c1, never polled: the release of the
+	 * import waits for it */
+	fill(pin + CH_K4, CH_K4, 32);
+	assert_int_equal(ovr_gdr_chan_copy_msg(c1, m, 3 * MB + CH_K4,
+					       pin + CH_K4, CH_K4, true, CH_K4),
+			 1);
+	ovr_gdr_release(m);
+	assert_int_equal(cu.dtoh(got, va + 3 * MB, 2 * CH_K4), 0);
+	assert_memory_equal(got, pin, 2 * CH_K4);
+	assert_int_equal(ovr_gdr_nimports(c1), 0);
+
+	/* a closed channel's index is taken again; the base closes the
+	 * rest (the sanitizers see nothing left) */
+	ovr_gdr_close(c1);
+	assert_int_equal(ovr_gdr_chan_open(g, &c2), 0);
+	assert_int_equal(ovr_gdr_chan_open(g, &c3), 0);
+	cu.event_polls(0);
+	assert_int_equal(ovr_gdr_host_unregister(g, pin), 0);
+	ovr_gdr_close(g);
+	free(pin);
+	free(got);
+}
+
 /* ---- BAR copies (GDRCopy: the fake in the same library) ------------------ */
 
 static void load_gdr_side(void)
@@ -893,6 +1036,7 @@ int main(void)
 		cmocka_unit_test(test_fd_export),
 		cmocka_unit_test(test_async_copies),
 		cmocka_unit_test(test_batches),
+		cmocka_unit_test(test_channels),
 		cmocka_unit_test(test_bar_off),
 		cmocka_unit_test(test_bar_copies),
 		cmocka_unit_test(test_bar_fallback),
