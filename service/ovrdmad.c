@@ -114,25 +114,32 @@ static void status_tick(uint64_t now, bool link_up)
 
 /* ---- the DPDK port ------------------------------------------------------- */
 
-struct dport {
-	uint16_t id;
-	struct rte_mempool *mp;
+/* One queue pair's own: its dataplane core's alone. */
+struct dport_q {
 	struct rte_mbuf *txq[TXQ_MAX];
 	unsigned int ntx;
 	int intr_fd;
+	uint64_t tx_dropped;
+	uint64_t rx_multiseg;
+} __rte_cache_aligned;
+
+struct dport {
+	uint16_t id;
+	uint16_t nq; /* queue pairs: queue q is dataplane core q's */
+	struct rte_mempool *mp;
+	struct dport_q *q; /* [nq] */
 	/* af_xdp (no receive interrupts in DPDK 22.11): its XDP socket,
 	 * readable while frames wait in its ring, watched through an epoll
-	 * set of our own (intr_fd) only while the loop sleeps */
+	 * set of our own (q[0].intr_fd) only while the loop sleeps; one
+	 * queue */
 	int xsk_fd;
-	uint64_t tx_dropped;
 	bool memif; /* a memif client (role=client, memif's default) */
 	bool started; /* false after a restart that failed: no burst calls */
 	uint64_t down_since;
-	uint64_t rx_multiseg;
 };
 
-static unsigned int p_rx(void *port, void **bufs, const uint8_t **frames,
-			 uint32_t *lens, unsigned int n)
+static unsigned int p_rx(void *port, unsigned int q, void **bufs,
+			 const uint8_t **frames, uint32_t *lens, unsigned int n)
 {
 	struct dport *p = port;
 	struct rte_mbuf *m[32];
@@ -142,10 +149,10 @@ static unsigned int p_rx(void *port, void **bufs, const uint8_t **frames,
 		return 0;
 	if (n > 32)
 		n = 32;
-	got = rte_eth_rx_burst(p->id, 0, m, (uint16_t)n);
+	got = rte_eth_rx_burst(p->id, (uint16_t)q, m, (uint16_t)n);
 	for (unsigned int i = 0; i < got; i++) {
 		if (m[i]->nb_segs > 1 && rte_pktmbuf_linearize(m[i])) {
-			p->rx_multiseg++;
+			p->q[q].rx_multiseg++;
 			rte_pktmbuf_free(m[i]);
 			continue;
 		}
@@ -185,33 +192,41 @@ static uint8_t *p_buf_data(void *port, void *buf)
 	return rte_pktmbuf_mtod((struct rte_mbuf *)buf, uint8_t *);
 }
 
-static void p_flush(void *port)
+static void p_flush(void *port, unsigned int q)
 {
 	struct dport *p = port;
+	struct dport_q *pq = &p->q[q];
 	unsigned int sent = 0;
 
 	/* a full TX ring: a few tries, then drop (the transport resends) */
-	for (int tries = 0; p->started && sent < p->ntx && tries < 4; tries++)
-		sent += rte_eth_tx_burst(p->id, 0, p->txq + sent,
-					 (uint16_t)(p->ntx - sent));
-	if (sent < p->ntx) {
-		p->tx_dropped += p->ntx - sent;
-		rte_pktmbuf_free_bulk(p->txq + sent, p->ntx - sent);
+	for (int tries = 0; p->started && sent < pq->ntx && tries < 4; tries++)
+		sent += rte_eth_tx_burst(p->id, (uint16_t)q, pq->txq + sent,
+					 (uint16_t)(pq->ntx - sent));
+	if (sent < pq->ntx) {
+		pq->tx_dropped += pq->ntx - sent;
+		rte_pktmbuf_free_bulk(pq->txq + sent, pq->ntx - sent);
 	}
-	p->ntx = 0;
+	pq->ntx = 0;
 }
 
-static void p_tx(void *port, void *buf, uint8_t *frame, uint32_t len)
+static void p_tx(void *port, unsigned int q, void *buf, uint8_t *frame,
+		 uint32_t len)
 {
 	struct dport *p = port;
+	struct dport_q *pq = &p->q[q];
 	struct rte_mbuf *m = buf;
 
 	m->data_off = (uint16_t)(frame - (uint8_t *)m->buf_addr);
 	m->data_len = (uint16_t)len;
 	m->pkt_len = len;
-	p->txq[p->ntx++] = m;
-	if (p->ntx == TXQ_MAX)
-		p_flush(p);
+	pq->txq[pq->ntx++] = m;
+	if (pq->ntx == TXQ_MAX)
+		p_flush(p, q);
+}
+
+static unsigned int p_queues(void *port)
+{
+	return ((struct dport *)port)->nq;
 }
 
 static void p_tx_free(void *port, void *buf)
@@ -220,26 +235,27 @@ static void p_tx_free(void *port, void *buf)
 	rte_pktmbuf_free(buf);
 }
 
-static int p_rx_intr_fd(void *port)
+static int p_rx_intr_fd(void *port, unsigned int q)
 {
-	return ((struct dport *)port)->intr_fd;
+	return ((struct dport *)port)->q[q].intr_fd;
 }
 
-static void p_rx_intr(void *port, bool enable)
+static void p_rx_intr(void *port, unsigned int q, bool enable)
 {
 	struct dport *p = port;
 
 	if (p->xsk_fd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
-		epoll_ctl(p->intr_fd, enable ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
-			  p->xsk_fd, &ev);
+		epoll_ctl(p->q[0].intr_fd,
+			  enable ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, p->xsk_fd,
+			  &ev);
 		return;
 	}
 	if (enable)
-		rte_eth_dev_rx_intr_enable(p->id, 0);
+		rte_eth_dev_rx_intr_enable(p->id, (uint16_t)q);
 	else
-		rte_eth_dev_rx_intr_disable(p->id, 0);
+		rte_eth_dev_rx_intr_disable(p->id, (uint16_t)q);
 }
 
 /* A dataplane thread but the first: an lcore of its own, so that its
@@ -254,14 +270,14 @@ static void p_thread_init(void *port)
 		    rte_strerror(rte_errno));
 }
 
-static void p_rx_intr_ack(void *port)
+static void p_rx_intr_ack(void *port, unsigned int q)
 {
 	struct dport *p = port;
 	uint64_t junk;
 
 	/* DPDK's interrupt eventfd counts; the XDP socket's set needs
 	 * nothing (its readiness is the ring's, and it left the set) */
-	if (p->xsk_fd < 0 && read(p->intr_fd, &junk, sizeof(junk)) < 0 &&
+	if (p->xsk_fd < 0 && read(p->q[q].intr_fd, &junk, sizeof(junk)) < 0 &&
 	    errno != EAGAIN)
 		perror("ovrdmad: read");
 }
@@ -347,7 +363,9 @@ static void p_stats(void *port, struct svc_port_stats *st)
 	struct dport *p = port;
 	struct rte_eth_stats es;
 
-	st->tx_dropped = p->tx_dropped;
+	st->tx_dropped = 0;
+	for (unsigned int q = 0; q < p->nq; q++)
+		st->tx_dropped += p->q[q].tx_dropped;
 	if (rte_eth_stats_get(p->id, &es) == 0)
 		st->rx_missed = es.imissed + es.rx_nombuf;
 }
@@ -392,13 +410,22 @@ static const struct svc_port_ops dport_ops = {
 	.tx = p_tx,
 	.tx_free = p_tx_free,
 	.flush = p_flush,
+	.queues = p_queues,
 	.rx_intr_fd = p_rx_intr_fd,
 	.rx_intr = p_rx_intr,
 	.rx_intr_ack = p_rx_intr_ack,
 	.thread_init = p_thread_init,
 };
 
-static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
+/*
+ * The port, with @nq queue pairs asked for (port_queues, at most the
+ * dataplane cores): as many as the driver has, one for af_xdp (its one
+ * XDP socket). Several: RSS over the outer UDP ports where the driver
+ * hashes (a NIC; the per-QP flow hash sets the source port), else the
+ * driver's own spread (memif: the peer's queue q lands on ours).
+ */
+static int port_setup(struct dport *p, uint32_t frame_max, bool intr,
+		      uint32_t nq)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
@@ -411,7 +438,6 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 			 "or a PCI address\n");
 		return -ENODEV;
 	}
-	p->intr_fd = -1;
 	p->xsk_fd = -1;
 	p->id = (uint16_t)rte_eth_find_next(0);
 	rc = rte_eth_dev_info_get(p->id, &info);
@@ -440,18 +466,44 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 			    "set underlay_mtu to %u at most\n",
 			    frame_max, room - 256, room - 256 - 14);
 	}
-	p->mp = rte_pktmbuf_pool_create("ovrdma_mbuf", NB_MBUF, 256, 0,
-					(uint16_t)(RTE_PKTMBUF_HEADROOM + room),
-					(int)rte_socket_id());
+	if (nq > info.max_rx_queues)
+		nq = info.max_rx_queues;
+	if (nq > info.max_tx_queues)
+		nq = info.max_tx_queues;
+	if (nq > 1 && !strcmp(info.driver_name, "net_af_xdp")) {
+		LOG(INFO, "af_xdp: one port queue (port_queues %u asked)\n",
+		    nq);
+		nq = 1;
+	}
+	if (nq < 1)
+		nq = 1;
+	p->nq = (uint16_t)nq;
+	p->q = aligned_alloc(RTE_CACHE_LINE_SIZE, nq * sizeof(*p->q));
+	if (!p->q)
+		return -ENOMEM;
+	memset(p->q, 0, nq * sizeof(*p->q));
+	for (unsigned int q = 0; q < nq; q++)
+		p->q[q].intr_fd = -1;
+	/* every queue's rings full, both ways, and the frames in flight */
+	p->mp = rte_pktmbuf_pool_create(
+		"ovrdma_mbuf", NB_MBUF + (nq - 1) * 2 * NB_DESC, 256, 0,
+		(uint16_t)(RTE_PKTMBUF_HEADROOM + room), (int)rte_socket_id());
 	if (!p->mp) {
 		LOG(ERR, "mbuf pool: %s\n", rte_strerror(rte_errno));
 		return -ENOMEM;
 	}
 	conf.intr_conf.rxq = intr ? 1 : 0;
-	rc = rte_eth_dev_configure(p->id, 1, 1, &conf);
+	if (nq > 1 &&
+	    (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP)) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf =
+			info.flow_type_rss_offloads &
+			(RTE_ETH_RSS_NONFRAG_IPV4_UDP | RTE_ETH_RSS_IPV4);
+	}
+	rc = rte_eth_dev_configure(p->id, p->nq, p->nq, &conf);
 	if (rc && intr) {
 		conf.intr_conf.rxq = 0;
-		rc = rte_eth_dev_configure(p->id, 1, 1, &conf);
+		rc = rte_eth_dev_configure(p->id, p->nq, p->nq, &conf);
 	}
 	if (rc)
 		return rc;
@@ -460,13 +512,18 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 		    "port MTU %u not accepted (driver %s): frames "
 		    "larger than the port's may be dropped\n",
 		    frame_max - 14, info.driver_name);
-	rc = rte_eth_rx_queue_setup(p->id, 0, NB_DESC,
-				    (unsigned int)rte_eth_dev_socket_id(p->id),
-				    NULL, p->mp);
-	if (!rc)
-		rc = rte_eth_tx_queue_setup(
-			p->id, 0, NB_DESC,
-			(unsigned int)rte_eth_dev_socket_id(p->id), NULL);
+	rc = 0;
+	for (uint16_t q = 0; q < p->nq && !rc; q++) {
+		rc = rte_eth_rx_queue_setup(
+			p->id, q, NB_DESC,
+			(unsigned int)rte_eth_dev_socket_id(p->id), NULL,
+			p->mp);
+		if (!rc)
+			rc = rte_eth_tx_queue_setup(
+				p->id, q, NB_DESC,
+				(unsigned int)rte_eth_dev_socket_id(p->id),
+				NULL);
+	}
 	if (!rc)
 		rc = rte_eth_dev_start(p->id);
 	if (rc)
@@ -478,22 +535,28 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr)
 	if (intr && !strcmp(info.driver_name, "net_af_xdp")) {
 		p->xsk_fd = find_xsk_fd();
 		if (p->xsk_fd >= 0)
-			p->intr_fd = epoll_create1(EPOLL_CLOEXEC);
-		if (p->intr_fd < 0)
+			p->q[0].intr_fd = epoll_create1(EPOLL_CLOEXEC);
+		if (p->q[0].intr_fd < 0)
 			p->xsk_fd = -1;
 	} else if (conf.intr_conf.rxq) {
-		int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, 0);
+		for (uint16_t q = 0; q < p->nq; q++) {
+			int fd = rte_eth_dev_rx_intr_ctl_q_get_fd(p->id, q);
 
-		if (fd >= 0 && rte_eth_dev_rx_intr_enable(p->id, 0) == 0) {
-			rte_eth_dev_rx_intr_disable(p->id, 0);
-			p->intr_fd = fd;
+			if (fd >= 0 &&
+			    rte_eth_dev_rx_intr_enable(p->id, q) == 0) {
+				rte_eth_dev_rx_intr_disable(p->id, q);
+				p->q[q].intr_fd = fd;
+			}
 		}
 	}
-	LOG(INFO, "port %u (%s): receive interrupts %s\n", p->id,
-	    info.driver_name,
-	    p->xsk_fd >= 0  ? "on (its XDP socket)" :
-	    p->intr_fd >= 0 ? "on" :
-			      "off (idle naps of at most 1 ms)");
+	LOG(INFO, "port %u (%s): %u queue pair%s%s, receive interrupts %s\n",
+	    p->id, info.driver_name, p->nq, p->nq > 1 ? "s" : "",
+	    p->nq < 2				     ? "" :
+	    conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS ? " (RSS)" :
+						       " (the driver's spread)",
+	    p->xsk_fd >= 0	 ? "on (its XDP socket)" :
+	    p->q[0].intr_fd >= 0 ? "on" :
+				   "off (idle naps of at most 1 ms)");
 	return 0;
 }
 
@@ -820,7 +883,12 @@ int main(int argc, char **argv)
 	if (eal_start(argv, a.dash, &ealbuf))
 		return 1;
 
-	rc = port_setup(&port, svc.conf.underlay_mtu + 14, true);
+	/* a pair per core, or one per pair of cores to steer (svc.h) */
+	rc = port_setup(&port, svc.conf.underlay_mtu + 14, true,
+			svc.conf.port_queues <
+					svc.conf.dp_cores * svc.conf.dp_cores ?
+				svc.conf.port_queues :
+				svc.conf.dp_cores * svc.conf.dp_cores);
 	if (rc) {
 		LOG(ERR, "port setup: %s\n", strerror(rc < 0 ? -rc : rc));
 		rte_eal_cleanup();
@@ -852,7 +920,8 @@ int main(int argc, char **argv)
 		rte_eth_dev_stop(port.id);
 	rte_eth_dev_close(port.id);
 	if (port.xsk_fd >= 0)
-		close(port.intr_fd);
+		close(port.q[0].intr_fd);
+	free(port.q);
 	/*
 	 * memif finishes tearing down its control channel from the EAL
 	 * interrupt thread; rte_eal_cleanup() (22.11) unmaps memory without

@@ -133,6 +133,7 @@ struct svc_conf {
 	char cc[16];
 	uint32_t spin_us; /* busy-poll this long before sleeping */
 	uint32_t dp_cores; /* dataplane cores (threads), 1..SVC_MAX_CORES */
+	uint32_t port_queues; /* queue pairs asked of the port, 1.. */
 	uint32_t max_contexts;
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
 	uint32_t ctx_max_srq, ctx_max_ah;
@@ -167,32 +168,43 @@ struct svc_port_stats {
 	uint64_t rx_missed; /* the port had no room or no buffer */
 };
 
+/*
+ * The port. Its queue pairs (queues(), 1 without it): dataplane core q
+ * receives, transmits and flushes on queue q below queues(); a core
+ * beyond has none and goes through core 0 (docs/SERVICE.md section 5).
+ * A queue is used by one thread at a time.
+ */
 struct svc_port_ops {
-	/* Up to @n received frames; *@frames[i] / @lens[i] stay valid
-	 * until rx_done. */
-	unsigned int (*rx)(void *port, void **bufs, const uint8_t **frames,
-			   uint32_t *lens, unsigned int n);
+	/* Up to @n received frames of queue @q; *@frames[i] / @lens[i]
+	 * stay valid until rx_done. */
+	unsigned int (*rx)(void *port, unsigned int q, void **bufs,
+			   const uint8_t **frames, uint32_t *lens,
+			   unsigned int n);
 	void (*rx_done)(void *port, void **bufs, unsigned int n);
 	/* A buffer with OVR_WIRE_ENCAP_LEN bytes of headroom before the
 	 * returned pointer and @cap bytes after it; NULL when none.
 	 * buf_data() gives the same pointer back from @buf. */
 	uint8_t *(*tx_alloc)(void *port, uint32_t cap, void **buf);
 	uint8_t *(*buf_data)(void *port, void *buf);
-	/* Queue the frame [frame, frame + len) held by @buf. */
-	void (*tx)(void *port, void *buf, uint8_t *frame, uint32_t len);
+	/* Queue the frame [frame, frame + len) held by @buf on queue @q. */
+	void (*tx)(void *port, unsigned int q, void *buf, uint8_t *frame,
+		   uint32_t len);
 	void (*tx_free)(void *port, void *buf);
-	/* Send what tx queued. */
-	void (*flush)(void *port);
-	/* An fd that becomes readable when frames arrive while interrupts
-	 * are armed, or -1 (then the idle loop naps briefly instead). */
-	int (*rx_intr_fd)(void *port);
-	void (*rx_intr)(void *port, bool enable);
+	/* Send what tx queued on queue @q. */
+	void (*flush)(void *port, unsigned int q);
+	/* (optional) queue pairs the port was set up with (1 without) */
+	unsigned int (*queues)(void *port);
+	/* An fd that becomes readable when frames arrive on queue @q while
+	 * its interrupts are armed, or -1 (then the idle loop naps briefly
+	 * instead). */
+	int (*rx_intr_fd)(void *port, unsigned int q);
+	void (*rx_intr)(void *port, unsigned int q, bool enable);
 	/* (optional) called on each dataplane thread but the first, before
 	 * it uses the port (the DPDK port registers it as an lcore) */
 	void (*thread_init)(void *port);
 	/* (optional) rx_intr_fd said readable: take the signal; without
 	 * it the loop reads 8 bytes (an eventfd) */
-	void (*rx_intr_ack)(void *port);
+	void (*rx_intr_ack)(void *port, unsigned int q);
 	/* Is the link up? (for ovrdmactl and the testbed) */
 	bool (*link_up)(void *port);
 	/* Called about every 25 ms (busy or idle): link upkeep. */
@@ -591,6 +603,7 @@ struct svc_buf_range {
 struct svc_core {
 	struct svc *s;
 	uint32_t idx;
+	uint32_t rx_first; /* port_steer: the queue its next round reads first */
 	struct ovr_eng *eng;
 	/* the VPC reader handle its callbacks use: its own, or the control
 	 * thread's while that thread runs it with the world stopped */
@@ -664,6 +677,15 @@ struct svc {
 	/* the dataplane's cores ([0] also runs the CM and the port) */
 	struct svc_core *core;
 	uint32_t ncores;
+	/* the port's queues (docs/SERVICE.md section 5): cores below
+	 * port_nq have their own (at most ncores; 1 for a port without
+	 * queues()). port_steer: the port has ncores^2 queue pairs, core k
+	 * sends to core t of the peer on queue k * ncores + t and receives
+	 * on queues j * ncores + k (a wire whose peer's queue q is our
+	 * queue q: memif) */
+	uint32_t port_nq;
+	bool port_steer;
+	uint32_t slot_bits, tag_bits; /* the QPN layout (ovr_eng_qpn_tag) */
 	/* the control thread's VPC reader handle */
 	struct ovr_vpc_thread *ctl_vt;
 	const struct svc_port_ops *port_ops;
@@ -769,6 +791,22 @@ void svc_dp_fini(struct svc *s);
  * Afterwards core->dev_closed != core->dev_done while batches of GPU
  * copies are out. */
 bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next);
+
+/* The port queues @core receives on: svc_core_nrxq of them, the j-th
+ * svc_core_rxq (none for a core beyond the port's queues). */
+static inline uint32_t svc_core_nrxq(const struct svc_core *core)
+{
+	const struct svc *s = core->s;
+
+	return core->idx >= s->port_nq ? 0 : s->port_steer ? s->ncores : 1;
+}
+
+static inline uint32_t svc_core_rxq(const struct svc_core *core, uint32_t j)
+{
+	const struct svc *s = core->s;
+
+	return s->port_steer ? j * s->ncores + core->idx : core->idx;
+}
 void svc_dp_settle(struct svc_core *core);
 /* Work a round of @core would find (checked before sleeping). */
 bool svc_dp_pending(struct svc_core *core);

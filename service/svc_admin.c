@@ -666,7 +666,7 @@ static void show_cores(struct svc *s, struct show_buf *b)
 {
 	out(b, "%-5s %-9s %-10s %-14s %-12s %-12s %-12s %-10s %s\n", "core",
 	    "contexts", "qps", "busy_ns", "rx_frames", "tx_frames", "handed",
-	    "sleeps", "gpu_copies");
+	    "sleeps", "dev_copies");
 	for (uint32_t i = 0; i < s->ncores; i++) {
 		const struct svc_core *k = &s->core[i];
 		struct ovr_eng_stats es;

@@ -350,7 +350,7 @@ static void take_to_port(struct svc_core *core, struct svc_loop_frame *f)
 {
 	struct svc *s = core->s;
 
-	s->port_ops->tx(s->port, f->token, (uint8_t *)(uintptr_t)f->frame,
+	s->port_ops->tx(s->port, 0, f->token, (uint8_t *)(uintptr_t)f->frame,
 			f->len);
 }
 
@@ -549,6 +549,27 @@ static void rx_keep(struct svc_core *core, void **bufs, unsigned int n,
  * own port's MAC: two applications on one host, as with a NIC's internal
  * loopback) through the loopback, else to the port.
  */
+/*
+ * The port queue @core sends the PDU at @pdu on: its own; with
+ * port_steer, its own towards the peer's core that the destination QPN
+ * names, read with this node's QPN layout (the peer's where both run one
+ * configuration; where not, the peer hands the frame on, as without
+ * steering).
+ */
+static inline unsigned int tx_queue(const struct svc_core *core,
+				    const uint8_t *pdu)
+{
+	const struct svc *s = core->s;
+	const struct ovr_wire_prefix *p = (const struct ovr_wire_prefix *)pdu;
+	uint32_t t;
+
+	if (!s->port_steer)
+		return core->idx;
+	t = ovr_eng_qpn_tag(__builtin_bswap32(p->dqpn) & 0xffffffu,
+			    s->slot_bits, s->tag_bits);
+	return core->idx * s->ncores + (t < s->ncores ? t : 0);
+}
+
 static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 			     uint32_t len)
 {
@@ -559,8 +580,8 @@ static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 	core->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
 	if (!memcmp(frame, s->mac, 6))
 		loop_queue(core, token, frame, len + OVR_WIRE_ENCAP_LEN, false);
-	else if (!core->to_port)
-		s->port_ops->tx(s->port, token, frame,
+	else if (core->idx < s->port_nq) /* a port queue of its own */
+		s->port_ops->tx(s->port, tx_queue(core, pdu), token, frame,
 				len + OVR_WIRE_ENCAP_LEN);
 	else if (!handover(core, &s->core[0], core->to_port, token, frame,
 			   len + OVR_WIRE_ENCAP_LEN))
@@ -1809,6 +1830,12 @@ int svc_dp_init(struct svc *s)
 	uint32_t tag_bits = 0;
 
 	s->ncores = s->conf.dp_cores ? s->conf.dp_cores : 1;
+	s->port_nq = s->port_ops->queues ? s->port_ops->queues(s->port) : 1;
+	s->port_steer = s->ncores > 1 && s->port_nq >= s->ncores * s->ncores;
+	if (s->port_nq > s->ncores)
+		s->port_nq = s->ncores;
+	if (!s->port_nq)
+		s->port_nq = 1;
 	while ((1u << tag_bits) < s->ncores)
 		tag_bits++;
 	s->core = calloc(s->ncores, sizeof(*s->core));
@@ -1885,6 +1912,8 @@ int svc_dp_init(struct svc *s)
 	if (s->port_ops->buf_mem && s->port_ops->buf_mem(s->port, buf_range, s))
 		s->nbufr = 0; /* not all of it: copy synchronously */
 	/* the QP index: slot and core tag of the QPN */
+	s->slot_bits = ovr_eng_slot_bits(maxqp);
+	s->tag_bits = tag_bits;
 	s->qp_mask = (maxqp << tag_bits) - 1;
 	s->qp_by_slot =
 		calloc((size_t)maxqp << tag_bits, sizeof(*s->qp_by_slot));
@@ -1980,6 +2009,40 @@ void svc_dp_settle(struct svc_core *core)
 		svc_dp_round(core, svc_now(), &next);
 }
 
+/* What @core's port queues received (up to RX_BURST; with port_steer,
+ * from the queue of each peer core in turn, a different one first each
+ * round). */
+static unsigned int port_rx(struct svc_core *core, void **bufs,
+			    const uint8_t **frames, uint32_t *lens)
+{
+	struct svc *s = core->s;
+	uint32_t nq = svc_core_nrxq(core);
+	unsigned int n = 0;
+
+	for (uint32_t j = 0; j < nq && n < RX_BURST; j++)
+		n += s->port_ops->rx(
+			s->port, svc_core_rxq(core, (core->rx_first + j) % nq),
+			bufs + n, frames + n, lens + n, RX_BURST - n);
+	if (nq > 1)
+		core->rx_first = (core->rx_first + 1) % nq;
+	return n;
+}
+
+/* Sends what @core queued on its port queues. */
+static void port_flush(struct svc_core *core)
+{
+	struct svc *s = core->s;
+
+	if (core->idx >= s->port_nq)
+		return;
+	if (!s->port_steer) {
+		s->port_ops->flush(s->port, core->idx);
+		return;
+	}
+	for (uint32_t t = 0; t < s->ncores; t++)
+		s->port_ops->flush(s->port, core->idx * s->ncores + t);
+}
+
 bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 {
 	struct svc *s = core->s;
@@ -1992,10 +2055,9 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 
 	core->in_round = true;
 	core->round_now = 0;
-	/* core 0 owns the port: what it receives, and what the other
-	 * cores send */
-	n = core->idx ? 0 :
-			s->port_ops->rx(s->port, bufs, frames, lens, RX_BURST);
+	/* its own port queue (cores beyond the port's queues have none:
+	 * core 0 receives for them, and sends what they hand it) */
+	n = port_rx(core, bufs, frames, lens);
 	for (unsigned int i = 0; i < n; i++)
 		rx_frame(core, frames[i], lens[i], now, NULL, false);
 	work = n > 0;
@@ -2032,8 +2094,7 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 	}
 	if (lost_fail(core))
 		*next = now; /* what the flushes and TERMINATE need */
-	if (!core->idx)
-		s->port_ops->flush(s->port);
+	port_flush(core);
 	if (core->kick)
 		kick_cores(core);
 	core->in_round = false;

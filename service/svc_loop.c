@@ -107,10 +107,17 @@ static int events_init(struct svc *s)
 		    ep_add(core->dp_epfd, core->timer_fd, SVC_EV_TIMER))
 			return -errno;
 	}
-	/* the port's interrupt: core 0 polls the port */
-	if (ops->rx_intr_fd && ops->rx_intr_fd(s->port) >= 0 &&
-	    ep_add(s->core[0].dp_epfd, ops->rx_intr_fd(s->port), SVC_EV_RX))
-		return -errno;
+	/* each port queue's interrupt: its core's (the tag names it) */
+	for (uint32_t i = 0; i < s->ncores && ops->rx_intr_fd; i++)
+		for (uint32_t j = 0; j < svc_core_nrxq(&s->core[i]); j++) {
+			uint32_t q = svc_core_rxq(&s->core[i], j);
+
+			if (ops->rx_intr_fd(s->port, q) >= 0 &&
+			    ep_add(s->core[i].dp_epfd,
+				   ops->rx_intr_fd(s->port, q),
+				   SVC_EV_RX | (uint64_t)q << 16))
+				return -errno;
+		}
 	return 0;
 }
 
@@ -237,13 +244,16 @@ static void dp_events(struct svc_core *core, struct epoll_event *ev, int n)
 	struct svc *s = core->s;
 
 	for (int i = 0; i < n; i++) {
-		uint64_t tag = ev[i].data.u64, junk;
-		int fd = tag == SVC_EV_WAKE  ? core->wake_fd :
-			 tag == SVC_EV_TIMER ? core->timer_fd :
-					       s->port_ops->rx_intr_fd(s->port);
+		uint64_t tag = ev[i].data.u64 & 0xffff, junk;
+		unsigned int q = (unsigned int)(ev[i].data.u64 >> 16);
+		int fd = tag == SVC_EV_WAKE ?
+				 core->wake_fd :
+			 tag == SVC_EV_TIMER ?
+				 core->timer_fd :
+				 s->port_ops->rx_intr_fd(s->port, q);
 
 		if (tag == SVC_EV_RX && s->port_ops->rx_intr_ack)
-			s->port_ops->rx_intr_ack(s->port);
+			s->port_ops->rx_intr_ack(s->port, q);
 		else if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
 			perror("ovrdmad: read");
 	}
@@ -434,8 +444,9 @@ void svc_stw_exit(struct svc *s)
  * The service page's `sleeping` holds a bit per sleeping core: clients
  * write their context's core's wake fd while it is not 0 (ring.h), and
  * the cores that hand each other frames look at it (svc_dp.c,
- * kick_cores). Only core 0 has the port: it naps where the port has no
- * receive interrupt; the others sleep until woken or their next timer.
+ * kick_cores). A core with a port queue (core 0, and each core below the
+ * port's queues) naps where the port has no receive interrupt; the
+ * others sleep until woken or their next timer.
  */
 static void svc_sleep(struct svc_core *core, uint64_t next)
 {
@@ -443,8 +454,11 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 	struct epoll_event ev[16];
 	uint32_t bit = 1u << core->idx;
 	uint64_t now, until;
-	int rxfd = core->idx == 0 && s->port_ops->rx_intr_fd ?
-			   s->port_ops->rx_intr_fd(s->port) :
+	uint32_t nrxq = svc_core_nrxq(core);
+	bool has_q = nrxq > 0;
+	int rxfd = has_q && s->port_ops->rx_intr_fd ?
+			   s->port_ops->rx_intr_fd(s->port,
+						   svc_core_rxq(core, 0)) :
 			   -1;
 	int n;
 
@@ -456,7 +470,7 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 	}
 	now = svc_now();
 	until = now + OVR_RING_HEARTBEAT_NS / 4;
-	if (rxfd < 0 && core->idx == 0) {
+	if (rxfd < 0 && has_q) {
 		if (!core->nap_ns)
 			core->nap_ns = NAP_MIN_NS;
 		if (until > now + core->nap_ns)
@@ -470,8 +484,8 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 		atomic_fetch_and(&s->page->sleeping, ~bit);
 		return;
 	}
-	if (rxfd >= 0)
-		s->port_ops->rx_intr(s->port, true);
+	for (uint32_t j = 0; rxfd >= 0 && j < nrxq; j++)
+		s->port_ops->rx_intr(s->port, svc_core_rxq(core, j), true);
 	core->cnt.sleeps++;
 	ovr_vpc_thread_offline();
 	/* asleep, the world may stop: svc_stw_exit wakes us after it */
@@ -479,8 +493,8 @@ static void svc_sleep(struct svc_core *core, uint64_t next)
 	n = nap_wait(core, ev, now, until);
 	dp_enter(core);
 	ovr_vpc_thread_online();
-	if (rxfd >= 0)
-		s->port_ops->rx_intr(s->port, false);
+	for (uint32_t j = 0; rxfd >= 0 && j < nrxq; j++)
+		s->port_ops->rx_intr(s->port, svc_core_rxq(core, j), false);
 	atomic_fetch_and(&s->page->sleeping, ~bit);
 	core->cnt.wakeups++;
 	if (n > 0)

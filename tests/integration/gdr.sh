@@ -125,9 +125,11 @@ if [ "$cores" -gt 1 ]; then
 	# every core of both nodes copied, each through its own channel
 	for n in 1 2; do
 		"$tb" ctl $n show cores | sed "s/^/gdr: node $n: /"
+		# (dev_copies: the copies behind the engine's copy op, this
+		# step's GPU memory's)
 		c=$("$tb" ctl $n show cores | awk 'NR > 1 && $9 > 0 { n++ } END { print n + 0 }')
 		[ "$c" = "$cores" ] ||
-			fail "node $n: $c of $cores dataplane cores made GPU copies"
+			fail "node $n: $c of $cores dataplane cores made device copies"
 		grep -q "GPU copy engine: a channel per dataplane core ($cores)" \
 			"$OVRDMA_TESTBED_DIR/n$n/ovrdmad.log" ||
 			fail "node $n: ovrdmad did not open a copy channel per core"

@@ -32,7 +32,12 @@
 #              core while ibv_rc_pingpong runs come and go (QPs created
 #              and destroyed) on the other; then four clients killed with
 #              -9 mid-transfer (contexts on both cores): every QP and
-#              context released on both nodes;
+#              context released on both nodes; then the direct wire
+#              (up --fabric direct --cores 2: a memif queue pair per
+#              pair of cores) with four pairs at once, byte-exact, each
+#              core of both nodes receiving on its own queues and no
+#              frame handed between cores (sends steered to the peer's
+#              core of their QP);
 #   mw:        verbs_mw: memory windows (type 1 and 2: bytes exactly in
 #              the window, out of it, without its right, invalidated
 #              locally and by SEND_WITH_INV, re-bound, deallocated: the
@@ -343,6 +348,42 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 		echo "$name: FAIL: the killed clients' QPs were on $before of 2 cores"
 		nfail=$((nfail + 1))
 	fi
+	for n in 1 2; do # (the check at the end, before this testbed goes)
+		for _ in $(seq 50); do
+			[ "$(counter $n engine_qps)" = 0 ] && break
+			sleep 0.1
+		done
+		[ "$(counter $n engine_qps)" = 0 ] || {
+			echo "$name: FAIL: node $n holds QPs after the kills"
+			nfail=$((nfail + 1))
+		}
+	done
+	# the direct wire, a queue pair per pair of cores: every core
+	# receives on queues of its own, and what it sends goes to the
+	# queue of the peer's core that serves the QP
+	"$tb" down >/dev/null 2>&1
+	"$tb" up 2 --fabric direct --cores 2 >"$out/up-direct.log" 2>&1 || {
+		cat "$out/up-direct.log"
+		echo "$name: FAIL: testbed --fabric direct --cores 2 did not come up"
+		exit 1
+	}
+	grep -q 'net_memif): 4 queue pairs' "$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" || {
+		echo "$name: FAIL: node 1's port has not 4 queue pairs"
+		nfail=$((nfail + 1))
+	}
+	many cores-direct 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
+	for n in 1 2; do
+		"$tb" ctl $n show cores
+		read -r got handed <<<"$("$tb" ctl $n show cores |
+			awk 'NR > 1 { if ($5 > 0) r++; h += $7 } END { print r + 0, h + 0 }')"
+		summary+=("$(printf '%-22s %-5s %4s  node %d: %d of 2 cores received, %d frames handed' \
+			"direct-steer-n$n" "$([ "$got" = 2 ] && [ "$handed" = 0 ] && echo ok || echo FAIL)" \
+			- "$n" "$got" "$handed")")
+		if [ "$got" != 2 ] || [ "$handed" != 0 ]; then
+			echo "$name: FAIL: node $n: $got of 2 cores received from the port, $handed frames handed between cores"
+			nfail=$((nfail + 1))
+		fi
+	done
 elif [ $mode = mw ]; then
 	pair mw-loss-0 120
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null

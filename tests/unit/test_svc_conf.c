@@ -64,6 +64,7 @@ static void test_good(void **state)
 			      "cc = swift\n"
 			      "spin_us = 7\n"
 			      "dataplane_cores = 3\n"
+			      "port_queues = 9\n"
 			      "eal = --no-huge -m 256\n"
 			      "eal = --vdev=net_memif0\n"
 			      "[limits]\n"
@@ -93,6 +94,7 @@ static void test_good(void **state)
 	assert_string_equal(c.cc, "swift");
 	assert_int_equal(c.spin_us, 7);
 	assert_int_equal(c.dp_cores, 3);
+	assert_int_equal(c.port_queues, 9);
 	/* eal lines are joined in order */
 	assert_string_equal(c.eal, "--no-huge -m 256 --vdev=net_memif0");
 	assert_int_equal(c.ctx_max_qp, 10);
@@ -129,6 +131,8 @@ static const struct bad {
 	  "dataplane_cores" },
 	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = 17\n", 3,
 	  "dataplane_cores" },
+	{ "[service]\nhost = 10.0.0.1\nport_queues = 0\n", 3, "port_queues" },
+	{ "[service]\nhost = 10.0.0.1\nport_queues = 257\n", 3, "port_queues" },
 	{ "[service]\nhost = 10.0.0.1\n[nonsense]\nkey = 1\n", 3,
 	  "unknown section" },
 	{ "[service]\nhost = 10.0.0.1\n[nonsense]\n", 3, "unknown section" },
