@@ -7,6 +7,7 @@
 #
 #   bench/svc-scale.sh [--cores LIST] [--procs LIST] [--seconds T]
 #                      [--fabric direct|memif] [--mem shared|private]
+#                      [--queues Q]
 #
 # --cores LIST: dataplane cores of each ovrdmad (dataplane_cores),
 #   comma-separated (default 1,2,4,8, those above the CPU count left out).
@@ -18,6 +19,12 @@
 # --fabric: direct (default; the two ovrdmad's memif ports wired to each
 #   other) or memif (through the fabric emulator).
 # --mem: the applications' buffers (default shared: the object route).
+# --queues Q: every port's queue pairs (ovrdma-testbed up --queues; by
+#   default the testbed's: cores x cores on the direct wire, cores
+#   through the fabric, each frame steered to the core serving its QP;
+#   1: core 0 receives and sends for every core, handing frames over).
+#   A second table gives, per number of cores, the port's queue pairs
+#   and the frames handed between cores on both nodes.
 #
 # Per (cores, procs): the P processes' 8-byte RDMA WRITEs at window 64
 # (Mops, added up) and 64 KB WRITEs at window 64 (Gbit/s, added up), and
@@ -43,13 +50,14 @@ export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrsc}
 tb=$root/tools/ovrdma-testbed
 bench=$OVRDMA_BUILD/bench/bench-svc
 ncpu=$(nproc)
-cores_list="" procs_list="" secs=3 fabric=direct mem=shared
+cores_list="" procs_list="" secs=3 fabric=direct mem=shared queues=""
 
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--cores) bench_val --cores $#; cores_list=$2 && shift ;;
 	--procs) bench_val --procs $#; procs_list=$2 && shift ;;
 	--seconds) bench_val --seconds $#; secs=$2 && shift ;;
+	--queues) bench_val --queues $#; queues=$2 && shift ;;
 	--fabric)
 		bench_val --fabric $#
 		case "$2" in direct | memif) fabric=$2 ;; *) bench_usage ;; esac
@@ -163,9 +171,11 @@ tcp_lat() { # sockperf 64 B ping-pong: one-way p50 and p99, us
 
 rows=()
 tcp_rows=()
+qrows=()
 IFS=, read -r -a cl <<<"$cores_list"
 for c in "${cl[@]}"; do
-	"$tb" up 2 --fabric "$fabric" --cores "$c" >"$out/up.$c" 2>&1 || {
+	"$tb" up 2 --fabric "$fabric" --cores "$c" ${queues:+--queues "$queues"} \
+		>"$out/up.$c" 2>&1 || {
 		cat "$out/up.$c"
 		exit 1
 	}
@@ -199,6 +209,10 @@ for c in "${cl[@]}"; do
 	fi
 	"$tb" ctl 1 show cores >"$out/cores1.$c" 2>&1
 	"$tb" ctl 2 show cores >"$out/cores2.$c" 2>&1
+	qrows+=("| $c | $(grep -o 'net_[a-z_]*): [0-9]* queue pair' \
+		"$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" | grep -o '[0-9]* queue' |
+		cut -d' ' -f1) | $(cat "$out/cores1.$c" "$out/cores2.$c" |
+		awk '$1 ~ /^[0-9]+$/ { h += $7 } END { print h + 0 }') |")
 	"$tb" down >/dev/null 2>&1
 done
 
@@ -209,6 +223,10 @@ echo
 echo "| dataplane cores | applications (QPs) | 8 B WRITE Mops, window 64 | ovrdmad cycles per 8 B WRITE (A + B) | 64 KB WRITE Gbit/s, window 64 | ovrdmad cycles per 64 KB WRITE (A + B) | 8 B WRITE one-way p50, µs | p99, µs |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
+echo
+echo "| dataplane cores | port queue pairs | frames handed between cores (A + B, all cells) |"
+echo "|---:|---:|---:|"
+printf '%s\n' "${qrows[@]}"
 if [ ${#tcp_rows[@]} -gt 0 ]; then
 	echo
 	echo "Kernel TCP between the two nodes' namespaces (veth), same run: sockperf 64 B one-way p50 ${tl% *} µs, p99 ${tl#* } µs"

@@ -550,24 +550,29 @@ static void rx_keep(struct svc_core *core, void **bufs, unsigned int n,
  * loopback) through the loopback, else to the port.
  */
 /*
- * The port queue @core sends the PDU at @pdu on: its own; with
- * port_steer, its own towards the peer's core that the destination QPN
- * names, read with this node's QPN layout (the peer's where both run one
- * configuration; where not, the peer hands the frame on, as without
- * steering).
+ * The port queue @core sends the PDU at @pdu (in the encapsulated frame
+ * at @frame) on: its own; with port_steer, its own towards the peer's
+ * core that the destination QPN names, read with this node's QPN layout
+ * (the peer's where both run one configuration; where not, the peer
+ * hands the frame on, as without steering). With several cores, that
+ * core also goes into the outer UDP source port, for a peer whose port
+ * steers on it (ovr_vpc_set_steer).
  */
-static inline unsigned int tx_queue(const struct svc_core *core,
+static inline unsigned int tx_queue(const struct svc_core *core, uint8_t *frame,
 				    const uint8_t *pdu)
 {
 	const struct svc *s = core->s;
 	const struct ovr_wire_prefix *p = (const struct ovr_wire_prefix *)pdu;
 	uint32_t t;
 
-	if (!s->port_steer)
+	if (!s->tag_bits)
 		return core->idx;
 	t = ovr_eng_qpn_tag(__builtin_bswap32(p->dqpn) & 0xffffffu,
 			    s->slot_bits, s->tag_bits);
-	return core->idx * s->ncores + (t < s->ncores ? t : 0);
+	if (t >= s->ncores)
+		t = 0;
+	ovr_vpc_set_steer(frame, t);
+	return s->port_steer ? core->idx * s->ncores + t : core->idx;
 }
 
 static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
@@ -575,13 +580,17 @@ static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 {
 	struct svc *s = core->s;
 	uint8_t *frame = pdu - OVR_WIRE_ENCAP_LEN;
+	unsigned int q;
 
 	core->cnt.tx_frames++;
 	core->cnt.tx_bytes += len + OVR_WIRE_ENCAP_LEN;
-	if (!memcmp(frame, s->mac, 6))
+	if (!memcmp(frame, s->mac, 6)) {
 		loop_queue(core, token, frame, len + OVR_WIRE_ENCAP_LEN, false);
-	else if (core->idx < s->port_nq) /* a port queue of its own */
-		s->port_ops->tx(s->port, tx_queue(core, pdu), token, frame,
+		return;
+	}
+	q = tx_queue(core, frame, pdu);
+	if (core->idx < s->port_nq) /* a port queue of its own */
+		s->port_ops->tx(s->port, q, token, frame,
 				len + OVR_WIRE_ENCAP_LEN);
 	else if (!handover(core, &s->core[0], core->to_port, token, frame,
 			   len + OVR_WIRE_ENCAP_LEN))

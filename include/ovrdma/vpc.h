@@ -46,6 +46,10 @@ extern "C" {
 /* Outer (and inner) UDP source ports: the dynamic range, 2^14 values. */
 #define OVR_VPC_SPORT_MIN 49152u
 #define OVR_VPC_SPORT_MASK 0x3fffu
+/* Bits of the outer source port that name the receiving node's
+ * dataplane core (ovr_vpc_set_steer): bits 10..13, 16 cores. */
+#define OVR_VPC_STEER_SHIFT 10u
+#define OVR_VPC_STEER_MASK 0xfu
 
 /* IP ECN codepoints (RFC 3168), the low two bits of the TOS byte. */
 #define OVR_VPC_ECN_NOT_ECT 0u
@@ -192,6 +196,26 @@ static inline uint16_t ovr_vpc_flow_sport(uint32_t hash, uint8_t path)
 {
 	return (uint16_t)(OVR_VPC_SPORT_MIN |
 			  ((hash + path * 0x9e3779b1u) & OVR_VPC_SPORT_MASK));
+}
+
+/*
+ * Steering (docs/SERVICE.md section 5, "Port queues"): put @core (below
+ * 16) in bits 10..13 of the outer UDP source port of the encapsulated
+ * frame at @frame (what ovr_vpc_encap wrote; the UDP checksum is 0),
+ * so that the receiving port - a NIC with a flow rule on those bits,
+ * the fabric emulator with --queues - puts it on that core's queue. The
+ * other ten bits keep the flow hash: ECMP and path spraying still see
+ * 1024 values.
+ */
+static inline void ovr_vpc_set_steer(uint8_t *frame, uint32_t core)
+{
+	uint8_t *sp = frame + OVR_WIRE_ETH_HLEN + OVR_WIRE_IPV4_HLEN;
+	uint16_t v = (uint16_t)(sp[0] << 8 | sp[1]);
+
+	v = (uint16_t)((v & ~(OVR_VPC_STEER_MASK << OVR_VPC_STEER_SHIFT)) |
+		       (core & OVR_VPC_STEER_MASK) << OVR_VPC_STEER_SHIFT);
+	sp[0] = (uint8_t)(v >> 8);
+	sp[1] = (uint8_t)v;
 }
 
 /*

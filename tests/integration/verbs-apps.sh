@@ -32,7 +32,12 @@
 #              core while ibv_rc_pingpong runs come and go (QPs created
 #              and destroyed) on the other; then four clients killed with
 #              -9 mid-transfer (contexts on both cores): every QP and
-#              context released on both nodes; then the direct wire
+#              context released on both nodes; each port with a queue
+#              pair per core, the fabric putting every frame on the queue
+#              of the core serving its QP (its outer source port says
+#              which): after the loss phases, both cores of both nodes
+#              received from the port and no frame was handed between
+#              cores; then the direct wire
 #              (up --fabric direct --cores 2: a memif queue pair per
 #              pair of cores) with four pairs at once, byte-exact, each
 #              core of both nodes receiving on its own queues and no
@@ -266,9 +271,31 @@ elif [ $mode = cores ]; then
 			done
 		fi
 	}
+	# every core of both nodes received from the port on queues of
+	# its own, and no frame was handed between cores: the fabric (or
+	# the direct wire) put each on the queue of the core serving its QP
+	steered() { # LABEL
+		local n got handed
+		for n in 1 2; do
+			"$tb" ctl $n show cores
+			read -r got handed <<<"$("$tb" ctl $n show cores |
+				awk 'NR > 1 { if ($5 > 0) r++; h += $7 } END { print r + 0, h + 0 }')"
+			summary+=("$(printf '%-22s %-5s %4s  node %d: %d of 2 cores received, %d frames handed' \
+				"$1-n$n" "$([ "$got" = 2 ] && [ "$handed" = 0 ] && echo ok || echo FAIL)" \
+				- "$n" "$got" "$handed")")
+			if [ "$got" != 2 ] || [ "$handed" != 0 ]; then
+				echo "$name: FAIL: $1: node $n: $got of 2 cores received from the port, $handed frames handed between cores"
+				nfail=$((nfail + 1))
+			fi
+		done
+	}
 	[ "$(counter 1 dataplane_cores)" = 2 ] || {
 		echo "$name: FAIL: node 1 does not run two dataplane cores"
 		exit 1
+	}
+	grep -q 'net_memif): 2 queue pairs' "$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" || {
+		echo "$name: FAIL: node 1's port has not 2 queue pairs"
+		nfail=$((nfail + 1))
 	}
 	many cores-loss-0 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 60
 	# both cores served a pair, on both nodes
@@ -299,6 +326,7 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null
 	many cores-loss-5 240 4 "${seed[@]}" --qps 16 --window 4 --rounds 20 \
 		--max-size $((256 << 10))
+	steered fabric-steer
 	"$tb" fabric set all reset >/dev/null
 	# a long pair on one core; pingpongs come and go on the other
 	(pair churn-long 200 "${seed[@]}" --qps 8 --window 6 --rounds 300 \
@@ -372,18 +400,7 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 		nfail=$((nfail + 1))
 	}
 	many cores-direct 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
-	for n in 1 2; do
-		"$tb" ctl $n show cores
-		read -r got handed <<<"$("$tb" ctl $n show cores |
-			awk 'NR > 1 { if ($5 > 0) r++; h += $7 } END { print r + 0, h + 0 }')"
-		summary+=("$(printf '%-22s %-5s %4s  node %d: %d of 2 cores received, %d frames handed' \
-			"direct-steer-n$n" "$([ "$got" = 2 ] && [ "$handed" = 0 ] && echo ok || echo FAIL)" \
-			- "$n" "$got" "$handed")")
-		if [ "$got" != 2 ] || [ "$handed" != 0 ]; then
-			echo "$name: FAIL: node $n: $got of 2 cores received from the port, $handed frames handed between cores"
-			nfail=$((nfail + 1))
-		fi
-	done
+	steered direct-steer
 elif [ $mode = mw ]; then
 	pair mw-loss-0 120
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null

@@ -199,6 +199,41 @@ static void test_roundtrip(void **state)
 	free(buf);
 }
 
+/* Steering: the core goes into bits 10..13 of the outer source port
+ * only; the rest of the port, the inner one and the frame still parse
+ * and read the same. */
+static void test_steer(void **state)
+{
+	uint8_t frame[FRAME_LEN], ref[FRAME_LEN];
+	struct ovr_vpc_rx rx;
+
+	(void)state;
+	sample_frame(ref);
+	for (uint32_t core = 0; core < 16; core++) {
+		memcpy(frame, ref, sizeof(frame));
+		ovr_vpc_set_steer(frame, core);
+		assert_int_equal(parse_exact(frame, FRAME_LEN, &rx), 0);
+		assert_int_equal(rx.sport >> OVR_VPC_STEER_SHIFT &
+					 OVR_VPC_STEER_MASK,
+				 core);
+		assert_int_equal(
+			rx.sport & ~(OVR_VPC_STEER_MASK << OVR_VPC_STEER_SHIFT),
+			0xc123 & ~(OVR_VPC_STEER_MASK << OVR_VPC_STEER_SHIFT));
+		assert_true(rx.sport >= OVR_VPC_SPORT_MIN);
+		assert_int_equal(rx.vni, VNI);
+		assert_int_equal(rx.pdu_len, PDU_LEN);
+		/* nothing else moved: bytes 34-35 only */
+		assert_memory_equal(frame, ref, 34);
+		assert_memory_equal(frame + 36, ref + 36, FRAME_LEN - 36);
+	}
+	/* a core beyond 15 keeps its low bits */
+	memcpy(frame, ref, sizeof(frame));
+	ovr_vpc_set_steer(frame, 17);
+	assert_int_equal(parse_exact(frame, FRAME_LEN, &rx), 0);
+	assert_int_equal(rx.sport >> OVR_VPC_STEER_SHIFT & OVR_VPC_STEER_MASK,
+			 1);
+}
+
 static void test_encap_errors(void **state)
 {
 	uint8_t frame[FRAME_LEN];
@@ -623,6 +658,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_encap_golden),
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_steer),
 		cmocka_unit_test(test_encap_errors),
 		cmocka_unit_test(test_malformed_parse),
 		cmocka_unit_test(test_truncated_every_length),

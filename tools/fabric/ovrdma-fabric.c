@@ -50,6 +50,7 @@
 #define TX_STUCK_NS 10000000 /* a ring full that long: discard */
 #define NB_RXD 256
 #define NB_TXD 256
+#define MAX_QUEUES 16 /* --queues */
 #define MAX_CLIENTS 16
 #define CLIENT_BUF 4096
 
@@ -90,7 +91,10 @@ static struct rte_mempool *pool;
 static uint16_t nports;
 static uint16_t port_ids[OVR_FABRIC_MAX_PORTS];
 static bool port_intr[OVR_FABRIC_MAX_PORTS];
-static struct txq txqs[OVR_FABRIC_MAX_PORTS];
+/* --queues: queue pairs per port; a frame leaves on the queue its outer
+ * UDP source port names (frame_queue) */
+static uint16_t nq = 1;
+static struct txq txqs[OVR_FABRIC_MAX_PORTS][MAX_QUEUES];
 static uint8_t *scratch; /* linearised multi-segment frames */
 static int epfd = -1, dp_epfd = -1, sig_fd = -1, listen_fd = -1;
 static struct client *clients[MAX_CLIENTS];
@@ -119,7 +123,12 @@ static void usage(FILE *f)
 		"  --deep-idle-us N      the same after a long silence "
 		"(default 1000)\n"
 		"  --spin-us N           busy polling after the last frame "
-		"(default 20)\n");
+		"(default 20)\n"
+		"  --queues N            queue pairs per port, 1..16 (default "
+		"1): a frame\n"
+		"      leaves on queue (outer UDP source port >> 10) %% N, "
+		"the bits\n"
+		"      ovrdmad steers by (docs/SERVICE.md section 5)\n");
 }
 
 /* ---- Control client: ovrdma-fabric ctl PATH COMMAND... ---------------- */
@@ -217,6 +226,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "idle-us", required_argument, NULL, 'i' },
 		{ "deep-idle-us", required_argument, NULL, 'D' },
 		{ "spin-us", required_argument, NULL, 'S' },
+		{ "queues", required_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -271,6 +281,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_uint(optarg, 1000000, &v))
 				goto bad;
 			o->spin_us = (uint32_t)v;
+			break;
+		case 'q':
+			if (parse_uint(optarg, MAX_QUEUES, &v) || !v)
+				goto bad;
+			nq = (uint16_t)v;
 			break;
 		case 'h':
 			usage(stdout);
@@ -367,18 +382,19 @@ static int port_setup(uint16_t pid, uint16_t idx)
 	for (attempt = 0; attempt < 2; attempt++) {
 		memset(&conf, 0, sizeof(conf));
 		conf.intr_conf.rxq = attempt == 0;
-		rc = rte_eth_dev_configure(pid, 1, 1, &conf);
+		rc = rte_eth_dev_configure(pid, nq, nq, &conf);
 		if (rc)
 			continue;
 		rc = rte_eth_dev_adjust_nb_rx_tx_desc(pid, &nb_rxd, &nb_txd);
-		if (!rc)
-			rc = rte_eth_rx_queue_setup(pid, 0, nb_rxd,
+		for (uint16_t q = 0; q < nq && !rc; q++) {
+			rc = rte_eth_rx_queue_setup(pid, q, nb_rxd,
 						    rte_eth_dev_socket_id(pid),
 						    NULL, pool);
-		if (!rc)
-			rc = rte_eth_tx_queue_setup(pid, 0, nb_txd,
-						    rte_eth_dev_socket_id(pid),
-						    NULL);
+			if (!rc)
+				rc = rte_eth_tx_queue_setup(
+					pid, q, nb_txd,
+					rte_eth_dev_socket_id(pid), NULL);
+		}
 		if (!rc)
 			rc = rte_eth_dev_start(pid);
 		if (!rc)
@@ -396,9 +412,12 @@ static int port_setup(uint16_t pid, uint16_t idx)
 
 		if (lvl >= 0)
 			rte_log_set_level((uint32_t)lt, RTE_LOG_CRIT);
-		port_intr[idx] = rte_eth_dev_rx_intr_ctl_q(pid, 0, dp_epfd,
-							   RTE_INTR_EVENT_ADD,
-							   NULL) == 0;
+		port_intr[idx] = true;
+		for (uint16_t q = 0; q < nq; q++)
+			port_intr[idx] &=
+				rte_eth_dev_rx_intr_ctl_q(pid, q, dp_epfd,
+							  RTE_INTR_EVENT_ADD,
+							  NULL) == 0;
 		if (lvl >= 0)
 			rte_log_set_level((uint32_t)lt, (uint32_t)lvl);
 	}
@@ -534,8 +553,10 @@ static unsigned poll_rx(uint64_t now)
 	unsigned total = 0;
 	uint16_t i, k, n;
 
-	for (i = 0; i < nports; i++) {
-		n = rte_eth_rx_burst(port_ids[i], 0, bufs, BURST);
+	for (uint32_t iq = 0; iq < (uint32_t)nports * nq; iq++) {
+		i = (uint16_t)(iq / nq);
+		n = rte_eth_rx_burst(port_ids[i], (uint16_t)(iq % nq), bufs,
+				     BURST);
 		for (k = 0; k < n; k++) {
 			struct rte_mbuf *m = bufs[k];
 			uint32_t len = rte_pktmbuf_pkt_len(m);
@@ -556,9 +577,9 @@ static unsigned poll_rx(uint64_t now)
 	return total;
 }
 
-static void txq_drop(uint16_t i)
+static void txq_drop(uint16_t i, uint16_t q)
 {
-	struct txq *t = &txqs[i];
+	struct txq *t = &txqs[i][q];
 	uint64_t bytes = 0;
 	uint16_t k;
 
@@ -576,14 +597,14 @@ static void txq_drop(uint16_t i)
  * gone (a memif peer that left), it is in discard mode: whatever falls due
  * for it is dropped and counted in tx_drop until a send succeeds again.
  */
-static void txq_flush(uint16_t i, uint64_t now)
+static void txq_flush(uint16_t i, uint16_t q, uint64_t now)
 {
-	struct txq *t = &txqs[i];
+	struct txq *t = &txqs[i][q];
 	uint16_t sent;
 
 	if (!t->n)
 		return;
-	sent = rte_eth_tx_burst(port_ids[i], 0, t->m, t->n);
+	sent = rte_eth_tx_burst(port_ids[i], q, t->m, t->n);
 	if (sent) {
 		t->n -= sent;
 		memmove(t->m, t->m + sent, t->n * sizeof(t->m[0]));
@@ -595,8 +616,67 @@ static void txq_flush(uint16_t i, uint64_t now)
 		t->stuck_since = now;
 	if (t->discard || now - t->stuck_since > TX_STUCK_NS) {
 		t->discard = true;
-		txq_drop(i);
+		txq_drop(i, q);
 	}
+}
+
+/*
+ * The queue a frame leaves on: bits 10..13 of its outer UDP source port,
+ * where ovrdmad with a port queue per core puts the core that serves
+ * the destination QP (the rest is its flow hash), modulo the queues;
+ * queue 0 for anything else. A NIC does the same with a flow rule.
+ */
+static uint16_t frame_queue(const uint8_t *b, uint32_t len)
+{
+	uint32_t l4;
+
+	if (nq == 1 || len < 14 + 20 + 8 || b[12] != 0x08 || b[13] != 0 ||
+	    b[14] >> 4 != 4 || b[14 + 9] != 17)
+		return 0;
+	l4 = 14 + 4u * (b[14] & 0xf);
+	if (len < l4 + 8)
+		return 0;
+	return (uint16_t)(((b[l4] << 8 | b[l4 + 1]) >> 10 & 0xf) % nq);
+}
+
+/* Several queues: each frame due goes on its queue, or is dropped when
+ * that queue's ring stays full (the transport recovers). */
+static unsigned poll_tx_queues(uint16_t i, uint64_t now)
+{
+	uint32_t len;
+	unsigned total = 0;
+	uint16_t q;
+
+	for (q = 0; q < nq; q++)
+		txq_flush(i, q, now);
+	while (ovr_fabric_port_next_ns(fab, i) <= now) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+		struct txq *t;
+
+		if (!m)
+			break; /* try again on the next round */
+		if (ovr_fabric_recv(fab, i, now, rte_pktmbuf_mtod(m, void *),
+				    rte_pktmbuf_tailroom(m), &len) != 1) {
+			rte_pktmbuf_free(m);
+			break;
+		}
+		total++;
+		q = frame_queue(rte_pktmbuf_mtod(m, const uint8_t *), len);
+		t = &txqs[i][q];
+		if (t->n == TXQ_MAX)
+			txq_flush(i, q, now);
+		if (t->n == TXQ_MAX) {
+			ovr_fabric_tx_dropped(fab, i, 1, len);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		m->data_len = (uint16_t)len;
+		m->pkt_len = len;
+		t->m[t->n++] = m;
+	}
+	for (q = 0; q < nq; q++)
+		txq_flush(i, q, now);
+	return total;
 }
 
 /* Frames due by @now from the fabric to the ports. */
@@ -607,9 +687,13 @@ static unsigned poll_tx(uint64_t now)
 	uint16_t i;
 
 	for (i = 0; i < nports; i++) {
-		struct txq *t = &txqs[i];
+		struct txq *t = &txqs[i][0];
 
-		txq_flush(i, now);
+		if (nq > 1) {
+			total += poll_tx_queues(i, now);
+			continue;
+		}
+		txq_flush(i, 0, now);
 		while (t->n < TXQ_MAX &&
 		       ovr_fabric_port_next_ns(fab, i) <= now) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
@@ -627,7 +711,7 @@ static unsigned poll_tx(uint64_t now)
 			t->m[t->n++] = m;
 			total++;
 		}
-		txq_flush(i, now);
+		txq_flush(i, 0, now);
 		while (t->discard && ovr_fabric_port_next_ns(fab, i) <= now &&
 		       ovr_fabric_recv(fab, i, now, scratch, cap, &len) == 1) {
 			ovr_fabric_tx_dropped(fab, i, 1, len);
@@ -642,8 +726,9 @@ static bool tx_waiting(void)
 	uint16_t i;
 
 	for (i = 0; i < nports; i++)
-		if (txqs[i].n)
-			return true;
+		for (uint16_t q = 0; q < nq; q++)
+			if (txqs[i][q].n)
+				return true;
 	return false;
 }
 
@@ -654,10 +739,12 @@ static void intr_enable(bool on)
 	for (i = 0; i < nports; i++) {
 		if (!port_intr[i])
 			continue;
-		if (on)
-			rte_eth_dev_rx_intr_enable(port_ids[i], 0);
-		else
-			rte_eth_dev_rx_intr_disable(port_ids[i], 0);
+		for (uint16_t q = 0; q < nq; q++) {
+			if (on)
+				rte_eth_dev_rx_intr_enable(port_ids[i], q);
+			else
+				rte_eth_dev_rx_intr_disable(port_ids[i], q);
+		}
 	}
 }
 
@@ -855,7 +942,7 @@ int main(int argc, char **argv)
 		goto out_eal;
 	}
 
-	nb_mbufs = nports * (NB_RXD + NB_TXD + TXQ_MAX + BURST) + 1024;
+	nb_mbufs = nports * nq * (NB_RXD + NB_TXD + TXQ_MAX + BURST) + 1024;
 	pool = rte_pktmbuf_pool_create(
 		"fabric", nb_mbufs, 256, 0,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + o.max_frame),
@@ -919,8 +1006,10 @@ out_ctl:
 	}
 out_fab:
 	for (i = 0; i < nports; i++)
-		if (txqs[i].n)
-			rte_pktmbuf_free_bulk(txqs[i].m, txqs[i].n);
+		for (uint16_t q = 0; q < nq; q++)
+			if (txqs[i][q].n)
+				rte_pktmbuf_free_bulk(txqs[i][q].m,
+						      txqs[i][q].n);
 	ovr_fabric_destroy(fab);
 out_ports:
 	for (i = 0; i < nports; i++) {
