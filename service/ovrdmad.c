@@ -31,6 +31,7 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_telemetry.h>
@@ -418,6 +419,67 @@ static const struct svc_port_ops dport_ops = {
 };
 
 /*
+ * Steering on a NIC (docs/SERVICE.md section 5, "Port queues"): a flow
+ * rule per queue q sends the ovrdma frames whose outer UDP source port
+ * names core q in bits 10..13 (ovr_vpc_set_steer) to queue q, so that
+ * each lands on the core serving its QP; the rest goes by RSS. Where the
+ * driver has no such rules (memif, af_packet: the wire or the fabric
+ * puts frames on their queue) the reason is logged and nothing else
+ * changes. Not tried on a NIC yet: this machine has none.
+ */
+static void port_flows(struct dport *p, const char *driver)
+{
+	struct rte_flow_error err = { 0 };
+	uint16_t q;
+
+	for (q = 0; q < p->nq; q++) {
+		const struct rte_flow_attr attr = { .ingress = 1 };
+		const struct rte_flow_item_udp spec = {
+			.hdr.src_port = rte_cpu_to_be_16(
+				(uint16_t)(q << OVR_VPC_STEER_SHIFT)),
+			.hdr.dst_port =
+				rte_cpu_to_be_16(OVR_WIRE_VXLAN_GPE_PORT),
+		};
+		const struct rte_flow_item_udp mask = {
+			.hdr.src_port = rte_cpu_to_be_16(
+				(uint16_t)(OVR_VPC_STEER_MASK
+					   << OVR_VPC_STEER_SHIFT)),
+			.hdr.dst_port = rte_cpu_to_be_16(0xffff),
+		};
+		const struct rte_flow_item pattern[] = {
+			{ .type = RTE_FLOW_ITEM_TYPE_ETH },
+			{ .type = RTE_FLOW_ITEM_TYPE_IPV4 },
+			{ .type = RTE_FLOW_ITEM_TYPE_UDP,
+			  .spec = &spec,
+			  .mask = &mask },
+			{ .type = RTE_FLOW_ITEM_TYPE_END },
+		};
+		const struct rte_flow_action_queue qa = { .index = q };
+		const struct rte_flow_action actions[] = {
+			{ .type = RTE_FLOW_ACTION_TYPE_QUEUE, .conf = &qa },
+			{ .type = RTE_FLOW_ACTION_TYPE_END },
+		};
+
+		if (rte_flow_validate(p->id, &attr, pattern, actions, &err) ||
+		    !rte_flow_create(p->id, &attr, pattern, actions, &err))
+			break;
+	}
+	if (q == p->nq) {
+		LOG(INFO,
+		    "port %u: a flow rule per queue: frames steered to "
+		    "the core serving their QP\n",
+		    p->id);
+		return;
+	}
+	rte_flow_flush(p->id, NULL);
+	LOG(INFO,
+	    "port %u (%s): no steering rules (%s): frames land on the queue "
+	    "the driver or the wire picks (their core's where the wire "
+	    "steers, as the fabric does; else they are handed over)\n",
+	    p->id, driver, err.message ? err.message : rte_strerror(rte_errno));
+}
+
+/*
  * The port, with @nq queue pairs asked for (port_queues, at most the
  * dataplane cores): as many as the driver has, one for af_xdp (its one
  * XDP socket). Several: RSS over the outer UDP ports where the driver
@@ -529,6 +591,8 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr,
 	if (rc)
 		return rc;
 	p->started = true;
+	if (p->nq > 1)
+		port_flows(p, info.driver_name);
 	rte_eth_promiscuous_enable(p->id);
 	p->memif = !strcmp(info.driver_name, "net_memif") &&
 		   !memif_server(info.device);
