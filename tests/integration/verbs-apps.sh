@@ -42,7 +42,9 @@
 #              pair of cores) with four pairs at once, byte-exact, each
 #              core of both nodes receiving on its own queues and no
 #              frame handed between cores (sends steered to the peer's
-#              core of their QP);
+#              core of their QP); and the same wire with one port queue,
+#              core 0 handing frames to core 1 and core 1 its sends to
+#              core 0, byte-exact;
 #   mw:        verbs_mw: memory windows (type 1 and 2: bytes exactly in
 #              the window, out of it, without its right, invalidated
 #              locally and by SEND_WITH_INV, re-bound, deallocated: the
@@ -399,8 +401,31 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 		echo "$name: FAIL: node 1's port has not 4 queue pairs"
 		nfail=$((nfail + 1))
 	}
-	many cores-direct 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
+	many cores-direct 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 20
 	steered direct-steer
+	# and one port queue: core 0 receives and sends for both cores,
+	# handing frames over both ways (what a port without queues, or a
+	# peer with another QPN layout, costs)
+	"$tb" down >/dev/null 2>&1
+	"$tb" up 2 --fabric direct --cores 2 --queues 1 >"$out/up-direct1.log" 2>&1 || {
+		cat "$out/up-direct1.log"
+		echo "$name: FAIL: testbed --fabric direct --cores 2 --queues 1 did not come up"
+		exit 1
+	}
+	many cores-handover 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 20
+	for n in 1 2; do
+		"$tb" ctl $n show cores
+		read -r rx1 h0 h1 <<<"$("$tb" ctl $n show cores |
+			awk '$1 == 0 { a = $7 } $1 == 1 { r = $5; b = $7 } END { print r + 0, a + 0, b + 0 }')"
+		ok=ok
+		[ "$rx1" = 0 ] && [ "$h0" -gt 0 ] && [ "$h1" -gt 0 ] || ok=FAIL
+		summary+=("$(printf '%-22s %-5s %4s  node %d: core 1 received %d from the port, handed %d (core 0) and %d (core 1)' \
+			"handover-n$n" "$ok" - "$n" "$rx1" "$h0" "$h1")")
+		if [ $ok != ok ]; then
+			echo "$name: FAIL: one queue, node $n: core 1 received $rx1 frames from the port, cores 0 and 1 handed $h0 and $h1"
+			nfail=$((nfail + 1))
+		fi
+	done
 elif [ $mode = mw ]; then
 	pair mw-loss-0 120
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
