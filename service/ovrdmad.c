@@ -480,14 +480,16 @@ static void port_flows(struct dport *p, const char *driver)
 }
 
 /*
- * The port, with @nq queue pairs asked for (port_queues, at most the
+ * The port, with @nq queue pairs asked for (@automatic: the dataplane
+ * cores', taken only where the driver hashes over UDP ports, a NIC: a
+ * memif's peer must have as many, so it gets them only when asked) (port_queues, at most the
  * dataplane cores): as many as the driver has, one for af_xdp (its one
  * XDP socket). Several: RSS over the outer UDP ports where the driver
  * hashes (a NIC; the per-QP flow hash sets the source port), else the
  * driver's own spread (memif: the peer's queue q lands on ours).
  */
 static int port_setup(struct dport *p, uint32_t frame_max, bool intr,
-		      uint32_t nq)
+		      uint32_t nq, bool automatic)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
@@ -528,6 +530,9 @@ static int port_setup(struct dport *p, uint32_t frame_max, bool intr,
 			    "set underlay_mtu to %u at most\n",
 			    frame_max, room - 256, room - 256 - 14);
 	}
+	if (automatic &&
+	    !(info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP))
+		nq = 1;
 	if (nq > info.max_rx_queues)
 		nq = info.max_rx_queues;
 	if (nq > info.max_tx_queues)
@@ -948,11 +953,13 @@ int main(int argc, char **argv)
 		return 1;
 
 	/* a pair per core, or one per pair of cores to steer (svc.h) */
-	rc = port_setup(&port, svc.conf.underlay_mtu + 14, true,
-			svc.conf.port_queues <
-					svc.conf.dp_cores * svc.conf.dp_cores ?
-				svc.conf.port_queues :
-				svc.conf.dp_cores * svc.conf.dp_cores);
+	rc = port_setup(
+		&port, svc.conf.underlay_mtu + 14, true,
+		!svc.conf.port_queues ? svc.conf.dp_cores :
+		svc.conf.port_queues < svc.conf.dp_cores * svc.conf.dp_cores ?
+					svc.conf.port_queues :
+					svc.conf.dp_cores * svc.conf.dp_cores,
+		!svc.conf.port_queues);
 	if (rc) {
 		LOG(ERR, "port setup: %s\n", strerror(rc < 0 ? -rc : rc));
 		rte_eal_cleanup();

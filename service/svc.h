@@ -133,7 +133,7 @@ struct svc_conf {
 	char cc[16];
 	uint32_t spin_us; /* busy-poll this long before sleeping */
 	uint32_t dp_cores; /* dataplane cores (threads), 1..SVC_MAX_CORES */
-	uint32_t port_queues; /* queue pairs asked of the port, 1.. */
+	uint32_t port_queues; /* queue pairs asked of the port; 0: auto */
 	uint32_t max_contexts;
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
 	uint32_t ctx_max_srq, ctx_max_ah;

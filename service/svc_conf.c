@@ -26,7 +26,7 @@ void svc_conf_default(struct svc_conf *c)
 	snprintf(c->cc, sizeof(c->cc), "ovr");
 	c->spin_us = 50;
 	c->dp_cores = 1;
-	c->port_queues = 1;
+	c->port_queues = 0; /* auto */
 	c->max_contexts = 256;
 	c->ctx_max_qp = 2048;
 	c->ctx_max_cq = 2048;
@@ -276,9 +276,11 @@ static int on_service(struct conf_state *st, const char *name,
 			return 0;
 		}
 	} else if (!strcmp(name, "port_queues")) {
-		if (parse_u32(value, 1, SVC_MAX_CORES * SVC_MAX_CORES,
-			      &c->port_queues)) {
-			st->err = "port_queues: 1..256";
+		if (!strcmp(value, "auto"))
+			c->port_queues = 0;
+		else if (parse_u32(value, 1, SVC_MAX_CORES * SVC_MAX_CORES,
+				   &c->port_queues)) {
+			st->err = "port_queues: auto or 1..256";
 			return 0;
 		}
 	} else if (!strcmp(name, "spin_us")) {

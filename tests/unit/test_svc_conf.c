@@ -132,6 +132,8 @@ static const struct bad {
 	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = 17\n", 3,
 	  "dataplane_cores" },
 	{ "[service]\nhost = 10.0.0.1\nport_queues = 0\n", 3, "port_queues" },
+	{ "[service]\nhost = 10.0.0.1\nport_queues = autox\n", 3,
+	  "port_queues" },
 	{ "[service]\nhost = 10.0.0.1\nport_queues = 257\n", 3, "port_queues" },
 	{ "[service]\nhost = 10.0.0.1\n[nonsense]\nkey = 1\n", 3,
 	  "unknown section" },
@@ -188,6 +190,28 @@ static void test_gpu_defaults(void **state)
 	assert_true(c.gdrcopy);
 }
 
+/* The port's queues: auto unless given (0), "auto" says so again. */
+static void test_port_queues(void **state)
+{
+	static struct svc_conf c;
+	char msg[512];
+	(void)state;
+
+	assert_int_equal(
+		load("[service]\nhost = 10.0.0.1\n", &c, msg, sizeof(msg)), 0);
+	assert_int_equal(c.port_queues, 0);
+	assert_int_equal(c.dp_cores, 1);
+	assert_int_equal(load("[service]\nhost = 10.0.0.1\nport_queues = 4\n"
+			      "port_queues = auto\n",
+			      &c, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(c.port_queues, 0);
+	assert_int_equal(load("[service]\nhost = 10.0.0.1\nport_queues = 256\n",
+			      &c, msg, sizeof(msg)),
+			 0);
+	assert_int_equal(c.port_queues, 256);
+}
+
 static void test_bad(void **state)
 {
 	(void)state;
@@ -234,6 +258,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_gpu_defaults),
+		cmocka_unit_test(test_port_queues),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_long_line),
 		cmocka_unit_test(test_missing_file),
