@@ -14,6 +14,12 @@
 #           cuMem buffers of two processes on two testbed nodes
 #   fake    the same test on the fake CUDA driver (checks the carry on a
 #           machine without a GPU)
+#   gdrcores  gdr with two dataplane cores per node, a pair on each:
+#           a copy channel per core on the real driver (gdr_gpu_cores)
+#   scale   bench/svc-scale.sh --cores 1,2,4,8 --procs 1,8 --seconds 2
+#           (issue 26: rate, bandwidth and cycles against the cores,
+#           steered port queues; TCP columns where iperf3 and sockperf
+#           are there), about 3 minutes
 #   nccl    the gpu suite's nccl: all-reduce 8 B to 1 GB through ovrdma0
 #   copy    bench-gdr-copy: the copy engine's GB/s each way
 #   bench   bench/nccl-bench.sh: ovrdma0 against NCCL's socket transport
@@ -143,6 +149,14 @@ for s in "${steps[@]}"; do
 	gdr)
 		step gdr tests/integration/gdr.sh "$tb" \
 			"$build/tests/integration/verbs_gdr" libcuda.so.1 gpu
+		;;
+	gdrcores)
+		step gdrcores tests/integration/gdr.sh "$tb" \
+			"$build/tests/integration/verbs_gdr" libcuda.so.1 gpu 2
+		;;
+	scale)
+		step scale env OVRDMA_BUILD="$build" bench/svc-scale.sh \
+			--cores 1,2,4,8 --procs 1,8 --seconds 2
 		;;
 	fake)
 		step fake tests/integration/gdr.sh "$tb" \
