@@ -677,13 +677,14 @@ struct svc {
 	/* the dataplane's cores ([0] also runs the CM and the port) */
 	struct svc_core *core;
 	uint32_t ncores;
-	/* the port's queues (docs/SERVICE.md section 5): cores below
-	 * port_nq have their own (at most ncores; 1 for a port without
-	 * queues()). port_steer: the port has ncores^2 queue pairs, core k
-	 * sends to core t of the peer on queue k * ncores + t and receives
-	 * on queues j * ncores + k (a wire whose peer's queue q is our
-	 * queue q: memif) */
-	uint32_t port_nq;
+	/* the port's queues (docs/SERVICE.md section 5): port_qs pairs
+	 * (1 for a port without queues()); cores below port_nq (at most
+	 * ncores) have their own. Core k receives on every queue q with
+	 * q % ncores == k, so that none is left unread whatever the peer
+	 * sends on, and sends on queue k; port_steer (port_qs at least
+	 * ncores^2): on queue k * ncores + t to core t of the peer (a wire
+	 * whose peer's queue q is our queue q: memif) */
+	uint32_t port_qs, port_nq;
 	bool port_steer;
 	uint32_t slot_bits, tag_bits; /* the QPN layout (ovr_eng_qpn_tag) */
 	/* the control thread's VPC reader handle */
@@ -798,14 +799,14 @@ static inline uint32_t svc_core_nrxq(const struct svc_core *core)
 {
 	const struct svc *s = core->s;
 
-	return core->idx >= s->port_nq ? 0 : s->port_steer ? s->ncores : 1;
+	return core->idx >= s->port_qs ?
+		       0 :
+		       (s->port_qs - 1 - core->idx) / s->ncores + 1;
 }
 
 static inline uint32_t svc_core_rxq(const struct svc_core *core, uint32_t j)
 {
-	const struct svc *s = core->s;
-
-	return s->port_steer ? j * s->ncores + core->idx : core->idx;
+	return core->idx + j * core->s->ncores;
 }
 void svc_dp_settle(struct svc_core *core);
 /* Work a round of @core would find (checked before sleeping). */

@@ -1839,12 +1839,11 @@ int svc_dp_init(struct svc *s)
 	uint32_t tag_bits = 0;
 
 	s->ncores = s->conf.dp_cores ? s->conf.dp_cores : 1;
-	s->port_nq = s->port_ops->queues ? s->port_ops->queues(s->port) : 1;
-	s->port_steer = s->ncores > 1 && s->port_nq >= s->ncores * s->ncores;
-	if (s->port_nq > s->ncores)
-		s->port_nq = s->ncores;
-	if (!s->port_nq)
-		s->port_nq = 1;
+	s->port_qs = s->port_ops->queues ? s->port_ops->queues(s->port) : 1;
+	if (!s->port_qs)
+		s->port_qs = 1;
+	s->port_steer = s->ncores > 1 && s->port_qs >= s->ncores * s->ncores;
+	s->port_nq = s->port_qs < s->ncores ? s->port_qs : s->ncores;
 	while ((1u << tag_bits) < s->ncores)
 		tag_bits++;
 	s->core = calloc(s->ncores, sizeof(*s->core));
