@@ -544,12 +544,6 @@ static void rx_keep(struct svc_core *core, void **bufs, unsigned int n,
 }
 
 /*
- * The encapsulated frame of the @len-byte PDU at @pdu (in @token's
- * buffer) goes out, counted: to a vIP of this node (its binding names our
- * own port's MAC: two applications on one host, as with a NIC's internal
- * loopback) through the loopback, else to the port.
- */
-/*
  * The port queue @core sends the PDU at @pdu (in the encapsulated frame
  * at @frame) on: its own; with port_steer, its own towards the peer's
  * core that the destination QPN names, read with this node's QPN layout
@@ -575,6 +569,12 @@ static inline unsigned int tx_queue(const struct svc_core *core, uint8_t *frame,
 	return s->port_steer ? core->idx * s->ncores + t : core->idx;
 }
 
+/*
+ * The encapsulated frame of the @len-byte PDU at @pdu (in @token's
+ * buffer) goes out, counted: to a vIP of this node (its binding names our
+ * own port's MAC: two applications on one host, as with a NIC's internal
+ * loopback) through the loopback, else to the port.
+ */
 static inline void frame_out(struct svc_core *core, void *token, uint8_t *pdu,
 			     uint32_t len)
 {
@@ -1786,7 +1786,6 @@ static int eng_dev_fence(void *ctx)
 static int eng_dev_batch_close(void *ctx, unsigned int slot)
 {
 	struct svc_core *core = ctx;
-
 	int rc;
 
 	pq_run(core);
@@ -1834,9 +1833,7 @@ int svc_dp_init(struct svc *s)
 	};
 	struct svc_core *core;
 	int pdu_mtu;
-	uint32_t maxqp = 1;
-
-	uint32_t tag_bits = 0;
+	uint32_t maxqp = 1, tag_bits = 0;
 
 	s->ncores = s->conf.dp_cores ? s->conf.dp_cores : 1;
 	s->port_qs = s->port_ops->queues ? s->port_ops->queues(s->port) : 1;
@@ -1855,12 +1852,14 @@ int svc_dp_init(struct svc *s)
 		core->idx = i;
 		core->dp_epfd = core->wake_fd = core->timer_fd = -1;
 		/* with several cores: a ring from each other core, and
-		 * (but core 0) one to the port's */
+		 * for a core without a port queue of its own, one to core
+		 * 0's (core 0 looks at no other each round) */
 		for (uint32_t j = 0; j < s->ncores && s->ncores > 1; j++)
 			if (j != i &&
 			    !(core->in[j] = calloc(1, sizeof(*core->in[j]))))
 				return -ENOMEM;
-		if (i && !(core->to_port = calloc(1, sizeof(*core->to_port))))
+		if (i >= s->port_nq &&
+		    !(core->to_port = calloc(1, sizeof(*core->to_port))))
 			return -ENOMEM;
 	}
 	core = &s->core[0];
@@ -2017,9 +2016,8 @@ void svc_dp_settle(struct svc_core *core)
 		svc_dp_round(core, svc_now(), &next);
 }
 
-/* What @core's port queues received (up to RX_BURST; with port_steer,
- * from the queue of each peer core in turn, a different one first each
- * round). */
+/* What @core's port queues received (up to RX_BURST, from each of its
+ * queues in turn, a different one first each round). */
 static unsigned int port_rx(struct svc_core *core, void **bufs,
 			    const uint8_t **frames, uint32_t *lens)
 {
@@ -2063,8 +2061,8 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 
 	core->in_round = true;
 	core->round_now = 0;
-	/* its own port queue (cores beyond the port's queues have none:
-	 * core 0 receives for them, and sends what they hand it) */
+	/* its own port queues (a core beyond the port's queues has none:
+	 * core 0 receives for it, and sends what it hands over) */
 	n = port_rx(core, bufs, frames, lens);
 	for (unsigned int i = 0; i < n; i++)
 		rx_frame(core, frames[i], lens[i], now, NULL, false);

@@ -44,6 +44,7 @@
 #include "fabric.h"
 
 #include <ovrdma/util.h>
+#include <ovrdma/vpc.h>
 
 #define BURST 32
 #define TXQ_MAX 64 /* frames waiting for a full Tx ring, per port */
@@ -622,9 +623,10 @@ static void txq_flush(uint16_t i, uint16_t q, uint64_t now)
 
 /*
  * The queue a frame leaves on: bits 10..13 of its outer UDP source port,
- * where ovrdmad with a port queue per core puts the core that serves
- * the destination QP (the rest is its flow hash), modulo the queues;
- * queue 0 for anything else. A NIC does the same with a flow rule.
+ * where ovrdmad with several cores puts the core that serves the
+ * destination QP (ovr_vpc_set_steer; the rest is its flow hash), modulo
+ * the queues; queue 0 for anything else. A NIC does the same with a
+ * flow rule.
  */
 static uint16_t frame_queue(const uint8_t *b, uint32_t len)
 {
@@ -636,7 +638,9 @@ static uint16_t frame_queue(const uint8_t *b, uint32_t len)
 	l4 = 14 + 4u * (b[14] & 0xf);
 	if (len < l4 + 8)
 		return 0;
-	return (uint16_t)(((b[l4] << 8 | b[l4 + 1]) >> 10 & 0xf) % nq);
+	return (uint16_t)(((b[l4] << 8 | b[l4 + 1]) >> OVR_VPC_STEER_SHIFT &
+			   OVR_VPC_STEER_MASK) %
+			  nq);
 }
 
 /* Several queues: each frame due goes on its queue, or is dropped when
