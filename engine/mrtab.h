@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Memory-region table of one engine thread: the registered MRs, their
- * keys, and the checks every work request and every inbound RDMA
- * READ/WRITE/ATOMIC makes against them. Single-threaded: each engine
- * thread owns its table, nothing here locks.
+ * Memory-region table of a node's engines: the registered MRs and
+ * memory windows, their keys, and the checks every work request and
+ * every inbound RDMA READ/WRITE/ATOMIC makes against them. An engine
+ * owns a table of its own, or shares one with other engines (each on
+ * its own thread) - see "Sharing" below. Nothing here locks.
  *
  * A region is (pd, va, length, access) as the application registered it
  * (va is the address the application sees and names in its SGEs and
@@ -49,6 +50,42 @@
  * the region cannot be deregistered: -EBUSY) and grants remote access
  * to exactly [va, va + len) with its own rights, whatever the region's
  * remote rights; type 2 only through the QP that bound it (type 2B).
+ *
+ * Sharing (ovr_eng_cfg.mr_share). Several engines, each on its own
+ * thread, may use one table, so that a QP of any of them sees the same
+ * regions and windows under the same keys. ovr_mr_share adds a user;
+ * each user's ovr_mr_destroy drops one, the last frees the table. The
+ * operations fall in two classes:
+ *  - control: create, share, destroy, reg (all three), dereg, modify,
+ *    mw_alloc, mw_dealloc (and count, query, table_bytes, which read
+ *    what they change). Made while no other thread uses the table (the
+ *    service stops every dataplane core for a control request); the
+ *    stop and restart order them against the data path.
+ *  - data path: check, check_dev, check_rkey, is_dev, dev_cookie, get,
+ *    put, refs, invalidate, invalidate_key, mw_bind. These may run at
+ *    the same time on several threads. A region's reference count
+ *    changes by atomic read-modify-write (compare and swap: none lost,
+ *    never past 2^32 - 1 or below 0) once the table is shared, by a
+ *    plain load and store while it has one user (ovr_mr_shared: sticky
+ *    once a second user came); its rights are one atomic byte that
+ *    invalidation clears with an atomic AND and a check reads once. A
+ *    window's binding (va, len, key, region, rights, QP) is under a
+ *    sequence lock: a bind, unbind or invalidation takes it
+ *    exclusively (compare and swap of the sequence from even to odd;
+ *    a second writer spins until the first is done, a few dozen
+ *    instructions), and ovr_mr_check_rkey copies the binding out
+ *    between two equal even sequence values, retrying otherwise - so a
+ *    check sees one bind's binding whole, never parts of two, and two
+ *    binds of one window from two threads run one after the other,
+ *    each dropping and taking exactly its region references. Nothing
+ *    blocks: a reader or a second writer spins only while a writer on
+ *    another thread is inside those few instructions.
+ *  What is ordered: an invalidation or a bind that happens before a
+ *  check (through whatever the threads synchronise with: a completion,
+ *  a packet through a ring) is seen by it; one that races it may or
+ *  may not be, as on a NIC. Regions are never deregistered under a
+ *  running check, so what a check resolved stays valid memory until
+ *  the next control operation.
  */
 #ifndef OVR_DP_MRTAB_H
 #define OVR_DP_MRTAB_H
@@ -85,8 +122,22 @@ struct ovr_mr_table;
  */
 struct ovr_mr_table *ovr_mr_create(uint32_t max_regions, uint64_t seed);
 
-/* Frees the table; the regions in it vanish with it. NULL is a no-op. */
+/*
+ * Drops one user of the table (ovr_mr_create's, or ovr_mr_share's); the
+ * last frees it, and the regions and windows in it vanish with it. NULL
+ * is a no-op.
+ */
 void ovr_mr_destroy(struct ovr_mr_table *tab);
+
+/*
+ * One more user of @tab (another engine's thread); returns @tab. From
+ * now on references change by atomic read-modify-write (see "Sharing"
+ * above). A control operation: no thread may use @tab meanwhile.
+ */
+struct ovr_mr_table *ovr_mr_share(struct ovr_mr_table *tab);
+
+/* Has @tab ever had more than one user? */
+bool ovr_mr_shared(const struct ovr_mr_table *tab);
 
 /*
  * Register [va, va + length) of @pd, whose bytes live at @host, and
@@ -167,6 +218,11 @@ int ovr_mr_get(struct ovr_mr_table *tab, uint32_t key);
 int ovr_mr_put(struct ovr_mr_table *tab, uint32_t key);
 /* The references held on the region of @key, or -EINVAL. */
 int64_t ovr_mr_refs(const struct ovr_mr_table *tab, uint32_t key);
+
+/* The PD and the rights (OVR_ACCESS_*, MW_BIND) of the region of @key:
+ * 0, or -EINVAL (no such region). */
+int ovr_mr_query(const struct ovr_mr_table *tab, uint32_t key, uint32_t *pd,
+		 unsigned int *access);
 
 /*
  * Remote invalidation (SEND_WITH_INV): clear the region's remote rights
