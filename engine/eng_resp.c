@@ -191,6 +191,14 @@ bool eng_recv_revoke(struct ovr_eng *e, uint32_t key)
 	return true;
 }
 
+/* ovr_eng_mr_yield: every posted receive of @e that names the region of
+ * @key gives it up, whoever else holds it (eng_recv_revoke without the
+ * check); returns the references dropped. */
+uint32_t eng_recv_yield(struct ovr_eng *e, uint32_t key)
+{
+	return recv_refs(e, key, false);
+}
+
 /*
  * ovr_eng_mr_modify gave the region of @key the PD @pd and the rights
  * @access. Receives are checked when posted here, where a NIC checks a

@@ -81,7 +81,9 @@ static bool cfg_valid(const struct ovr_eng_cfg *cfg,
 		      const struct ovr_eng_ops *ops)
 {
 	if (!cfg || !ops || !ops->tx_alloc || !ops->tx || !ops->cqe ||
-	    !cfg->max_qp || cfg->max_qp > (1u << 20) || !cfg->max_mr ||
+	    !cfg->max_qp || cfg->max_qp > (1u << 20) ||
+	    (!cfg->max_mr && !cfg->mr_share) ||
+	    (cfg->mr_share && !ops->dev_copy != !cfg->mr_share->ops.dev_copy) ||
 	    cfg->qpn_tag_bits > 20 ||
 	    (cfg->qpn_tag >> cfg->qpn_tag_bits) != 0 ||
 	    ovr_eng_slot_bits(cfg->max_qp) + cfg->qpn_tag_bits > 20 ||
@@ -120,7 +122,15 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	seed = cfg->seed;
 	if (!seed && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = (uint64_t)(uintptr_t)e ^ 0x9e3779b97f4a7c15ull;
-	e->mrs = ovr_mr_create((uint32_t)ovr_pow2_at_least(cfg->max_mr), seed);
+	if (cfg->mr_share) {
+		e->mrs = ovr_mr_share(cfg->mr_share->mrs);
+		e->mr_sharer = true;
+		/* the table is what it shares: the engine itself may go */
+		e->cfg.mr_share = NULL;
+	} else {
+		e->mrs = ovr_mr_create((uint32_t)ovr_pow2_at_least(cfg->max_mr),
+				       seed);
+	}
 	maxqp = (uint32_t)ovr_pow2_at_least(cfg->max_qp);
 	for (e->qp_bits = 0; (1u << e->qp_bits) < maxqp; e->qp_bits++)
 		;
@@ -173,6 +183,37 @@ struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 	return e;
 }
 
+/*
+ * A table others share outlives @e: the references its work requests
+ * hold go back (as each QP's reset and each SRQ's destroy would), else
+ * their regions could never be deregistered.
+ */
+static void drop_refs(struct ovr_eng *e)
+{
+	for (uint32_t k = 0; e->qps && k < (1u << e->qp_bits); k++) {
+		struct eng_qp *qp = &e->qps[k];
+
+		if (!qp->in_use)
+			continue;
+		for (uint32_t i = qp->sq_cons; i != qp->sq_prod; i++)
+			eng_swqe_put_refs(e, qp, i);
+		for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
+			eng_rwqe_put_refs(e, qp, i);
+	}
+	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++) {
+		struct eng_srq *q = &e->srqs[k];
+
+		if (!q->in_use)
+			continue;
+		for (uint32_t i = q->head; i != q->tail; i++) {
+			uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+			eng_put_refs(e, eng_srq_sge(q, slot),
+				     &q->wqe[slot].nsge);
+		}
+	}
+}
+
 void ovr_eng_destroy(struct ovr_eng *e)
 {
 	uint32_t i;
@@ -188,6 +229,8 @@ void ovr_eng_destroy(struct ovr_eng *e)
 			free(e->bat[k].cp);
 		}
 	}
+	if (e->mrs && ovr_mr_shared(e->mrs))
+		drop_refs(e);
 	free(e->bat);
 	free(e->dev_failq);
 	free(e->dev_faults);
@@ -201,8 +244,7 @@ void ovr_eng_destroy(struct ovr_eng *e)
 	free(e->qps);
 	free(e->sb_mem);
 	free(e->rxbits_mem);
-	if (e->mrs)
-		ovr_mr_destroy(e->mrs);
+	ovr_mr_destroy(e->mrs); /* the last user frees it */
 	free(e);
 }
 
@@ -259,6 +301,25 @@ int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 	if (!rc)
 		eng_recv_recheck(e, key, pd, access);
 	return rc;
+}
+
+int ovr_eng_mr_yield(struct ovr_eng *e, uint32_t key)
+{
+	if (ovr_mr_refs(e->mrs, key) < 0)
+		return -EINVAL;
+	/* the service may unmap it next: no queued copy may still use it */
+	if (e->dev_busy)
+		eng_dev_settle(e);
+	return (int)eng_recv_yield(e, key);
+}
+
+void ovr_eng_mr_recheck(struct ovr_eng *e, uint32_t key)
+{
+	unsigned int access;
+	uint32_t pd;
+
+	if (!ovr_mr_query(e->mrs, key, &pd, &access))
+		eng_recv_recheck(e, key, pd, access);
 }
 
 void *ovr_eng_mr_dev(struct ovr_eng *e, uint32_t key)
@@ -388,7 +449,8 @@ void ovr_eng_get_stats(const struct ovr_eng *e, struct ovr_eng_stats *st)
 {
 	*st = e->st;
 	st->qps = e->nqp;
-	st->mrs = ovr_mr_count(e->mrs);
+	/* a shared table's regions are counted by the engine that made it */
+	st->mrs = e->mr_sharer ? 0 : ovr_mr_count(e->mrs);
 }
 
 void ovr_eng_stats_add(struct ovr_eng_stats *sum,

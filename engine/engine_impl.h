@@ -422,6 +422,8 @@ struct ovr_eng {
 	void *ctx;
 	const struct ovr_cc_ops *cc;
 	struct ovr_mr_table *mrs;
+	/* mrs is another engine's (cfg.mr_share): stats count no regions */
+	bool mr_sharer;
 	struct eng_qp *qps;
 	uint32_t qp_bits;
 	uint32_t qp_gen;
@@ -538,6 +540,7 @@ void eng_rwqe_fill(struct ovr_eng *e, uint32_t pd, struct eng_rwqe *r,
 uint32_t eng_rwqe_revoke(struct ovr_eng *e, struct eng_rwqe *r,
 			 struct eng_lsge *s, uint32_t key, bool count);
 bool eng_recv_revoke(struct ovr_eng *e, uint32_t key);
+uint32_t eng_recv_yield(struct ovr_eng *e, uint32_t key);
 void eng_recv_recheck(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		      unsigned int access);
 bool eng_tx_resp_seg(struct ovr_eng *e, struct eng_qp *qp, uint32_t slot,

@@ -12,7 +12,9 @@
  * engines over tools/linkemu) and in the simulator.
  *
  * Threading: an engine is single-threaded; run one per dataplane thread.
- * Nothing here allocates after ovr_eng_create / ovr_eng_qp_create.
+ * Nothing here allocates after ovr_eng_create / ovr_eng_qp_create. The
+ * one exception is the memory-region table, which engines of one node
+ * may share (ovr_eng_cfg.mr_share): see "Shared regions" below.
  *
  * Opcodes, statuses, flags, states and masks are the verbs-valued
  * constants of include/ovrdma/verbs.h.
@@ -346,6 +348,17 @@ struct ovr_eng_cfg {
 	 * more of the 24). 0 / 0: one engine, no tag.
 	 */
 	uint32_t qpn_tag, qpn_tag_bits;
+	/*
+	 * NULL: the engine has a memory-region table of its own (max_mr
+	 * slots). Else it uses @mr_share's (max_mr is ignored), so that
+	 * QPs of either engine see the same regions and windows under the
+	 * same keys, whichever engine registered, bound or invalidated
+	 * them; @mr_share may itself be a sharer (one table for all).
+	 * Both must have ops.dev_copy or neither (else EINVAL). The table
+	 * lives until the last engine using it is destroyed, in any order.
+	 * See "Shared regions" below for what may run on which thread.
+	 */
+	struct ovr_eng *mr_share;
 };
 
 /* The bits of a QPN's slot for max_qp slots (a power of two is used). */
@@ -376,7 +389,30 @@ struct ovr_eng;
 /* NULL and errno (EINVAL, ENOMEM) on failure. */
 struct ovr_eng *ovr_eng_create(const struct ovr_eng_cfg *cfg,
 			       const struct ovr_eng_ops *ops, void *ctx);
+/* With a shared table, the references its QPs' and SRQs' work requests
+ * held on regions are dropped; the table stays for the others. */
 void ovr_eng_destroy(struct ovr_eng *e);
+
+/*
+ * Shared regions (cfg.mr_share; engine/mrtab.h "Sharing"). Engines that
+ * share a table run on their own threads, but these calls change the
+ * table and are made only while no engine using it runs (the service
+ * stops all dataplane cores for a control request): ovr_eng_create with
+ * mr_share and ovr_eng_destroy, ovr_eng_reg_mr / _dev / _ext,
+ * ovr_eng_dereg_mr, ovr_eng_mr_modify, ovr_eng_mr_yield,
+ * ovr_eng_mr_recheck, ovr_eng_alloc_mw, ovr_eng_dealloc_mw. The data
+ * path - every key check of a post or a packet, the references work
+ * requests take and drop, LOCAL_INV, SEND_WITH_INV and BIND_MW - runs
+ * on the engines' threads at the same time: references are atomic, an
+ * invalidated region's remote rights are cleared atomically, and a
+ * window's binding is read whole (never half of one bind and half of
+ * another) while another thread binds or invalidates it. So a region
+ * registered through one engine serves QPs of every sharer, a window
+ * bound through a QP of one serves a peer's request arriving at a QP of
+ * another, and an invalidation on one is seen by every later check on
+ * any. Deregistration is refused (-EBUSY) while a work request of any
+ * sharer names the region or a window is bound to it.
+ */
 
 /* Memory regions. @host: where byte @va lives in this process. Returns
  * 0 and the key (lkey = rkey), or a negative errno. */
@@ -432,8 +468,24 @@ int ovr_eng_reg_mr_ext(struct ovr_eng *e, uint32_t pd, uint64_t va,
 /* -EBUSY while a posted send-side work request still names it, or a
  * memory window is bound to it. Posted receives do not count: they give the region up and complete
  * OVR_WC_LOC_PROT_ERR when a message comes for them or they flush, as a
- * receive posted with a bad lkey. */
+ * receive posted with a bad lkey. With a shared table only @e's own
+ * receives give way: call ovr_eng_mr_yield on every other sharer first. */
 int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
+
+/*
+ * Deregistration on a shared table (cfg.mr_share), with every sharer
+ * stopped: call this on each engine sharing the table, then
+ * ovr_eng_dereg_mr on any of them. It waits for @e's queued device
+ * copies (the region may be unmapped next) and makes @e's posted
+ * receives that name the region give it up, as ovr_eng_dereg_mr does
+ * with its own engine's: each completes OVR_WC_LOC_PROT_ERR when a
+ * message comes for it or it flushes. Returns the references dropped
+ * (0 or more), or -EINVAL: @key names no region. Unlike a lone engine's
+ * ovr_eng_dereg_mr, which leaves its receives alone when send-side work
+ * keeps the region busy, the receives stay revoked if the
+ * deregistration then fails with -EBUSY.
+ */
+int ovr_eng_mr_yield(struct ovr_eng *e, uint32_t key);
 
 /*
  * Re-registration in place (ibv_rereg_mr's CHANGE_PD and CHANGE_ACCESS):
@@ -446,6 +498,14 @@ int ovr_eng_dereg_mr(struct ovr_eng *e, uint32_t key);
  */
 int ovr_eng_mr_modify(struct ovr_eng *e, uint32_t key, uint32_t pd,
 		      unsigned int access);
+/*
+ * After ovr_eng_mr_modify on a shared table, with every sharer stopped:
+ * check @e's posted receives that name the region of @key against its
+ * new PD and rights (read from the table) as ovr_eng_mr_modify checks
+ * the calling engine's. Call it on every sharer other than the one
+ * ovr_eng_mr_modify was called on. No such region: nothing happens.
+ */
+void ovr_eng_mr_recheck(struct ovr_eng *e, uint32_t key);
 
 /*
  * The @dev cookie the region of @key was registered with
@@ -675,6 +735,9 @@ struct ovr_eng_stats {
 	/* loss recovery, all QPs together (ovr_eng_qp_stats per QP) */
 	uint64_t retx_pkts, rack_lost, rto_count, rto_spurious, tlp_count;
 	uint64_t rx_dup; /* sequenced packets that had arrived before */
+	/* QPs of this engine; regions in its table, 0 for an engine that
+	 * shares another's (cfg.mr_share), so the sum over a node's
+	 * engines counts each region once */
 	uint32_t qps, mrs;
 	uint64_t tx_term; /* TERMINATEs sent, all reasons */
 	uint64_t rx_term; /* TERMINATEs accepted */
