@@ -7,14 +7,14 @@
 #
 #   bench/svc-scale.sh [--cores LIST] [--procs LIST] [--seconds T]
 #                      [--fabric direct|memif] [--mem shared|private]
-#                      [--queues Q]
+#                      [--queues Q] [--pt-qps Q]
 #
 # --cores LIST: dataplane cores of each ovrdmad (dataplane_cores),
 #   comma-separated (default 1,2,4,8, those above the CPU count left out).
 # --procs LIST: applications at once (default 1,8 and the cores): each is
 #   one bench-svc process, a context on each node with one RC QP pair, so
-#   P processes are P QPs spread over the cores (a core serves whole
-#   contexts, docs/SERVICE.md section 5).
+#   P processes are P QPs spread over the cores (each QP goes to the
+#   core with fewest, docs/SERVICE.md section 5).
 # --seconds T: per measurement (default 3).
 # --fabric: direct (default; the two ovrdmad's memif ports wired to each
 #   other) or memif (through the fabric emulator).
@@ -25,6 +25,11 @@
 #   1: core 0 receives and sends for every core, handing frames over).
 #   A second table gives, per number of cores, the port's queue pairs
 #   and the frames handed between cores on both nodes.
+# --pt-qps Q: QPs of the unmodified perftest run (default 8; 0: none):
+#   per number of cores, one ib_write_bw process on each node with -q Q
+#   (issue 26's measure: one process's QPs over the cores), 8 B message
+#   rate (Mpps) and 64 KB bandwidth (Gbit/s, -D T), and on how many
+#   cores of node 1 its QPs were while it ran.
 #
 # Per (cores, procs): the P processes' 8-byte RDMA WRITEs at window 64
 # (Mops, added up) and 64 KB WRITEs at window 64 (Gbit/s, added up), and
@@ -50,7 +55,7 @@ export OVRDMA_TESTBED_PREFIX=${OVRDMA_TESTBED_PREFIX:-ovrsc}
 tb=$root/tools/ovrdma-testbed
 bench=$OVRDMA_BUILD/bench/bench-svc
 ncpu=$(nproc)
-cores_list="" procs_list="" secs=3 fabric=direct mem=shared queues=""
+cores_list="" procs_list="" secs=3 fabric=direct mem=shared queues="" ptq=8
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -58,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--procs) bench_val --procs $#; procs_list=$2 && shift ;;
 	--seconds) bench_val --seconds $#; secs=$2 && shift ;;
 	--queues) bench_val --queues $#; queues=$2 && shift ;;
+	--pt-qps) bench_val --pt-qps $#; ptq=$2 && shift ;;
 	--fabric)
 		bench_val --fabric $#
 		case "$2" in direct | memif) fabric=$2 ;; *) bench_usage ;; esac
@@ -169,7 +175,29 @@ tcp_lat() { # sockperf 64 B ping-pong: one-way p50 and p99, us
 		END { print (a != "" ? a : "-"), (b != "" ? b : "-") }' "$out/sp.cli"
 }
 
+# ib_write_bw -q $ptq, one process per node: SIZE -> the figure (8 B:
+# Mpps, else Gbit/s) and the cores of node 1 holding its QPs mid-run
+perftest_q() {
+	local size=$1 log=$out/ptq.$c.$1 spid spread=0 col=4
+	[ "$size" = 8 ] && col=5
+	timeout -k 5 $((secs + 60)) "$tb" run 1 ib_write_bw -x 0 -q "$ptq" \
+		-s "$size" -D "$secs" --report_gbits >"$log.srv" 2>&1 &
+	spid=$!
+	sleep 1
+	timeout -k 5 $((secs + 60)) "$tb" run 2 ib_write_bw -x 0 -q "$ptq" \
+		-s "$size" -D "$secs" --report_gbits "$("$tb" addr 1)" \
+		>"$log" 2>&1 &
+	sleep 2
+	spread=$("$tb" ctl 1 show cores | awk 'NR > 1 && $3 > 0 { n++ } END { print n + 0 }')
+	wait $!
+	wait $spid
+	echo "$(awk -v col=$col '/^ *#bytes/ { tab = 1; next }
+		tab && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ { v = $col }
+		END { print (v != "" ? v : "-") }' "$log") $spread"
+}
+
 rows=()
+ptrows=()
 tcp_rows=()
 qrows=()
 IFS=, read -r -a cl <<<"$cores_list"
@@ -201,6 +229,13 @@ for c in "${cl[@]}"; do
 			"64 KB $g64 Gbit/s ($c64 cycles/op)"
 		rows+=("| $c | $p | $m8 | $c8 | $g64 | $c64 | ${lat% *} | ${lat#* } |")
 	done
+	if [ "$ptq" -gt 0 ] && command -v ib_write_bw >/dev/null; then
+		read -r pm sp8 < <(perftest_q 8)
+		read -r pg sp64 < <(perftest_q 65536)
+		echo "svc-scale: cores $c, ib_write_bw -q $ptq: 8 B $pm Mpps" \
+			"(QPs on $sp8 cores), 64 KB $pg Gbit/s (on $sp64)"
+		ptrows+=("| $c | $ptq | $pm | $pg | $sp8, $sp64 |")
+	fi
 	if [ $have_tcp = 1 ] && [ "$c" = "${cl[0]}" ]; then
 		for p in "${pl[@]}"; do
 			tcp_rows+=("| $p | $(tcp_bw "$p") |")
@@ -223,6 +258,12 @@ echo
 echo "| dataplane cores | applications (QPs) | 8 B WRITE Mops, window 64 | ovrdmad cycles per 8 B WRITE (A + B) | 64 KB WRITE Gbit/s, window 64 | ovrdmad cycles per 64 KB WRITE (A + B) | 8 B WRITE one-way p50, µs | p99, µs |"
 echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${rows[@]}"
+if [ ${#ptrows[@]} -gt 0 ]; then
+	echo
+	echo "| dataplane cores | ib_write_bw -q (one process per node) | 8 B Mpps | 64 KB Gbit/s | cores of node 1 with its QPs (8 B, 64 KB runs) |"
+	echo "|---:|---:|---:|---:|---:|"
+	printf '%s\n' "${ptrows[@]}"
+fi
 echo
 echo "| dataplane cores | port queue pairs | frames handed between cores (A + B, all cells) |"
 echo "|---:|---:|---:|"

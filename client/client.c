@@ -35,6 +35,8 @@ _Static_assert(sizeof(struct ovr_cl_sge) == sizeof(struct ovr_ring_sge) &&
 			       offsetof(struct ovr_ring_sge, lkey),
 	       "work request SGEs are copied into the ring as they are");
 #define QP_BUCKETS 1024u
+/* dataplane cores whose wake fds OPEN takes (svc->sleeping's bits) */
+#define OVR_CL_MAX_WAKE 32u
 
 struct ovr_cl {
 	int fd;
@@ -43,8 +45,11 @@ struct ovr_cl {
 	int async_rd, async_wr; /* wr: ours too, for DEVICE_FATAL */
 	const struct ovr_ring_svc *svc;
 	struct ovr_ring_db *db;
-	int wake_fd;
-	uint32_t wake_mask; /* svc->sleeping bits of our core (OPEN) */
+	/* each dataplane core's wake eventfd (OPEN: core i's at i), and
+	 * OPEN's svc->sleeping bits (for objects whose reply has none) */
+	int wake_fds[OVR_CL_MAX_WAKE];
+	uint32_t nwake;
+	uint32_t wake_mask;
 	atomic_bool dead;
 	uint64_t incarnation;
 	struct ovr_cl_qp *qps[QP_BUCKETS]; /* by qpn, chained */
@@ -76,6 +81,8 @@ struct ovr_cl_cq {
 struct ovr_cl_srq {
 	struct ovr_cl *cl;
 	uint32_t handle, srqn, db_index;
+	uint32_t wake_mask; /* its core's svc->sleeping bit */
+	int wake_fd; /* its core's (cl->wake_fds: not ours to close) */
 	struct ovr_ctl_srq_attr attr; /* granted; max_wr follows modify */
 	struct ovr_ring_srq *ring;
 	uint8_t *slots;
@@ -92,6 +99,8 @@ struct ovr_cl_srq {
 struct ovr_cl_qp {
 	struct ovr_cl *cl;
 	uint32_t handle, qpn, db_index;
+	uint32_t wake_mask; /* its core's svc->sleeping bit */
+	int wake_fd; /* its core's (cl->wake_fds: not ours to close) */
 	uint32_t type;
 	struct ovr_cl_srq *srq;
 	struct ovr_ctl_qp_cap cap;
@@ -113,10 +122,13 @@ struct ovr_cl_qp {
 /* ---- the socket ---------------------------------------------------------- */
 
 static void watch_start(struct ovr_cl *cl);
+static int wake_for(const struct ovr_cl *cl, uint32_t mask, uint32_t *out);
 
+/* A request and its reply, which must carry at least @min_rfds and
+ * takes at most @nrfds descriptors into @rfds (the rest closed). */
 static int xfer(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 		const int *fds, int nfds, void *rep, size_t cap, int *rfds,
-		int nrfds)
+		int nrfds, int min_rfds)
 {
 	struct ovr_ctl_hdr h = { .op = op,
 				 .version = OVR_CTL_VERSION,
@@ -199,7 +211,7 @@ static int xfer(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 			close(rfds[i]);
 		return rh.status;
 	}
-	if (got < nrfds) {
+	if (got < min_rfds) {
 		free(buf);
 		for (int i = 0; i < got; i++)
 			close(rfds[i]);
@@ -229,7 +241,7 @@ static int req(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 	int rc;
 
 	pthread_mutex_lock(&cl->lock);
-	rc = xfer(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds);
+	rc = xfer(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds, nrfds);
 	pthread_mutex_unlock(&cl->lock);
 	return rc;
 }
@@ -276,7 +288,7 @@ struct ovr_cl *ovr_cl_connect(const char *path, const char *name)
 	if (!cl)
 		return NULL;
 	pthread_mutex_init(&cl->lock, NULL);
-	cl->async_rd = cl->async_wr = cl->wake_fd = cl->mem_fd = -1;
+	cl->async_rd = cl->async_wr = cl->mem_fd = -1;
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	cl->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (cl->fd < 0 || connect(cl->fd, (struct sockaddr *)&a, sizeof(a))) {
@@ -333,7 +345,8 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 {
 	struct ovr_ctl_open_req q = { 0 };
 	struct ovr_ctl_open_rep r;
-	int pfd[2], rfd[2], rc;
+	int pfd[2], rfd[1 + OVR_CL_MAX_WAKE], rc;
+	uint32_t n = 0;
 	void *p;
 
 	if (strlen(name) >= sizeof(q.name))
@@ -341,8 +354,28 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 	snprintf(q.name, sizeof(q.name), "%s", name);
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
-	rc = req_exact(cl, OVR_CTL_OPEN, &q, sizeof(q), &pfd[1], 1, &r,
-		       sizeof(r), rfd, 2);
+	for (uint32_t i = 0; i < 1 + OVR_CL_MAX_WAKE; i++)
+		rfd[i] = -1;
+	/* the doorbell page and a wake fd per dataplane core */
+	pthread_mutex_lock(&cl->lock);
+	rc = xfer(cl, OVR_CTL_OPEN, &q, sizeof(q), &pfd[1], 1, &r, sizeof(r),
+		  rfd, 1 + OVR_CL_MAX_WAKE, 2);
+	pthread_mutex_unlock(&cl->lock);
+	if (rc >= 0 && (size_t)rc != sizeof(r)) {
+		for (uint32_t i = 0; i < 1 + OVR_CL_MAX_WAKE; i++)
+			if (rfd[i] >= 0)
+				close(rfd[i]);
+		rc = -EPROTO;
+	}
+	rc = rc < 0 ? rc : 0;
+	while (!rc && n < OVR_CL_MAX_WAKE && rfd[1 + n] >= 0)
+		n++;
+	if (!rc && (rfd[0] < 0 || !n)) {
+		rc = -EPROTO;
+		for (uint32_t i = 0; i < 1 + n; i++)
+			if (rfd[i] >= 0)
+				close(rfd[i]);
+	}
 	if (rc) {
 		close(pfd[0]);
 		close(pfd[1]);
@@ -350,13 +383,17 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 	}
 	p = map_fd(rfd[0], PAGE, PROT_READ | PROT_WRITE);
 	if (p == MAP_FAILED) {
-		close(rfd[1]);
+		rc = -errno;
+		for (uint32_t i = 0; i < n; i++)
+			close(rfd[1 + i]);
 		close(pfd[0]);
 		close(pfd[1]);
-		return -errno;
+		return rc;
 	}
 	cl->db = p;
-	cl->wake_fd = rfd[1];
+	for (uint32_t i = 0; i < n; i++)
+		cl->wake_fds[i] = rfd[1 + i];
+	cl->nwake = n;
 	cl->wake_mask = r.wake_mask ? r.wake_mask : ~0u;
 	cl->async_rd = pfd[0];
 	cl->async_wr = pfd[1];
@@ -491,8 +528,8 @@ void ovr_cl_close(struct ovr_cl *cl)
 		munmap(cl->db, PAGE);
 	if (cl->svc)
 		munmap((void *)cl->svc, sizeof(*cl->svc));
-	if (cl->wake_fd >= 0)
-		close(cl->wake_fd);
+	for (uint32_t i = 0; i < cl->nwake; i++)
+		close(cl->wake_fds[i]);
 	if (cl->async_rd >= 0)
 		close(cl->async_rd);
 	if (cl->async_wr >= 0)
@@ -1312,6 +1349,7 @@ struct ovr_cl_qp *ovr_cl_create_qp_ex(struct ovr_cl *cl, uint32_t pd,
 	qp->type = qp_type;
 	qp->srq = srq;
 	qp->db_index = r.db_index;
+	qp->wake_fd = wake_for(cl, r.wake_mask, &qp->wake_mask);
 	qp->cap = r.cap;
 	qp->scq = send_cq;
 	qp->rcq = recv_cq;
@@ -1540,7 +1578,18 @@ int ovr_cl_destroy_qp(struct ovr_cl *cl, struct ovr_cl_qp *qp, uint32_t *events)
 
 /* ---- posting ------------------------------------------------------------- */
 
-static void ring_doorbell(struct ovr_cl *cl, uint32_t idx)
+/* The wake fd and sleeping bits of an object whose create reply said
+ * @mask (its core's bit; 0: OPEN's, the first wake fd). */
+static int wake_for(const struct ovr_cl *cl, uint32_t mask, uint32_t *out)
+{
+	uint32_t k = mask ? (uint32_t)__builtin_ctz(mask) : 0;
+
+	*out = mask ? mask : cl->wake_mask;
+	return cl->wake_fds[k < cl->nwake ? k : 0];
+}
+
+static void ring_doorbell(struct ovr_cl *cl, uint32_t idx, uint32_t wake_mask,
+			  int wake_fd)
 {
 	struct ovr_ring_db *db = cl->db;
 	uint64_t one = 1;
@@ -1551,8 +1600,8 @@ static void ring_doorbell(struct ovr_cl *cl, uint32_t idx)
 				 memory_order_release);
 	atomic_thread_fence(memory_order_seq_cst);
 	if ((atomic_load_explicit(&cl->svc->sleeping, memory_order_relaxed) &
-	     cl->wake_mask) &&
-	    write(cl->wake_fd, &one, sizeof(one)) != sizeof(one)) {
+	     wake_mask) &&
+	    write(wake_fd, &one, sizeof(one)) != sizeof(one)) {
 		/* the counter is full: the service is awake anyway */
 	}
 }
@@ -1681,7 +1730,7 @@ void ovr_cl_send_complete(struct ovr_cl_qp *qp)
 	}
 	pthread_spin_unlock(&qp->sq_lock);
 	if (any)
-		ring_doorbell(qp->cl, qp->db_index);
+		ring_doorbell(qp->cl, qp->db_index, qp->wake_mask, qp->wake_fd);
 }
 
 void ovr_cl_send_abort(struct ovr_cl_qp *qp)
@@ -1739,7 +1788,7 @@ int ovr_cl_post_recv(struct ovr_cl_qp *qp, const struct ovr_cl_recv_wr *wr)
 	atomic_store_explicit(&qp->ring->rq_prod, qp->rq_prod,
 			      memory_order_release);
 	pthread_spin_unlock(&qp->rq_lock);
-	ring_doorbell(qp->cl, qp->db_index);
+	ring_doorbell(qp->cl, qp->db_index, qp->wake_mask, qp->wake_fd);
 	return 0;
 }
 
@@ -1792,6 +1841,7 @@ struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
 	srq->handle = r.srq;
 	srq->srqn = r.srqn;
 	srq->db_index = r.db_index;
+	srq->wake_fd = wake_for(cl, r.wake_mask, &srq->wake_mask);
 	srq->attr = r.attr;
 	srq->ring = p;
 	srq->slots = (uint8_t *)p + r.slots_off;
@@ -1902,7 +1952,7 @@ int ovr_cl_post_srq_recv(struct ovr_cl_srq *srq,
 	atomic_store_explicit(&srq->ring->prod, srq->prod,
 			      memory_order_release);
 	pthread_spin_unlock(&srq->lock);
-	ring_doorbell(srq->cl, srq->db_index);
+	ring_doorbell(srq->cl, srq->db_index, srq->wake_mask, srq->wake_fd);
 	return 0;
 }
 

@@ -49,6 +49,8 @@
 #define SVC_MAX_DEVS 64
 /* dataplane cores at most (dataplane_cores; docs/SERVICE.md section 5) */
 #define SVC_MAX_CORES 16
+/* ctx.db_owner of a doorbell word that holds no QP or SRQ */
+#define SVC_DB_NONE 0xffu
 /* frames one core hands another at once (struct svc_xring) */
 #define SVC_XRING_DEPTH 1024u
 #define SVC_MAX_TENANT_VIPS 256
@@ -301,17 +303,29 @@ struct svc_cq {
 	struct ovr_ring_cqe *cqe;
 	size_t map_len;
 	uint32_t depth;
-	uint32_t prod;
-	uint32_t last_arm;
+	/* the next CQE's index: QPs of several dataplane cores may share
+	 * the CQ, each reserves its slot with a compare-and-swap against
+	 * the ring's cons (svc_dp.c, cq_write) */
+	_Atomic uint32_t prod;
+	_Atomic uint32_t last_arm; /* the arm word an event was sent for */
 	uint32_t chan_handle; /* 0: none */
 	int chan_fd;
 	uint64_t user_handle;
 	uint32_t users; /* QPs */
-	bool overflowed; /* since the last CQE that fit: CQ_ERR sent */
+	_Atomic bool overflowed; /* since the last CQE that fit: CQ_ERR sent */
+	/* a bit per core whose QPs have used it (sticky); multi: more than
+	 * one, and then sol_seen: a solicited or error CQE since the last
+	 * event (svc_dp.c, cq_write) */
+	uint32_t cores;
+	bool multi;
+	_Atomic bool sol_seen;
 };
 
 struct svc_srq {
 	struct svc_ctx *ctx;
+	/* the dataplane core whose engine has it (its QPs are there too:
+	 * an engine's SRQ feeds that engine's QPs) */
+	struct svc_core *core;
 	uint32_t handle;
 	uint32_t srqn; /* the engine's */
 	uint32_t db_index;
@@ -334,7 +348,9 @@ struct svc_ah {
 
 struct svc_qp {
 	struct svc_ctx *ctx;
-	struct svc_core *core; /* its context's (the receive path's test) */
+	/* the dataplane core whose engine has it, chosen at CREATE_QP (the
+	 * one serving fewest QPs, or its SRQ's); its QPN's tag names it */
+	struct svc_core *core;
 	uint32_t type; /* OVR_QPT_RC, _UC or _UD */
 	struct svc_srq *srq; /* or NULL */
 	uint32_t vni, vip; /* the device's: UD sends from, receives at */
@@ -413,31 +429,44 @@ struct svc_ctx {
 	 * /proc/self/mem from its first process-route REG_MR (-1 until
 	 * then; svc_procmem.c, docs/SERVICE.md section 4.2) */
 	int memfd;
-	/* the process route's read-ahead of send WRs' sources (svc_dp.c,
-	 * svc_proc_src): SVC_RA_BYTES at ra (NULL until needed) hold the
-	 * application's [ra_lo, ra_hi) */
-	uint8_t *ra;
-	uint64_t ra_lo, ra_hi;
-	/* the process route's drain-time reads of small send WRs' sources
-	 * (svc_dp.c, sq_prefetch): up to SVC_PF_SPANS disjoint spans, each
-	 * holding the application's [lo, hi) (empty: hi <= lo) in
-	 * SVC_PF_BYTES at buf (NULL until needed), read after every send
-	 * WR of the context now in the engine whose source it holds was
-	 * posted; seq: newer is larger */
-	struct svc_pf_span {
-		uint8_t *buf;
-		uint64_t lo, hi, seq;
-	} pf[SVC_PF_SPANS];
-	uint64_t pf_seq;
+	/* the process route's reads ahead, one set per dataplane core
+	 * (pr[core->idx]: each core's QPs of the context use its own) */
+	struct svc_ctx_pr {
+		/* of send WRs' sources (svc_dp.c, svc_proc_src):
+		 * SVC_RA_BYTES at ra (NULL until needed) hold the
+		 * application's [ra_lo, ra_hi) */
+		uint8_t *ra;
+		uint64_t ra_lo, ra_hi;
+		/* at drain time, of small send WRs' sources (svc_dp.c,
+		 * sq_prefetch): up to SVC_PF_SPANS disjoint spans, each
+		 * holding the application's [lo, hi) (empty: hi <= lo) in
+		 * SVC_PF_BYTES at buf (NULL until needed), read after every
+		 * send WR of the core's QPs of the context now in the
+		 * engine whose source it holds was posted; seq: newer is
+		 * larger */
+		struct svc_pf_span {
+			uint8_t *buf;
+			uint64_t lo, hi, seq;
+		} pf[SVC_PF_SPANS];
+		uint64_t pf_seq;
+	} pr[SVC_MAX_CORES];
 	uid_t uid;
 	gid_t gid;
 	char client[32];
 	bool hello;
 	int dev; /* -1 until OPEN */
-	/* the dataplane core that serves its QPs, SRQs and CQs */
+	/* the dataplane core it was given at OPEN (its wake fd came first;
+	 * counted in core->nctx); its QPs and SRQs each have their own */
 	struct svc_core *core;
 	int async_fd;
 	struct ovr_ring_db *db;
+	/* doorbell words by core: each word of db->bits holds the indexes
+	 * of one core's QPs and SRQs only (db_owner[w]: the core's index,
+	 * SVC_DB_NONE: no QP or SRQ in it), and db_words[k] is the mask of
+	 * core k's words, which core k alone takes out of db->summary
+	 * (svc_obj.c, svc_db_alloc; svc_dp.c, db_scan) */
+	uint8_t db_owner[OVR_RING_DB_WORDS];
+	uint64_t db_words[SVC_MAX_CORES];
 	struct svc_qp *db_qp[OVR_RING_MAX_QP_PER_CTX];
 	struct svc_srq *db_srq[OVR_RING_MAX_QP_PER_CTX];
 	struct svc_obj *obj;
@@ -446,7 +475,7 @@ struct svc_ctx {
 	uint32_t nmw; /* memory windows (against mr_per_context) */
 	uint64_t pinned;
 	uint64_t cq_bytes; /* its CQ rings (against cq_mb_per_context) */
-	uint64_t async_dropped;
+	_Atomic uint64_t async_dropped; /* written by any core */
 	uint32_t limits_logged; /* 1 << enum svc_limit: said once */
 	/* a CM event channel (CM_OPEN): the service's end of the events;
 	 * what its socket could not take waits in cm_q (FIFO), the
@@ -616,7 +645,8 @@ struct svc_core {
 	int wake_fd; /* eventfd that clients write when svc->page->sleeping */
 	int timer_fd;
 	uint64_t nap_ns; /* current idle nap without receive interrupts */
-	uint32_t nctx; /* contexts it serves */
+	uint32_t nctx; /* contexts it was given at OPEN */
+	uint32_t nqp; /* QPs and SRQs its engine has */
 	/* frames from core j (in[j]; NULL for itself), and (cores but 0)
 	 * the frames it sends, for core 0 to put on the port */
 	struct svc_xring *in[SVC_MAX_CORES];
@@ -864,8 +894,16 @@ int svc_obj_new(struct svc_ctx *c, uint8_t type, void *p, uint32_t *handle);
 /* The object of @handle if it is a @type, else NULL. */
 void *svc_obj_get(struct svc_ctx *c, uint32_t handle, uint8_t type);
 void svc_obj_free(struct svc_ctx *c, uint32_t handle);
-/* A free doorbell index (QPs and SRQs share them), or -ENOSPC. */
-int svc_db_alloc(struct svc_ctx *c);
+/* A free doorbell index for a QP or SRQ of @core (QPs and SRQs share
+ * them): in a word of the core's, else in a word of no core's, which
+ * becomes the core's; or -ENOSPC. */
+int svc_db_alloc(struct svc_ctx *c, struct svc_core *core);
+/* Doorbell index @idx is free again (db_qp and db_srq cleared): its word
+ * leaves its core once it holds no index. */
+void svc_db_free(struct svc_ctx *c, uint32_t idx);
+/* The core for a new QP or SRQ (the one whose engine has fewest), not
+ * yet counted (core->nqp: the caller, once it has one). */
+struct svc_core *svc_core_pick_qp(struct svc *s);
 int svc_cq_slot_get(struct svc *s, struct svc_cq *cq);
 void svc_cq_slot_put(struct svc *s, struct svc_cq *cq);
 int svc_qp_index(struct svc *s, struct svc_qp *qp);

@@ -311,8 +311,8 @@ static void show_qp(struct show_buf *b, struct svc_ctx *c, struct svc_qp *qp)
 	struct ovr_eng_qp_attr qa;
 	uint32_t v;
 
-	if (ovr_eng_qp_stats(c->core->eng, qp->qpn, &st) ||
-	    ovr_eng_qp_query(c->core->eng, qp->qpn, &qa))
+	if (ovr_eng_qp_stats(qp->core->eng, qp->qpn, &st) ||
+	    ovr_eng_qp_query(qp->core->eng, qp->qpn, &qa))
 		return;
 	v = qp->connected ? qp->flow.dst_vip : 0;
 	/* UD QPs have no peer; "+S": takes its receives from an SRQ
@@ -415,7 +415,7 @@ static void show_qp_transport(struct show_buf *b, struct svc_qp *qp)
 {
 	struct ovr_eng_qp_stats st;
 
-	if (ovr_eng_qp_stats(qp->ctx->core->eng, qp->qpn, &st))
+	if (ovr_eng_qp_stats(qp->core->eng, qp->qpn, &st))
 		return;
 	out(b,
 	    "%-8u %-8u %-6u %-9llu %-10llu %-10llu "

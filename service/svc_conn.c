@@ -149,6 +149,7 @@ void svc_ctl_accept(struct svc *s)
 		c->dev = -1;
 		c->async_fd = -1;
 		c->cm_ev_fd = -1;
+		memset(c->db_owner, SVC_DB_NONE, sizeof(c->db_owner));
 		c->core = svc_core_pick(s);
 		ev.data.u64 = (uint64_t)(uintptr_t)c;
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev)) {
@@ -264,9 +265,11 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 		close(c->memfd);
 	close(c->fd);
 	free(c->obj);
-	free(c->ra);
-	for (uint32_t i = 0; i < SVC_PF_SPANS; i++)
-		free(c->pf[i].buf);
+	for (uint32_t k = 0; k < SVC_MAX_CORES; k++) {
+		free(c->pr[k].ra);
+		for (uint32_t i = 0; i < SVC_PF_SPANS; i++)
+			free(c->pr[k].pf[i].buf);
+	}
 	svc_core_unpick(c);
 	free(c);
 	s->nctx--;
@@ -328,7 +331,7 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	const struct ovr_ctl_open_req *q =
 		SVC_BODY(c, r, struct ovr_ctl_open_req);
 	struct ovr_ctl_open_rep rep = { 0 };
-	int dev = -1, dbfd, fds[2], rc;
+	int dev = -1, dbfd, fds[1 + SVC_MAX_CORES], rc;
 
 	if (c->dev >= 0 || c->cm_ev_fd >= 0)
 		return svc_status(c, r->h, -EALREADY);
@@ -357,8 +360,9 @@ static int do_open(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rep.ctx_id = c->id;
 	rep.wake_mask = 1u << c->core->idx;
 	fds[0] = dbfd;
-	fds[1] = c->core->wake_fd;
-	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), fds, 2);
+	for (uint32_t i = 0; i < s->ncores; i++)
+		fds[1 + i] = s->core[i].wake_fd;
+	rc = svc_reply(c, r->h, 0, &rep, sizeof(rep), fds, 1 + (int)s->ncores);
 	close(dbfd);
 	return rc;
 }
@@ -487,8 +491,9 @@ void svc_ctl_input(struct svc *s, struct svc_ctx *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) { /* hang-up: the application is gone */
-			if (c->nqp)
-				svc_dp_settle(c->core);
+			for (uint32_t k = 0; c->nqp && k < s->ncores; k++)
+				if (c->db_words[k])
+					svc_dp_settle(&s->core[k]);
 			ctx_destroy(s, c);
 			return;
 		}

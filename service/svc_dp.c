@@ -42,19 +42,20 @@ static bool svc_async(struct svc_ctx *ctx, uint64_t element, uint32_t type)
 	struct ovr_ctl_async_event ev = { .element = element,
 					  .event_type = type };
 
+	/* (a write of one event to the pipe is atomic: cores may race) */
 	if (ctx->async_fd < 0 ||
 	    write(ctx->async_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev)) {
-		ctx->async_dropped++;
+		atomic_fetch_add_explicit(&ctx->async_dropped, 1,
+					  memory_order_relaxed);
 		return false;
 	}
 	return true;
 }
 
+/* (a CQ's: from any core whose QPs share it) */
 static void ring_event(OVR_ATOMIC(uint32_t) * events)
 {
-	atomic_store_explicit(
-		events, atomic_load_explicit(events, memory_order_relaxed) + 1,
-		memory_order_release);
+	atomic_fetch_add_explicit(events, 1, memory_order_release);
 }
 
 /* ---- completions --------------------------------------------------------- */
@@ -76,8 +77,9 @@ static void cq_lost(struct svc_core *core, struct svc_cq *cq,
 	struct svc_qp *qp = svc_qp_find(s, wc->qp_num);
 
 	core->cnt.cq_overflows++;
-	if (!cq->overflowed) {
-		cq->overflowed = true;
+	if (!atomic_load_explicit(&cq->overflowed, memory_order_relaxed) &&
+	    !atomic_exchange_explicit(&cq->overflowed, true,
+				      memory_order_relaxed)) {
 		atomic_store_explicit(&cq->ring->overflow, 1,
 				      memory_order_release);
 		if (svc_async(cq->ctx, cq->user_handle, OVR_EV_CQ_ERR))
@@ -119,20 +121,44 @@ static bool lost_fail(struct svc_core *core)
 	return true;
 }
 
+/*
+ * QPs of several dataplane cores may share a CQ: each completion takes
+ * its slot with a compare-and-swap of cq->prod (checked against the
+ * ring's cons), writes it and publishes it by its gen word, in any
+ * order - the client takes slots in index order, each once its gen is
+ * right (ring.h). Events: one per arm, the arm word taken with a
+ * compare-and-swap of last_arm. A solicited-only arm needs care with
+ * several producers: a solicited CQE published above a slot still
+ * being written was published before the arm and is not reached by
+ * the client's poll after its arm (the slot below is not yet valid),
+ * so it sets sol_seen, and the producer of any later CQE that sees the
+ * arm fires for it (docs/SERVICE.md section 10).
+ */
 static void cq_write(struct svc_core *core, struct svc_cq *cq,
 		     const struct ovr_eng_wc *wc)
 {
-	uint32_t cons =
-		atomic_load_explicit(&cq->ring->cons, memory_order_acquire);
+	uint32_t prod = atomic_load_explicit(&cq->prod, memory_order_relaxed);
+	uint32_t cons, rp, arm, last;
 	struct ovr_ring_cqe *e;
-	uint32_t arm;
+	bool sol = (wc->wc_flags & OVR_WC_SOLICITED) ||
+		   wc->status != OVR_WC_SUCCESS;
 
-	if (cq->prod - cons >= cq->depth) {
-		cq_lost(core, cq, wc);
-		return;
+	for (;;) {
+		cons = atomic_load_explicit(&cq->ring->cons,
+					    memory_order_acquire);
+		if (prod - cons >= cq->depth) {
+			cq_lost(core, cq, wc);
+			return;
+		}
+		if (atomic_compare_exchange_weak_explicit(
+			    &cq->prod, &prod, prod + 1, memory_order_relaxed,
+			    memory_order_relaxed))
+			break;
 	}
-	cq->overflowed = false;
-	e = &cq->cqe[cq->prod & (cq->depth - 1)];
+	if (atomic_load_explicit(&cq->overflowed, memory_order_relaxed))
+		atomic_store_explicit(&cq->overflowed, false,
+				      memory_order_relaxed);
+	e = &cq->cqe[prod & (cq->depth - 1)];
 	e->wqe_idx = (uint32_t)wc->wr_id;
 	e->qp_num = wc->qp_num;
 	e->status = wc->status;
@@ -155,10 +181,18 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 			core->round_now = svc_now();
 		e->ts_us = (uint32_t)(core->round_now / 1000u);
 	}
-	atomic_store_explicit(&e->gen, cq->prod / cq->depth + 1,
+	atomic_store_explicit(&e->gen, prod / cq->depth + 1,
 			      memory_order_release);
-	cq->prod++;
-	atomic_store_explicit(&cq->ring->prod, cq->prod, memory_order_relaxed);
+	/* the ring's prod word: the highest slot taken (never back) */
+	rp = atomic_load_explicit(&cq->ring->prod, memory_order_relaxed);
+	while ((int32_t)(prod + 1 - rp) > 0 &&
+	       !atomic_compare_exchange_weak_explicit(
+		       &cq->ring->prod, &rp, prod + 1, memory_order_relaxed,
+		       memory_order_relaxed))
+		;
+	if (sol && cq->multi)
+		atomic_store_explicit(&cq->sol_seen, true,
+				      memory_order_relaxed);
 
 	/*
 	 * One event per arm. A solicited-only arm (arm & 1) fires on a
@@ -170,14 +204,22 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 	 * then polls: either it sees this CQE or we see its arm */
 	atomic_thread_fence(memory_order_seq_cst);
 	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
-	if (arm && arm != cq->last_arm && cq->chan_fd >= 0 &&
-	    (!(arm & 1) || (wc->wc_flags & OVR_WC_SOLICITED) ||
-	     wc->status != OVR_WC_SUCCESS)) {
+	last = atomic_load_explicit(&cq->last_arm, memory_order_relaxed);
+	if (arm && arm != last && cq->chan_fd >= 0 &&
+	    (!(arm & 1) || sol ||
+	     (cq->multi &&
+	      atomic_load_explicit(&cq->sol_seen, memory_order_relaxed))) &&
+	    atomic_compare_exchange_strong_explicit(&cq->last_arm, &last, arm,
+						    memory_order_relaxed,
+						    memory_order_relaxed)) {
 		struct ovr_ctl_comp_event ev = { .cq_handle = cq->user_handle };
 
-		cq->last_arm = arm;
+		if (cq->multi)
+			atomic_store_explicit(&cq->sol_seen, false,
+					      memory_order_relaxed);
 		if (write(cq->chan_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
-			cq->ctx->async_dropped++;
+			atomic_fetch_add_explicit(&cq->ctx->async_dropped, 1,
+						  memory_order_relaxed);
 	}
 }
 
@@ -1012,15 +1054,16 @@ static bool pf_overlap(const struct svc_pf_span *p, uint64_t lo, uint64_t hi)
 
 /* Forget every span of @c (a READ's response or an atomic's result
  * landed, or a drain could not say what it took) */
-static void pf_forget(struct svc_ctx *c)
+static void pf_forget(struct svc_ctx_pr *pr)
 {
 	for (uint32_t k = 0; k < SVC_PF_SPANS; k++)
-		c->pf[k].lo = c->pf[k].hi = 0;
+		pr->pf[k].lo = pr->pf[k].hi = 0;
 }
 
 static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 {
 	struct svc_ctx *c = qp->ctx;
+	struct svc_ctx_pr *pr = &c->pr[core->idx];
 	uint64_t rlo[SVC_PF_RANGES], rhi[SVC_PF_RANGES];
 	uint64_t lo = UINT64_MAX, hi = 0;
 	struct svc_pf_span *t = NULL;
@@ -1093,7 +1136,7 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 		 * application cycles through a buffer): read up to
 		 * SVC_PF_KEEP of the newest such on either side again */
 		for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
-			struct svc_pf_span *p = &c->pf[k];
+			struct svc_pf_span *p = &pr->pf[k];
 
 			if (pf_overlap(p,
 				       lo > SVC_PF_KEEP ? lo - SVC_PF_KEEP : 0,
@@ -1116,7 +1159,7 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 		} else {
 			/* an empty slot, else the oldest */
 			for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
-				struct svc_pf_span *p = &c->pf[k];
+				struct svc_pf_span *p = &pr->pf[k];
 
 				if (!t || (t->hi > t->lo &&
 					   (p->hi <= p->lo || p->seq < t->seq)))
@@ -1138,7 +1181,7 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 				core->cnt.proc_copy_bytes += (uint64_t)n;
 				t->lo = lo;
 				t->hi = lo + (uint64_t)n;
-				t->seq = ++c->pf_seq;
+				t->seq = ++pr->pf_seq;
 			}
 		}
 	}
@@ -1147,7 +1190,7 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 	 * source just taken goes. So a copy's bytes lie in at most one
 	 * span, read after the WR they belong to was posted. */
 	for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
-		struct svc_pf_span *p = &c->pf[k];
+		struct svc_pf_span *p = &pr->pf[k];
 
 		if (p == t || p->hi <= p->lo)
 			continue;
@@ -1363,7 +1406,7 @@ static void srq_drain(struct svc_core *core, struct svc_srq *srq, uint64_t now)
 void svc_srq_kick(struct svc *s, struct svc_srq *srq)
 {
 	(void)s;
-	srq_drain(srq->ctx->core, srq, svc_now());
+	srq_drain(srq->core, srq, svc_now());
 }
 
 static void qp_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
@@ -1398,12 +1441,17 @@ static bool stalled_retry(struct svc_core *core, uint64_t now)
 	return true;
 }
 
+/* Doorbells of @core's QPs and SRQs: the words of each context's
+ * db->bits it owns (ctx.db_words), whose summary bits it alone takes
+ * (an atomic AND: other cores' bits stay). */
 static bool db_pending(struct svc_core *core)
 {
 	struct svc *s = core->s;
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
-		if (c->core == core && c->db &&
-		    atomic_load_explicit(&c->db->summary, memory_order_relaxed))
+		if (c->db_words[core->idx] &&
+		    (atomic_load_explicit(&c->db->summary,
+					  memory_order_relaxed) &
+		     c->db_words[core->idx]))
 			return true;
 	return false;
 }
@@ -1414,14 +1462,15 @@ static bool db_scan(struct svc_core *core, uint64_t now)
 	bool any = false;
 
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next) {
-		uint64_t sum;
+		uint64_t mine = c->db_words[core->idx], sum;
 
-		if (c->core != core || !c->db ||
-		    !atomic_load_explicit(&c->db->summary,
-					  memory_order_relaxed))
+		if (!mine || !(atomic_load_explicit(&c->db->summary,
+						    memory_order_relaxed) &
+			       mine))
 			continue;
-		sum = atomic_exchange_explicit(&c->db->summary, 0,
-					       memory_order_acquire);
+		sum = atomic_fetch_and_explicit(&c->db->summary, ~mine,
+						memory_order_acquire) &
+		      mine;
 		while (sum) {
 			unsigned int w = (unsigned int)__builtin_ctzll(sum);
 			uint64_t bits;
@@ -1645,14 +1694,15 @@ static void pq_run(struct svc_core *core)
 
 void svc_proc_forget(struct svc *s, struct svc_ctx *c)
 {
-	struct svc_core *core = c->core;
+	for (uint32_t k = 0; k < s->ncores; k++) {
+		struct svc_core *core = &s->core[k];
 
-	(void)s;
-	for (uint32_t i = 0; i < core->npq; i++)
-		if (!core->pq[i].done && core->pq[i].c == c) {
-			core->pq[i].done = true;
-			pq_fail(core, &core->pq[i], -ESRCH);
-		}
+		for (uint32_t i = 0; i < core->npq; i++)
+			if (!core->pq[i].done && core->pq[i].c == c) {
+				core->pq[i].done = true;
+				pq_fail(core, &core->pq[i], -ESRCH);
+			}
+	}
 }
 
 /*
@@ -1672,33 +1722,34 @@ static bool svc_proc_src(struct svc_core *core, struct svc_ctx *c,
 			 uint64_t addr, void *host, uint32_t len,
 			 uint32_t msg_len, unsigned int flags)
 {
+	struct svc_ctx_pr *pr = &c->pr[core->idx];
 	struct iovec l;
 	uint32_t want;
 	ssize_t n;
 
-	if (!(flags & OVR_ENG_COPY_FIRST) && addr >= c->ra_lo &&
-	    addr + len <= c->ra_hi) {
-		memcpy(host, c->ra + (addr - c->ra_lo), len);
+	if (!(flags & OVR_ENG_COPY_FIRST) && addr >= pr->ra_lo &&
+	    addr + len <= pr->ra_hi) {
+		memcpy(host, pr->ra + (addr - pr->ra_lo), len);
 		core->cnt.proc_ra_hits++;
 		return true;
 	}
-	if (!c->ra) {
-		c->ra = malloc(SVC_RA_BYTES);
-		if (!c->ra)
+	if (!pr->ra) {
+		pr->ra = malloc(SVC_RA_BYTES);
+		if (!pr->ra)
 			return false;
 	}
 	pq_run(core); /* (what is queued lands first) */
 	want = msg_len < SVC_RA_BYTES ? msg_len : SVC_RA_BYTES;
-	l = (struct iovec){ c->ra, want };
-	c->ra_lo = c->ra_hi = 0;
+	l = (struct iovec){ pr->ra, want };
+	pr->ra_lo = pr->ra_hi = 0;
 	core->cnt.proc_copy_calls++;
 	n = svc_procmem_rw(c->memfd, false, &l, 1, addr);
 	if (n < (ssize_t)len)
 		return false;
-	c->ra_lo = addr;
-	c->ra_hi = addr + (uint64_t)n;
+	pr->ra_lo = addr;
+	pr->ra_hi = addr + (uint64_t)n;
 	core->cnt.proc_copy_bytes += (uint64_t)n;
-	memcpy(host, c->ra, len);
+	memcpy(host, pr->ra, len);
 	return true;
 }
 
@@ -1722,14 +1773,16 @@ static int svc_proc_copy(struct svc_core *core, struct svc_ctx *c,
 			 uint32_t msg_len, unsigned int flags)
 {
 	struct iovec l = { host, len };
+	struct svc_ctx_pr *pr;
 	ssize_t n;
 
 	if (c->memfd < 0 || c->dead)
 		return -ESRCH;
+	pr = &c->pr[core->idx];
 	if ((flags & (OVR_ENG_COPY_SRC | OVR_ENG_COPY_FENCED)) ==
 	    OVR_ENG_COPY_SRC)
 		for (uint32_t k = 0; k < SVC_PF_SPANS; k++) {
-			const struct svc_pf_span *p = &c->pf[k];
+			const struct svc_pf_span *p = &pr->pf[k];
 
 			if (addr < p->lo || addr + len > p->hi)
 				continue;
@@ -1738,13 +1791,13 @@ static int svc_proc_copy(struct svc_core *core, struct svc_ctx *c,
 			/* the read-ahead is good for a message only once its
 			 * first copy read afresh: this one did not */
 			if (flags & OVR_ENG_COPY_FIRST)
-				c->ra_lo = c->ra_hi = 0;
+				pr->ra_lo = pr->ra_hi = 0;
 			return 0;
 		}
 	/* a READ's response or an atomic's result lands (or anything
 	 * placed at once): what a drain read may be older */
 	if (to_dev && !(flags & OVR_ENG_COPY_LATE))
-		pf_forget(c);
+		pf_forget(pr);
 	if ((flags & OVR_ENG_COPY_SRC) && msg_len > len &&
 	    svc_proc_src(core, c, addr, host, len, msg_len, flags))
 		return 0;
@@ -1885,7 +1938,12 @@ int svc_dp_init(struct svc *s)
 	while (maxqp < s->conf.eng_max_qp)
 		maxqp <<= 1;
 	ec.max_qp = maxqp;
-	ec.max_mr = s->conf.ctx_max_mr * 4;
+	/* one table of regions and windows for every core's engine (the
+	 * cores share it: svc_verbs.c), 2^20 at most */
+	ec.max_mr = (uint32_t)((uint64_t)s->conf.ctx_max_mr * 4 * s->ncores >
+					       (1u << 20) ?
+				       1u << 20 :
+				       s->conf.ctx_max_mr * 4 * s->ncores);
 	ec.max_pdu = (uint32_t)pdu_mtu < OVR_WIRE_MAX_PDU ? (uint32_t)pdu_mtu :
 							    OVR_WIRE_MAX_PDU;
 	/* a PDU carries at most 4096 bytes of payload (the verbs MTU) */
@@ -1904,6 +1962,7 @@ int svc_dp_init(struct svc *s)
 	ec.qpn_tag_bits = tag_bits;
 	for (uint32_t i = 0; i < s->ncores; i++) {
 		ec.qpn_tag = i;
+		ec.mr_share = i ? s->core[0].eng : NULL;
 		s->core[i].eng = ovr_eng_create(&ec, &eops, &s->core[i]);
 		if (!s->core[i].eng) {
 			fprintf(stderr, "ovrdmad: engine of core %u: %s%s\n", i,

@@ -442,9 +442,9 @@ void svc_stw_exit(struct svc *s)
 
 /*
  * The service page's `sleeping` holds a bit per sleeping core: clients
- * write their context's core's wake fd while it is not 0 (ring.h), and
- * the cores that hand each other frames look at it (svc_dp.c,
- * kick_cores). A core with a port queue (core 0, and each core below the
+ * write the wake fd of the core serving the QP they ring while its bit is
+ * set (ring.h), and the cores that hand each other frames look at it
+ * (svc_dp.c, kick_cores). A core with a port queue (core 0, and each core below the
  * port's queues) naps where the port has no receive interrupt; the
  * others sleep until woken or their next timer.
  */
@@ -575,8 +575,8 @@ int svc_qp_snapshot(struct svc *s, uint32_t qpn, struct svc_qp_snap *out,
 
 			if (c->obj[i].type != SVC_OBJ_QP ||
 			    (qpn && qp->qpn != qpn) ||
-			    ovr_eng_qp_stats(c->core->eng, qp->qpn, &o->st) ||
-			    ovr_eng_qp_query(c->core->eng, qp->qpn, &qa))
+			    ovr_eng_qp_stats(qp->core->eng, qp->qpn, &o->st) ||
+			    ovr_eng_qp_query(qp->core->eng, qp->qpn, &qa))
 				continue;
 			o->ctx = c->id;
 			o->qpn = qp->qpn;

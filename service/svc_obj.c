@@ -52,12 +52,42 @@ void svc_obj_free(struct svc_ctx *c, uint32_t handle)
 	c->obj[handle - 1].p = NULL;
 }
 
-int svc_db_alloc(struct svc_ctx *c)
+int svc_db_alloc(struct svc_ctx *c, struct svc_core *core)
 {
-	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++)
-		if (!c->db_qp[i] && !c->db_srq[i])
-			return (int)i;
-	return -ENOSPC;
+	uint32_t free_w = OVR_RING_DB_WORDS;
+
+	for (uint32_t w = 0; w < OVR_RING_DB_WORDS; w++) {
+		if (c->db_owner[w] == SVC_DB_NONE) {
+			if (free_w == OVR_RING_DB_WORDS)
+				free_w = w;
+			continue;
+		}
+		if (c->db_owner[w] != core->idx)
+			continue;
+		for (uint32_t i = w * 64; i < w * 64 + 64; i++)
+			if (!c->db_qp[i] && !c->db_srq[i])
+				return (int)i;
+	}
+	if (free_w == OVR_RING_DB_WORDS)
+		return -ENOSPC;
+	c->db_owner[free_w] = (uint8_t)core->idx;
+	c->db_words[core->idx] |= 1ull << free_w;
+	return (int)(free_w * 64);
+}
+
+void svc_db_free(struct svc_ctx *c, uint32_t idx)
+{
+	uint32_t w = idx / 64;
+
+	if (c->db_owner[w] == SVC_DB_NONE)
+		return;
+	for (uint32_t i = w * 64; i < w * 64 + 64; i++)
+		if (c->db_qp[i] || c->db_srq[i])
+			return;
+	/* a bit the client set for a QP gone stays in the word: the next
+	 * owner finds no QP under it */
+	c->db_words[c->db_owner[w]] &= ~(1ull << w);
+	c->db_owner[w] = SVC_DB_NONE;
 }
 
 void *svc_map_memfd(const char *name, size_t len, int *fd_out)
@@ -127,12 +157,12 @@ void svc_qp_unindex(struct svc *s, struct svc_qp *qp)
 
 	if (*slot == qp)
 		*slot = NULL;
-	for (p = &qp->ctx->core->stalled; *p; p = &(*p)->stall_next)
+	for (p = &qp->core->stalled; *p; p = &(*p)->stall_next)
 		if (*p == qp) {
 			*p = qp->stall_next;
 			break;
 		}
-	for (p = &qp->ctx->core->lost; *p; p = &(*p)->lost_next)
+	for (p = &qp->core->lost; *p; p = &(*p)->lost_next)
 		if (*p == qp) {
 			*p = qp->lost_next;
 			break;
@@ -154,6 +184,16 @@ struct svc_core *svc_core_pick(struct svc *s)
 		if (s->core[i].nctx < best->nctx)
 			best = &s->core[i];
 	best->nctx++;
+	return best;
+}
+
+struct svc_core *svc_core_pick_qp(struct svc *s)
+{
+	struct svc_core *best = &s->core[0];
+
+	for (uint32_t i = 1; i < s->ncores; i++)
+		if (s->core[i].nqp < best->nqp)
+			best = &s->core[i];
 	return best;
 }
 

@@ -132,11 +132,13 @@ void svc_qp_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	struct svc_qp *qp = c->obj[h - 1].p;
 	struct svc_pd *pd;
 
-	ovr_eng_qp_destroy(c->core->eng, qp->qpn);
+	ovr_eng_qp_destroy(qp->core->eng, qp->qpn);
 	if (qp->nmcast)
 		svc_mcast_qp_gone(s, qp);
 	svc_qp_unindex(s, qp);
 	c->db_qp[qp->db_index] = NULL;
+	svc_db_free(c, qp->db_index);
+	qp->core->nqp--;
 	if (qp->srq)
 		qp->srq->users--;
 	qp->scq->users--;
@@ -183,18 +185,20 @@ static int qp_create_check(struct svc_ctx *c,
 	return 0;
 }
 
-/* The QP that @q asks for, on the objects it names (checked), with
- * doorbell index @db; not yet the engine's. NULL without memory. */
+/* The QP that @q asks for, on the objects it names (checked), for
+ * @core with doorbell index @db; not yet the engine's. NULL without
+ * memory. */
 static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
 			       const struct ovr_ctl_create_qp_req *q,
-			       struct svc_srq *srq, uint32_t db)
+			       struct svc_srq *srq, struct svc_core *core,
+			       uint32_t db)
 {
 	struct svc_qp *qp = calloc(1, sizeof(*qp));
 
 	if (!qp)
 		return NULL;
 	qp->ctx = c;
-	qp->core = c->core;
+	qp->core = core;
 	qp->type = q->qp_type;
 	qp->srq = srq;
 	qp->vni = s->devs[c->dev].d.vni;
@@ -212,7 +216,7 @@ static struct svc_qp *qp_alloc(struct svc *s, struct svc_ctx *c,
  * server, a send-only QP) gets none, as mlx5 and rxe grant: the engine
  * keeps a slot it never fills, the client finds the queue full (ENOMEM),
  * and the ring's side has one unused slot. */
-static int qp_engine_create(struct svc_ctx *c, struct svc_qp *qp,
+static int qp_engine_create(struct svc_qp *qp,
 			    const struct ovr_ctl_create_qp_req *q,
 			    const struct svc_pd *pd)
 {
@@ -236,11 +240,11 @@ static int qp_engine_create(struct svc_ctx *c, struct svc_qp *qp,
 		.qp_type = q->qp_type, /* checked: RC, UC or UD */
 	};
 	struct ovr_eng_qp_attr qa;
-	int rc = ovr_eng_qp_create(c->core->eng, &init, &qp->qpn);
+	int rc = ovr_eng_qp_create(qp->core->eng, &init, &qp->qpn);
 
 	if (rc)
 		return rc;
-	ovr_eng_qp_query(c->core->eng, qp->qpn, &qa);
+	ovr_eng_qp_query(qp->core->eng, qp->qpn, &qa);
 	qp->cap = (struct ovr_ctl_qp_cap){
 		.max_send_wr = q->cap.max_send_wr ? qa.cap.max_send_wr : 0,
 		.max_recv_wr = q->cap.max_recv_wr ? qa.cap.max_recv_wr : 0,
@@ -290,6 +294,7 @@ static int qp_create_reply(struct svc_ctx *c, const struct svc_req *r,
 	rep->rq_stride = qp->rq_stride;
 	rep->map_len = qp->map_len;
 	rep->db_index = qp->db_index;
+	rep->wake_mask = 1u << qp->core->idx;
 	return ring_reply(c, r, rep, sizeof(*rep), rs);
 }
 
@@ -300,6 +305,7 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_ctl_create_qp_rep rep = { 0 };
 	struct svc_pd *pd = svc_obj_get(c, q->pd, SVC_OBJ_PD);
 	struct ring_setup rs = { .type = SVC_OBJ_QP, .name = "ovrdma-qp" };
+	struct svc_core *core;
 	struct svc_srq *srq;
 	struct svc_qp *qp;
 	int rc;
@@ -310,16 +316,20 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->nqp >= s->conf.ctx_max_qp)
 		return svc_limit(c, r->h, SVC_LIM_QP, s->conf.ctx_max_qp,
 				 -ENOSPC);
-	rc = svc_db_alloc(c);
+	core = srq ? srq->core : svc_core_pick_qp(s);
+	rc = svc_db_alloc(c, core);
 	if (rc < 0)
 		return svc_status(c, r->h, rc);
 	rs.db = (uint32_t)rc;
-	qp = qp_alloc(s, c, q, srq, rs.db);
-	if (!qp)
+	qp = qp_alloc(s, c, q, srq, core, rs.db);
+	if (!qp) {
+		svc_db_free(c, rs.db);
 		return svc_status(c, r->h, -ENOMEM);
-	rc = qp_engine_create(c, qp, q, pd);
+	}
+	rc = qp_engine_create(qp, q, pd);
 	if (rc) {
 		free(qp);
+		svc_db_free(c, rs.db);
 		if (rc == -ENOSPC)
 			return svc_limit(c, r->h, SVC_LIM_QP_NODE,
 					 s->conf.eng_max_qp, rc);
@@ -330,8 +340,9 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rs.len = qp->map_len;
 	rc = ring_setup(s, c, &rs);
 	if (rc) {
-		ovr_eng_qp_destroy(c->core->eng, qp->qpn);
+		ovr_eng_qp_destroy(core->eng, qp->qpn);
 		free(qp);
+		svc_db_free(c, rs.db);
 		return svc_status(c, r->h, rc);
 	}
 	qp->ring = rs.ring;
@@ -342,8 +353,15 @@ int svc_do_create_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		srq->users++;
 	qp->scq->users++;
 	qp->rcq->users++;
+	qp->scq->cores |= 1u << core->idx;
+	qp->rcq->cores |= 1u << core->idx;
+	/* (set with the world stopped: the cores see it in their next
+	 * round) */
+	qp->scq->multi = __builtin_popcount(qp->scq->cores) > 1;
+	qp->rcq->multi = __builtin_popcount(qp->rcq->cores) > 1;
 	pd->users++;
 	c->nqp++;
+	core->nqp++;
 	return qp_create_reply(c, r, qp, &rep, &rs);
 }
 
@@ -403,7 +421,7 @@ int svc_do_modify_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 			return svc_status(c, r->h, rc);
 	}
 	qp_attr_to_eng(&q->attr, &ea);
-	rc = ovr_eng_qp_modify(c->core->eng, qp->qpn, &ea, q->mask, svc_now());
+	rc = ovr_eng_qp_modify(qp->core->eng, qp->qpn, &ea, q->mask, svc_now());
 	if (rc)
 		return svc_status(c, r->h, rc);
 	if (av) {
@@ -428,7 +446,7 @@ int svc_do_query_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	(void)s;
 	if (!qp)
 		return svc_status(c, r->h, -ENOENT);
-	rc = ovr_eng_qp_query(c->core->eng, qp->qpn, &ea);
+	rc = ovr_eng_qp_query(qp->core->eng, qp->qpn, &ea);
 	if (rc)
 		return svc_status(c, r->h, rc);
 	qp_attr_from_eng(qp, &ea, &rep.attr);
@@ -439,10 +457,11 @@ int svc_do_destroy_qp(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
 	const struct ovr_ctl_handle_req *q =
 		SVC_BODY(c, r, struct ovr_ctl_handle_req);
+	struct svc_qp *qp = svc_obj_get(c, q->handle, SVC_OBJ_QP);
 
-	if (!svc_obj_get(c, q->handle, SVC_OBJ_QP))
+	if (!qp)
 		return svc_status(c, r->h, -ENOENT);
-	svc_dp_settle(c->core);
+	svc_dp_settle(qp->core);
 	svc_qp_destroy(s, c, q->handle);
 	return svc_status(c, r->h, 0);
 }
@@ -456,7 +475,7 @@ int svc_do_qp_stats(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ovr_eng_qp_stats st;
 
 	(void)s;
-	if (!qp || ovr_eng_qp_stats(c->core->eng, qp->qpn, &st))
+	if (!qp || ovr_eng_qp_stats(qp->core->eng, qp->qpn, &st))
 		return svc_status(c, r->h, -ENOENT);
 	rep = (struct ovr_ctl_qp_stats_rep){
 		.state = st.state,
@@ -492,10 +511,12 @@ int svc_srq_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 	(void)s;
 	if (srq->users)
 		return -EBUSY;
-	rc = ovr_eng_srq_destroy(c->core->eng, srq->srqn);
+	rc = ovr_eng_srq_destroy(srq->core->eng, srq->srqn);
 	if (rc)
 		return rc;
 	c->db_srq[srq->db_index] = NULL;
+	svc_db_free(c, srq->db_index);
+	srq->core->nqp--;
 	pd = svc_obj_get(c, srq->pd_handle, SVC_OBJ_PD);
 	if (pd)
 		pd->users--;
@@ -535,6 +556,7 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	struct ring_setup rs = { .type = SVC_OBJ_SRQ, .name = "ovrdma-srq" };
 	struct ovr_eng_srq_init init;
 	struct ovr_eng_srq_attr ea;
+	struct svc_core *core;
 	struct svc_srq *srq;
 	int rc;
 
@@ -546,26 +568,31 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (c->nsrq >= s->conf.ctx_max_srq)
 		return svc_limit(c, r->h, SVC_LIM_SRQ, s->conf.ctx_max_srq,
 				 -ENOSPC);
-	rc = svc_db_alloc(c);
+	core = svc_core_pick_qp(s);
+	rc = svc_db_alloc(c, core);
 	if (rc < 0)
 		return svc_status(c, r->h, rc);
 	rs.db = (uint32_t)rc;
 	srq = calloc(1, sizeof(*srq));
-	if (!srq)
+	if (!srq) {
+		svc_db_free(c, rs.db);
 		return svc_status(c, r->h, -ENOMEM);
+	}
 	init = (struct ovr_eng_srq_init){
 		.pd = pd->id,
 		.user = (uint64_t)(uintptr_t)srq,
 		.attr = { .max_wr = q->attr.max_wr,
 			  .max_sge = q->attr.max_sge },
 	};
-	rc = ovr_eng_srq_create(c->core->eng, &init, &srq->srqn);
+	rc = ovr_eng_srq_create(core->eng, &init, &srq->srqn);
 	if (rc) {
 		free(srq);
+		svc_db_free(c, rs.db);
 		return svc_status(c, r->h, rc);
 	}
-	ovr_eng_srq_query(c->core->eng, srq->srqn, &ea);
+	ovr_eng_srq_query(core->eng, srq->srqn, &ea);
 	srq->ctx = c;
+	srq->core = core;
 	srq->db_index = rs.db;
 	srq->pd_handle = q->pd;
 	srq->user_handle = q->user_handle;
@@ -575,8 +602,9 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rs.len = srq->map_len;
 	rc = ring_setup(s, c, &rs);
 	if (rc) {
-		ovr_eng_srq_destroy(c->core->eng, srq->srqn);
+		ovr_eng_srq_destroy(core->eng, srq->srqn);
 		free(srq);
+		svc_db_free(c, rs.db);
 		return svc_status(c, r->h, rc);
 	}
 	srq->ring = rs.ring;
@@ -584,6 +612,7 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	srq->slots = (uint8_t *)srq->ring + rep.slots_off;
 	pd->users++;
 	c->nsrq++;
+	core->nqp++;
 	rep.srq = srq->handle;
 	rep.srqn = srq->srqn;
 	rep.attr.max_wr = ea.max_wr;
@@ -592,6 +621,7 @@ int svc_do_create_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	rep.stride = srq->stride;
 	rep.map_len = srq->map_len;
 	rep.db_index = rs.db;
+	rep.wake_mask = 1u << core->idx;
 	return ring_reply(c, r, &rep, sizeof(rep), &rs);
 }
 
@@ -615,7 +645,7 @@ int svc_do_modify_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	 * hand them to the engine first */
 	svc_srq_kick(s, srq);
 	return svc_status(c, r->h,
-			  ovr_eng_srq_modify(c->core->eng, srq->srqn, &ea,
+			  ovr_eng_srq_modify(srq->core->eng, srq->srqn, &ea,
 					     q->mask));
 }
 
@@ -631,7 +661,7 @@ int svc_do_query_srq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	(void)s;
 	if (!srq)
 		return svc_status(c, r->h, -ENOENT);
-	rc = ovr_eng_srq_query(c->core->eng, srq->srqn, &ea);
+	rc = ovr_eng_srq_query(srq->core->eng, srq->srqn, &ea);
 	if (rc)
 		return svc_status(c, r->h, rc);
 	rep.attr.max_wr = ea.max_wr;

@@ -134,12 +134,38 @@ static void mr_unmap(struct svc_mr *mr)
 		munmap(mr->map, mr->map_len);
 }
 
+/*
+ * The dataplane's engines share one table of regions and windows (their
+ * keys are the same on every core: a context's QPs may be on several),
+ * changed through core 0's engine with the world stopped. A region goes
+ * once every engine settled its copies and gave up its posted receives'
+ * hold on it (ovr_eng_mr_yield); -EBUSY while a send-side WR of any
+ * engine names it.
+ */
+static int eng_dereg(struct svc *s, uint32_t key)
+{
+	for (uint32_t k = 1; k < s->ncores; k++)
+		ovr_eng_mr_yield(s->core[k].eng, key);
+	return ovr_eng_dereg_mr(s->core[0].eng, key);
+}
+
+/* ibv_rereg_mr in place: the receives every engine holds are checked
+ * again */
+static int eng_mr_modify(struct svc *s, uint32_t key, uint32_t pd,
+			 unsigned int access)
+{
+	int rc = ovr_eng_mr_modify(s->core[0].eng, key, pd, access);
+
+	for (uint32_t k = 1; !rc && k < s->ncores; k++)
+		ovr_eng_mr_recheck(s->core[k].eng, key);
+	return rc;
+}
+
 int svc_mr_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
-	(void)s; /* the context's core's engine */
 	struct svc_mr *mr = c->obj[h - 1].p;
 	struct svc_pd *pd;
-	int rc = ovr_eng_dereg_mr(c->core->eng, mr->key);
+	int rc = eng_dereg(s, mr->key);
 
 	if (rc)
 		return rc;
@@ -318,14 +344,14 @@ static int reg_mr_proc(struct svc *s, struct svc_ctx *c, struct svc_req *r,
 	if (!mr)
 		return svc_status(c, r->h, -ENOMEM);
 	mr->dev = (struct svc_devref){ .kind = SVC_DEV_PROC, .p = c };
-	rc = ovr_eng_reg_mr_ext(c->core->eng, pd->id, q->va, q->len,
+	rc = ovr_eng_reg_mr_ext(s->core[0].eng, pd->id, q->va, q->len,
 				q->access & ACCESS_KNOWN, &mr->dev, q->va,
 				OVR_ENG_MR_HOST, &mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(c->core->eng, mr->key);
+			eng_dereg(s, mr->key);
 		free(mr);
 		return svc_status(c, r->h, rc);
 	}
@@ -387,14 +413,14 @@ int svc_do_reg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, -ENOMEM);
 	rc = mr_map(q, r->fds, sm, total, mr, &base);
 	if (!rc)
-		rc = ovr_eng_reg_mr(c->core->eng, pd->id, q->va, q->len,
+		rc = ovr_eng_reg_mr(s->core[0].eng, pd->id, q->va, q->len,
 				    q->access & ACCESS_KNOWN,
 				    base + (q->va - q->span), &mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(c->core->eng, mr->key);
+			eng_dereg(s, mr->key);
 		mr_unmap(mr);
 		free(mr);
 		return svc_status(c, r->h, rc);
@@ -596,14 +622,14 @@ int svc_do_reg_mr_gpu(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		return svc_status(c, r->h, rc);
 	}
 	mr->dev = (struct svc_devref){ .kind = SVC_DEV_GPU, .p = mr->gpu };
-	rc = ovr_eng_reg_mr_dev(c->core->eng, pd->id, q->va, q->len,
+	rc = ovr_eng_reg_mr_dev(s->core[0].eng, pd->id, q->va, q->len,
 				q->access & ACCESS_KNOWN, &mr->dev, q->offset,
 				&mr->key);
 	if (!rc)
 		rc = svc_obj_new(c, SVC_OBJ_MR, mr, &handle);
 	if (rc) {
 		if (mr->key)
-			ovr_eng_dereg_mr(c->core->eng, mr->key);
+			eng_dereg(s, mr->key);
 		ovr_gdr_release(mr->gpu);
 		free(mr);
 		return svc_status(c, r->h, rc);
@@ -645,7 +671,6 @@ int svc_do_dereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
  */
 int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 {
-	(void)s; /* the context's core's engine */
 	const struct ovr_ctl_rereg_mr_req *q =
 		SVC_BODY(c, r, struct ovr_ctl_rereg_mr_req);
 	const uint32_t known = OVR_CTL_REREG_PD | OVR_CTL_REREG_ACCESS |
@@ -679,14 +704,14 @@ int svc_do_rereg_mr(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	}
 	old = svc_obj_get(c, mr->pd_handle, SVC_OBJ_PD);
 	if (!rc)
-		rc = ovr_eng_mr_modify(c->core->eng, mr->key,
-				       pd  ? pd->id :
-				       old ? old->id :
-					     0,
-				       access & ACCESS_KNOWN);
+		rc = eng_mr_modify(s, mr->key,
+				   pd  ? pd->id :
+				   old ? old->id :
+					 0,
+				   access & ACCESS_KNOWN);
 	if (rc) {
 		/* unusable until deregistered: PD 0 is never allocated */
-		ovr_eng_mr_modify(c->core->eng, mr->key, 0, 0);
+		eng_mr_modify(s, mr->key, 0, 0);
 		mr->access = 0;
 		mr->dead = true;
 		return svc_status(c, r->h, rc == -ECANCELED ? 0 : rc);
@@ -724,11 +749,11 @@ int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return svc_status(c, r->h, -ENOMEM);
-	rc = ovr_eng_alloc_mw(c->core->eng, pd->id, q->type, &mw->rkey);
+	rc = ovr_eng_alloc_mw(s->core[0].eng, pd->id, q->type, &mw->rkey);
 	if (!rc) {
 		rc = svc_obj_new(c, SVC_OBJ_MW, mw, &rep.handle);
 		if (rc)
-			ovr_eng_dealloc_mw(c->core->eng, mw->rkey);
+			ovr_eng_dealloc_mw(s->core[0].eng, mw->rkey);
 	}
 	if (rc) {
 		free(mw);
@@ -743,11 +768,10 @@ int svc_do_alloc_mw(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 void svc_mw_destroy(struct svc *s, struct svc_ctx *c, uint32_t h)
 {
-	(void)s; /* the context's core's engine */
 	struct svc_mw *mw = c->obj[h - 1].p;
 	struct svc_pd *pd = svc_obj_get(c, mw->pd_handle, SVC_OBJ_PD);
 
-	ovr_eng_dealloc_mw(c->core->eng, mw->rkey);
+	ovr_eng_dealloc_mw(s->core[0].eng, mw->rkey);
 	if (pd)
 		pd->users--;
 	svc_obj_free(c, h);
@@ -946,9 +970,11 @@ int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	for (uint32_t i = 0; i < OVR_RING_MAX_QP_PER_CTX; i++)
 		if (c->db_qp[i])
 			svc_qp_kick(s, c->db_qp[i]);
-	svc_dp_round(c->core, svc_now(), &next);
+	for (uint32_t k = 0; k < s->ncores; k++)
+		if (cq->cores & (1u << k))
+			svc_dp_round(&s->core[k], svc_now(), &next);
 	cons = atomic_load_explicit(&cq->ring->cons, memory_order_acquire);
-	held = cq->prod - cons;
+	held = atomic_load_explicit(&cq->prod, memory_order_relaxed) - cons;
 	/* a client that moved cons past prod broke the ring: refuse */
 	if (held > cq->depth || q->cqe < held)
 		return svc_status(c, r->h, -EINVAL);
@@ -961,7 +987,7 @@ int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	if (!ring)
 		return svc_status(c, r->h, -ENOMEM);
 	cqe = (void *)((uint8_t *)ring + OVR_RING_CQ_ENTRIES_OFF);
-	for (uint32_t i = cons; i != cq->prod; i++) {
+	for (uint32_t i = cons, p = atomic_load(&cq->prod); i != p; i++) {
 		const struct ovr_ring_cqe *from = &cq->cqe[i & (cq->depth - 1)];
 		struct ovr_ring_cqe *to = &cqe[i & (depth - 1)];
 
@@ -974,7 +1000,8 @@ int svc_do_resize_cq(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 			      atomic_load_explicit(&cq->ring->arm,
 						   memory_order_relaxed),
 			      memory_order_relaxed);
-	atomic_store_explicit(&ring->prod, cq->prod, memory_order_relaxed);
+	atomic_store_explicit(&ring->prod, atomic_load(&cq->prod),
+			      memory_order_relaxed);
 	atomic_store_explicit(&ring->overflow,
 			      atomic_load_explicit(&cq->ring->overflow,
 						   memory_order_relaxed),

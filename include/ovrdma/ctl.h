@@ -38,8 +38,11 @@
  * 7: the connection manager (CM_OPEN, CM);
  * 8: the process route's REG_MR carries the application's /proc/self/mem
  * (a version-7 service would reach the pid with process_vm_*, whatever
- * image the pid runs by then, and refuse the fd as malformed) */
-#define OVR_CTL_VERSION 8u
+ * image the pid runs by then, and refuse the fd as malformed);
+ * 9: a QP's or SRQ's own dataplane core: OPEN's wake fd per core and the
+ * create replies' wake_mask (a version-8 client would write one core's
+ * wake fd for QPs of another, which could sleep through its doorbells) */
+#define OVR_CTL_VERSION 9u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 /* where ovrdmad publishes its devices (sysfs =), and the interposer
  * looks for them when nothing names the tree (docs/PROVIDER.md) */
@@ -51,8 +54,9 @@ enum ovr_ctl_op {
 	/* application contexts */
 	OVR_CTL_HELLO = 1, /* rep fds: service page (read-only) */
 	OVR_CTL_LIST_DEVICES = 2,
-	OVR_CTL_OPEN =
-		3, /* req fd: async event pipe; rep fds: doorbell, wake */
+	/* req fd: async event pipe; rep fds: doorbell, then a wake fd
+	 * per dataplane core (core 0 first; one from an older service) */
+	OVR_CTL_OPEN = 3,
 	OVR_CTL_ALLOC_PD = 4,
 	OVR_CTL_DEALLOC_PD = 5,
 	OVR_CTL_REG_MR = 6, /* req fds: one per segment; process route: one */
@@ -191,8 +195,9 @@ struct ovr_ctl_open_rep {
 	struct ovr_ctl_dev dev;
 	uint32_t ctx_id;
 	/* the service page's `sleeping` bits that concern this context
-	 * (its dataplane core's): a doorbell writes the wake fd only when
-	 * one of them is set. 0 (a service before several cores): any */
+	 * (the core it was given): a doorbell of a QP or SRQ whose create
+	 * reply has no wake_mask writes the first wake fd only when one of
+	 * them is set. 0 (a service before several cores): any */
 	uint32_t wake_mask;
 };
 
@@ -399,7 +404,10 @@ struct ovr_ctl_create_qp_rep {
 	uint64_t sq_off, rq_off; /* offsets of the slots in the fd */
 	uint64_t map_len;
 	uint32_t db_index; /* this QP's doorbell bit */
-	uint32_t rsvd;
+	/* the service page's `sleeping` bit of the dataplane core that
+	 * serves the QP: a doorbell writes that core's wake fd (OPEN's
+	 * fds) only while it is set. 0 (an older service): OPEN's mask */
+	uint32_t wake_mask;
 };
 
 /* ibv_qp_attr, with the address vector reduced to what ovrdma uses. */
@@ -484,7 +492,7 @@ struct ovr_ctl_create_srq_rep {
 	uint64_t slots_off;
 	uint64_t map_len;
 	uint32_t db_index; /* this SRQ's doorbell bit (shared with QPs) */
-	uint32_t rsvd;
+	uint32_t wake_mask; /* as the QP's */
 };
 
 /* MODIFY_SRQ: mask = enum ovr_srq_attr_mask. */

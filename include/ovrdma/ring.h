@@ -24,23 +24,30 @@
  *   2. write the WQE into slot prod % sq_depth;
  *   3. store-release prod + 1 into sq.prod;
  *   4. ring: fetch_or the QP's bit into db.bits[] and its word's bit into
- *      db.summary; seq_cst fence; if svc.sleeping has a bit of OPEN's
- *      wake_mask (the context's dataplane core's), write 1 to the wake
- *      eventfd (the only syscall, and only when that core went idle).
+ *      db.summary; seq_cst fence; if svc.sleeping has the bit of the
+ *      QP's wake_mask (CREATE_QP's reply: the dataplane core serving
+ *      the QP), write 1 to that core's wake eventfd (OPEN's fds: one per
+ *      core), the only syscall, and only when that core went idle.
  * A UD QP's send WQE names its destination in the ah, remote_qpn and
  * remote_qkey words (an AH handle of the same PD; the service checked
  * the AH's address against the tenant and security group at CREATE_AH);
- * RC WQEs leave them zero. The service, on waking or each loop, exchanges db.summary with 0, then
- * each flagged db.bits[] word with 0, and for each flagged QP consumes
- * the WQEs in [cons, prod) (load-acquire of prod), then store-releases
- * cons. Before sleeping a dataplane core sets its bit in svc.sleeping,
- * issues a seq_cst fence and looks at the db.summary of every context
- * it serves once more (Dekker: either it sees the doorbell or the
- * client sees it asleep).
+ * RC WQEs leave them zero. Each word of db.bits holds the doorbell indexes
+ * of one dataplane core's QPs and SRQs only (the service hands indexes
+ * out so). A core, on waking or each round, clears its own words' bits
+ * in db.summary with an atomic AND (other cores' bits stay), exchanges
+ * each of its flagged db.bits[] words with 0, and for each flagged QP
+ * consumes the WQEs in [cons, prod) (load-acquire of prod), then
+ * store-releases cons. Before sleeping a dataplane core sets its bit in
+ * svc.sleeping, issues a seq_cst fence and looks at its words of the
+ * db.summary of every context it serves once more (Dekker: either it
+ * sees the doorbell or the client sees it asleep).
  *
  * Completions (service -> client): the service writes a CQE's body, then
  * store-releases its `gen` word = lap + 1, where lap = index / depth (so
- * a zero-filled ring holds no valid entry). The client's entry at index
+ * a zero-filled ring holds no valid entry). QPs of several dataplane
+ * cores may share a CQ: each takes its index with a compare-and-swap and
+ * publishes it when written, so entries may become valid out of index
+ * order; the client takes them in index order only. The client's entry at index
  * cons is valid when gen == cons / depth + 1 (32-bit wrap); after
  * consuming, the client store-releases cq.cons so the service knows the
  * free space. A CQE that finds the ring full is not written: the CQ is

@@ -27,7 +27,9 @@
 #              batches make no system call (ovrdmad spinning);
 #   cores:     verbs_integrity with two dataplane cores in each ovrdmad
 #              (ovrdma-testbed up --cores 2): four pairs at once, 16 QPs
-#              each (64 QPs, the contexts spread over both cores), at 0 %,
+#              each (64 QPs, each process's QPs spread over both cores,
+#              sharing its CQs), one pair alone whose QPs must be on both
+#              cores while it runs, at 0 %,
 #              1 % and 5 % loss, each byte-exact; then one long pair on one
 #              core while ibv_rc_pingpong runs come and go (QPs created
 #              and destroyed) on the other; then four clients killed with
@@ -323,6 +325,37 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 			nfail=$((nfail + 1))
 		}
 	done
+	# one process's QPs over both cores (what ib_write_bw -q N needs):
+	# one pair, 16 QPs sharing two CQs; while it runs (alone), node 2
+	# has QPs on both cores; byte-exact as every pair
+	port=$((port + 1))
+	timeout -k 5 150 "$tb" run 1 "$prog" server -p $port \
+		>"$out/one-proc.srv" 2>&1 &
+	one_s=$!
+	timeout -k 5 150 "$tb" run 2 "$prog" client "$("$tb" addr 1)" \
+		-p $port "${seed[@]}" --qps 16 --window 4 --rounds 200 \
+		>"$out/one-proc.cli" 2>&1 &
+	one_c=$!
+	spread=0
+	for _ in $(seq 100); do
+		spread=$("$tb" ctl 2 show cores | awk 'NR > 1 && $3 > 0 { q++ }
+			END { print q + 0 }')
+		[ "$spread" = 2 ] && break
+		kill -0 $one_c 2>/dev/null || break
+		sleep 0.1
+	done
+	"$tb" ctl 2 show cores
+	one_bad=0
+	wait $one_s || one_bad=1
+	wait $one_c || one_bad=1
+	grep -q ': PASS' "$out/one-proc.cli" || one_bad=1
+	summary+=("$(printf '%-22s %-5s %4s  one process, 16 QPs on %d of 2 cores of node 2' \
+		cores-one-process "$([ $one_bad = 0 ] && [ "$spread" = 2 ] && echo ok || echo FAIL)" - "$spread")")
+	if [ $one_bad != 0 ] || [ "$spread" != 2 ]; then
+		echo "$name: FAIL: one process's 16 QPs: $one_bad, on $spread of 2 cores"
+		tail -n 5 "$out"/one-proc.*
+		nfail=$((nfail + 1))
+	fi
 	"$tb" fabric set all loss=0.01 reorder=0.01/50us >/dev/null
 	many cores-loss-1 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 40
 	"$tb" fabric set all loss=0.05 reorder=0.01/50us >/dev/null
@@ -354,6 +387,9 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 		echo "$name: FAIL: QPs created and destroyed beside traffic on" \
 			"the other core: long pair $(grep -- '--- churn' "$out/churn-long.log"), $churn of 15 pingpongs"
 		cat "$out/churn-long.log"
+		for n in 1 2; do
+			"$tb" ctl $n show counters | grep -E 'cq_overflows|wqe_bad|async|xcore|tx_nobuf|loopback_full'
+		done
 		nfail=$((nfail + 1))
 	fi
 	summary+=("$(printf '%-22s %-5s %4s  %d of 15 ibv_rc_pingpong beside it' \

@@ -11,7 +11,12 @@
  *   2. ovr_cl_resize_cq: the reply's ring replaces the old one (read
  *      with the new depth's gen rule from the same consumer index), a
  *      refusal (EINVAL) leaves the CQ as it was, a malformed reply is
- *      EPROTO; ovr_cl_req_notify_cq arms the ring in use.
+ *      EPROTO; ovr_cl_req_notify_cq arms the ring in use;
+ *   3. QPs of two dataplane cores (docs/SERVICE.md section 5): their
+ *      completions published out of index order (each core writes the
+ *      slot it took) are polled in index order, never past a slot not
+ *      yet written; a doorbell writes the wake fd of its QP's core (OPEN
+ *      passes one per core), and only while that core sleeps.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -52,6 +57,9 @@ static struct {
 	bool next_short; /* a reply whose map_len cannot hold the ring */
 	uint32_t resize_cqe; /* what the last RESIZE_CQ asked */
 	uint32_t nqp;
+	struct ovr_ring_svc *page; /* the service page */
+	int wake[2]; /* the two cores' wake eventfds (OPEN passes them) */
+	struct ovr_ring_qp *qp_ring[3]; /* by QP handle */
 } svc;
 
 static void reply(int fd, const struct ovr_ctl_hdr *q, int32_t status,
@@ -60,7 +68,7 @@ static void reply(int fd, const struct ovr_ctl_hdr *q, int32_t status,
 	struct ovr_ctl_hdr h = *q;
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
 	union {
-		char b[CMSG_SPACE(sizeof(int) * 2)];
+		char b[CMSG_SPACE(sizeof(int) * 3)];
 		struct cmsghdr align;
 	} cb;
 	struct msghdr m = { .msg_iov = iov, .msg_iovlen = body ? 2 : 1 };
@@ -150,7 +158,7 @@ static void *service(void *arg)
 		struct ovr_ctl_hdr h;
 		ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
 		void *map;
-		int fds[2];
+		int fds[3];
 
 		if (n <= 0)
 			break;
@@ -177,17 +185,22 @@ static void *service(void *arg)
 			};
 
 			fds[0] = shared(sizeof(struct ovr_ring_svc), &map);
+			svc.page = map;
 			reply(fd, &h, 0, &r, sizeof(r), fds, 1);
 			close(fds[0]);
 		} else if (h.op == OVR_CTL_OPEN) {
 			struct ovr_ctl_open_rep r = { .ctx_id = 1 };
 
 			snprintf(r.dev.name, sizeof(r.dev.name), "ovrdma0");
+			/* two dataplane cores: core 0's wake fd, core 1's */
+			r.wake_mask = 1;
 			fds[0] = shared(PG, &map);
-			fds[1] = eventfd(0, EFD_CLOEXEC);
-			reply(fd, &h, 0, &r, sizeof(r), fds, 2);
+			fds[1] = svc.wake[0] =
+				eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			fds[2] = svc.wake[1] =
+				eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+			reply(fd, &h, 0, &r, sizeof(r), fds, 3);
 			close(fds[0]);
-			close(fds[1]);
 		} else if (h.op == OVR_CTL_CREATE_CQ) {
 			struct ovr_ctl_create_cq_rep r = { .cq = 1,
 							   .depth = 8 };
@@ -209,11 +222,15 @@ static void *service(void *arg)
 				.rq_stride = 64,
 				.sq_off = sizeof(struct ovr_ring_qp),
 				.db_index = svc.nqp,
+				/* the first QP on core 0, the next on 1 */
+				.wake_mask = 1u << ((svc.nqp - 1) % 2),
 			};
 
 			r.rq_off = r.sq_off + 16 * 128;
 			r.map_len = 2 * PG;
 			fds[0] = shared(r.map_len, &map);
+			if (svc.nqp < 3)
+				svc.qp_ring[svc.nqp] = map;
 			reply(fd, &h, 0, &r, sizeof(r), fds, 1);
 			close(fds[0]);
 		} else if (h.op == OVR_CTL_RESIZE_CQ) {
@@ -402,11 +419,87 @@ static void test_resize(void **state)
 	free(next);
 }
 
+/* Completions of two cores' QPs, each published when its core wrote
+ * it: the client takes them in index order only. */
+static void test_out_of_order(void **state)
+{
+	uint32_t a = ovr_cl_qp_num(t.qa), b = ovr_cl_qp_num(t.qb);
+	uint32_t got[32], p;
+
+	(void)state;
+	drain(got, 32);
+	p = svc.prod;
+	/* core 1 took slot p + 1 and published it first */
+	put(svc.cq, svc.depth, p + 1, b, 31, OVR_CQE_RECV);
+	assert_int_equal(drain(got, 32), 0);
+	put(svc.cq, svc.depth, p + 2, b, 32, OVR_CQE_RECV);
+	assert_int_equal(drain(got, 32), 0);
+	/* core 0's slot p: all three, in index order */
+	put(svc.cq, svc.depth, p, a, 30, OVR_CQE_RECV);
+	assert_int_equal(drain(got, 32), 3);
+	assert_int_equal(got[0], 30);
+	assert_int_equal(got[1], 31);
+	assert_int_equal(got[2], 32);
+	svc.prod = p + 3;
+	assert_int_equal(atomic_load(&svc.cq->cons), svc.prod);
+}
+
+/* What a wake fd was written since the last look: its counter. */
+static uint64_t woken(int fd)
+{
+	uint64_t v = 0;
+
+	return read(fd, &v, sizeof(v)) == sizeof(v) ? v : 0;
+}
+
+static void post_one(struct ovr_cl_qp *qp, uint64_t id)
+{
+	struct ovr_cl_send_wr wr = { .wr_id = id, .opcode = OVR_WR_SEND };
+
+	assert_int_equal(ovr_cl_post_send(qp, &wr), 0);
+}
+
+/* A doorbell writes its QP's core's wake fd, only while it sleeps. */
+static void test_wake_per_core(void **state)
+{
+	(void)state;
+	/* (the earlier tests' made-up send completions moved the QPs' send
+	 * counts: a RESET starts them afresh) */
+	to_reset(t.qa);
+	to_reset(t.qb);
+	for (int i = 1; i <= 2; i++)
+		atomic_store(&svc.qp_ring[i]->state, OVR_QPS_RTS);
+	woken(svc.wake[0]);
+	woken(svc.wake[1]);
+	atomic_store(&svc.page->sleeping, 0);
+	post_one(t.qa, 1);
+	post_one(t.qb, 2);
+	assert_int_equal(woken(svc.wake[0]), 0);
+	assert_int_equal(woken(svc.wake[1]), 0);
+	/* core 1 sleeps: qa (core 0's) writes nothing, qb core 1's fd */
+	atomic_store(&svc.page->sleeping, 2);
+	post_one(t.qa, 3);
+	assert_int_equal(woken(svc.wake[0]), 0);
+	assert_int_equal(woken(svc.wake[1]), 0);
+	post_one(t.qb, 4);
+	assert_int_equal(woken(svc.wake[0]), 0);
+	assert_int_equal(woken(svc.wake[1]), 1);
+	/* core 0 sleeps */
+	atomic_store(&svc.page->sleeping, 1);
+	post_one(t.qa, 5);
+	post_one(t.qb, 6);
+	assert_int_equal(woken(svc.wake[0]), 1);
+	assert_int_equal(woken(svc.wake[1]), 0);
+	atomic_store(&svc.page->sleeping, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reset_cleans),
 		cmocka_unit_test(test_resize),
+		cmocka_unit_test(test_out_of_order),
+		cmocka_unit_test(test_wake_per_core),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
