@@ -30,9 +30,10 @@
 #              each (64 QPs, each process's QPs spread over both cores,
 #              sharing its CQs), one pair alone whose QPs must be on both
 #              cores while it runs, at 0 %,
-#              1 % and 5 % loss, each byte-exact; then one long pair on one
-#              core while ibv_rc_pingpong runs come and go (QPs created
-#              and destroyed) on the other; then four clients killed with
+#              1 % and 5 % loss, each byte-exact; then one long pair (its
+#              QPs on both cores) while ibv_rc_pingpong runs come and go
+#              (QPs and regions created and destroyed beside it); then
+#              four clients killed with
 #              -9 mid-transfer (contexts on both cores): every QP and
 #              context released on both nodes; each port with a queue
 #              pair per core, the fabric putting every frame on the queue
