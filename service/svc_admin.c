@@ -320,7 +320,7 @@ static void show_qp(struct show_buf *b, struct svc_ctx *c, struct svc_qp *qp)
 	out(b,
 	    "%-5u %-8u %-2s%-4s %-5u %3u.%3u.%3u.%3u "
 	    "%-8u %-8u %-8u %-8u %-9u %-8llu %-10llu "
-	    "%-8llu %-6u%c %-7u\n",
+	    "%-8llu %-6u%c %-7u %u\n",
 	    c->id, qp->qpn,
 	    qp->type == OVR_QPT_UD ? "UD" :
 	    qp->type == OVR_QPT_UC ? "UC" :
@@ -331,19 +331,20 @@ static void show_qp(struct show_buf *b, struct svc_ctx *c, struct svc_qp *qp)
 	    (unsigned long long)st.tx_pkts, (unsigned long long)st.retx_pkts,
 	    atomic_load(&qp->ring->sq_prod) - qp->sq_cons,
 	    qp->stalled ? 'S' : ' ',
-	    atomic_load(&qp->ring->rq_prod) - qp->rq_cons);
+	    atomic_load(&qp->ring->rq_prod) - qp->rq_cons, qp->core->idx);
 }
 
 static void show_qps(struct svc *s, struct show_buf *b)
 {
 	/* sq_new/rq_new: WQEs posted in the ring that the service has not
-	 * taken yet (S: waiting for room in the engine) */
+	 * taken yet (S: waiting for room in the engine); core: the
+	 * dataplane core serving it */
 	out(b,
 	    "%-5s %-8s %-6s %-5s %-15s %-8s %-8s %-8s %-8s %-9s %-8s "
-	    "%-10s %-8s %-7s %-7s\n",
+	    "%-10s %-8s %-7s %-7s %s\n",
 	    "ctx", "qpn", "type", "state", "peer", "dqpn", "snd_una", "snd_nxt",
-	    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx", "sq_new",
-	    "rq_new");
+	    "rcv_nxt", "cwnd", "srtt_us", "tx_pkts", "retx", "sq_new", "rq_new",
+	    "core");
 	for (struct svc_ctx *c = s->ctxs; c; c = c->next)
 		for (uint32_t i = 0; i < c->nobj; i++)
 			if (c->obj[i].type == SVC_OBJ_QP)
