@@ -459,9 +459,21 @@ static void post_one(struct ovr_cl_qp *qp, uint64_t id)
 	assert_int_equal(ovr_cl_post_send(qp, &wr), 0);
 }
 
-/* A doorbell writes its QP's core's wake fd, only while it sleeps. */
+/* A doorbell writes its QP's core's wake fd, only while it sleeps. qa
+ * is core 0's QP, qb core 1's. */
 static void test_wake_per_core(void **state)
 {
+	static const struct {
+		uint32_t sleeping;
+		bool on_b;
+		uint64_t w0, w1;
+	} step[] = {
+		{ 0, false, 0, 0 }, { 0, true, 0, 0 }, /* all awake */
+		{ 2, false, 0, 0 }, { 2, true, 0, 1 }, /* core 1 asleep */
+		{ 1, false, 1, 0 }, { 1, true, 0, 0 }, /* core 0 asleep */
+		{ 3, false, 1, 0 }, { 3, true, 0, 1 }, /* both */
+	};
+
 	(void)state;
 	/* (the earlier tests' made-up send completions moved the QPs' send
 	 * counts: a RESET starts them afresh) */
@@ -471,25 +483,14 @@ static void test_wake_per_core(void **state)
 		atomic_store(&svc.qp_ring[i]->state, OVR_QPS_RTS);
 	woken(svc.wake[0]);
 	woken(svc.wake[1]);
-	atomic_store(&svc.page->sleeping, 0);
-	post_one(t.qa, 1);
-	post_one(t.qb, 2);
-	assert_int_equal(woken(svc.wake[0]), 0);
-	assert_int_equal(woken(svc.wake[1]), 0);
-	/* core 1 sleeps: qa (core 0's) writes nothing, qb core 1's fd */
-	atomic_store(&svc.page->sleeping, 2);
-	post_one(t.qa, 3);
-	assert_int_equal(woken(svc.wake[0]), 0);
-	assert_int_equal(woken(svc.wake[1]), 0);
-	post_one(t.qb, 4);
-	assert_int_equal(woken(svc.wake[0]), 0);
-	assert_int_equal(woken(svc.wake[1]), 1);
-	/* core 0 sleeps */
-	atomic_store(&svc.page->sleeping, 1);
-	post_one(t.qa, 5);
-	post_one(t.qb, 6);
-	assert_int_equal(woken(svc.wake[0]), 1);
-	assert_int_equal(woken(svc.wake[1]), 0);
+	/* each post: the cores asleep, the QP, the writes each wake fd
+	 * must then have seen */
+	for (unsigned int i = 0; i < sizeof(step) / sizeof(step[0]); i++) {
+		atomic_store(&svc.page->sleeping, step[i].sleeping);
+		post_one(step[i].on_b ? t.qb : t.qa, i);
+		assert_int_equal(woken(svc.wake[0]), step[i].w0);
+		assert_int_equal(woken(svc.wake[1]), step[i].w1);
+	}
 	atomic_store(&svc.page->sleeping, 0);
 }
 
