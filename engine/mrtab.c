@@ -542,6 +542,17 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* Test seams: tests/unit/test_engine_mrshare.c compiles this file with
+ * them defined, to stop a reader or a writer in the middle of a window's
+ * binding (other threads then bind, or a bind runs right there); in the
+ * library they are nothing. */
+#ifndef MW_READ_HOOK
+#define MW_READ_HOOK(w) ((void)0)
+#endif
+#ifndef MW_WRITE_HOOK
+#define MW_WRITE_HOOK(w) ((void)0)
+#endif
+
 /* A window's binding as one reader saw it, whole (mw_read). */
 struct mw_snap {
 	uint64_t va, len;
@@ -565,6 +576,7 @@ static void mw_read(const struct ovr_mw_entry *w, struct mw_snap *s)
 		if (!(s0 & 1)) {
 			s->va = LOAD(&w->va);
 			s->len = LOAD(&w->len);
+			MW_READ_HOOK(w);
 			s->key = LOAD(&w->key);
 			s->mr_key = LOAD(&w->mr_key);
 			s->qpn = LOAD(&w->qpn);
@@ -730,6 +742,7 @@ static int mw_bind(struct ovr_mr_table *tab, struct ovr_mw_entry *w,
 			return rc;
 	}
 	mw_unbind(tab, w);
+	MW_WRITE_HOOK(w);
 	key = (LOAD(&w->key) & ~0xffu) | (b->new_key & 0xffu);
 	STORE(&w->key, key);
 	if (b->len) {
