@@ -210,13 +210,24 @@ void ovr_mr_destroy(struct ovr_mr_table *tab)
 	free(tab);
 }
 
+/* The live region of @key, or NULL; its access byte, read once (so
+ * the check that follows reads no second value), in *@a. */
+static inline struct ovr_mr_entry *lookup_acc(const struct ovr_mr_table *tab,
+					      uint32_t key, unsigned int *a)
+{
+	struct ovr_mr_entry *e = &tab->slots[key & tab->mask];
+
+	*a = LOAD(&e->access);
+	return (*a & MR_LIVE) && e->key == key ? e : NULL;
+}
+
 /* The live region of @key, or NULL. */
 static inline struct ovr_mr_entry *lookup(const struct ovr_mr_table *tab,
 					  uint32_t key)
 {
-	struct ovr_mr_entry *e = &tab->slots[key & tab->mask];
+	unsigned int a;
 
-	return (LOAD(&e->access) & MR_LIVE) && e->key == key ? e : NULL;
+	return lookup_acc(tab, key, &a);
 }
 
 /* The allocated window whose key's top 24 bits are @key's, or NULL. */
@@ -356,21 +367,19 @@ static bool in_range(uint64_t start, uint64_t size, uint64_t va, uint64_t len)
 	return va >= start && va - start <= size && len <= size - (va - start);
 }
 
-/* ovr_mr_check_dev of the region @e (NULL: no such key) */
-static int check_mr(const struct ovr_mr_entry *e, uint32_t pd, uint64_t va,
-		    uint64_t len, unsigned int access_needed,
+/* ovr_mr_check_dev of the region @e (NULL: no such key) whose access
+ * byte lookup_acc read as @a: one read, while another thread may be
+ * clearing the remote rights */
+static int check_mr(const struct ovr_mr_entry *e, unsigned int a, uint32_t pd,
+		    uint64_t va, uint64_t len, unsigned int access_needed,
 		    struct ovr_mr_loc *loc)
 {
-	unsigned int a;
-
 	if (!e)
 		return -OVR_MR_EKEY;
 	if (e->pd != pd)
 		return -OVR_MR_EPD;
 	if (!in_range(e->va, e->len, va, len))
 		return -OVR_MR_EBOUNDS;
-	/* one read: another thread may be clearing the remote rights */
-	a = LOAD(&e->access);
 	if (access_needed & ~(a & (unsigned int)OVR_ACCESS_ALL))
 		return -OVR_MR_EACCESS;
 	loc_of(e, a, va - e->va, loc);
@@ -381,7 +390,10 @@ int ovr_mr_check_dev(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		     uint64_t va, uint64_t len, unsigned int access_needed,
 		     struct ovr_mr_loc *loc)
 {
-	return check_mr(lookup(tab, key), pd, va, len, access_needed, loc);
+	unsigned int a;
+	const struct ovr_mr_entry *e = lookup_acc(tab, key, &a);
+
+	return check_mr(e, a, pd, va, len, access_needed, loc);
 }
 
 int ovr_mr_check(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
@@ -779,13 +791,14 @@ int ovr_mr_check_rkey(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		      uint32_t qpn, uint64_t va, uint64_t len,
 		      unsigned int access_needed, struct ovr_mr_loc *loc)
 {
-	const struct ovr_mr_entry *m = lookup(tab, key);
+	unsigned int a;
+	const struct ovr_mr_entry *m = lookup_acc(tab, key, &a);
 	const struct ovr_mw_entry *w;
 	struct mw_snap s;
 
 	/* a region's key first: the common case, one lookup */
 	if (m)
-		return check_mr(m, pd, va, len, access_needed, loc);
+		return check_mr(m, a, pd, va, len, access_needed, loc);
 	w = mw_slot(tab, key);
 	if (!w)
 		return -OVR_MR_EKEY;
@@ -801,10 +814,10 @@ int ovr_mr_check_rkey(const struct ovr_mr_table *tab, uint32_t key, uint32_t pd,
 		return -OVR_MR_EACCESS;
 	/* the binding held it when read; regions go only while no thread
 	 * runs, so it is there now (a later rebind does not matter) */
-	m = lookup(tab, s.mr_key);
+	m = lookup_acc(tab, s.mr_key, &a);
 	if (!m)
 		return -OVR_MR_EKEY; /* cannot be */
-	loc_of(m, LOAD(&m->access), va - m->va, loc);
+	loc_of(m, a, va - m->va, loc);
 	return 0;
 }
 
