@@ -422,8 +422,6 @@ struct ovr_eng {
 	void *ctx;
 	const struct ovr_cc_ops *cc;
 	struct ovr_mr_table *mrs;
-	/* mrs is another engine's (cfg.mr_share): stats count no regions */
-	bool mr_sharer;
 	struct eng_qp *qps;
 	uint32_t qp_bits;
 	uint32_t qp_gen;
@@ -476,6 +474,8 @@ struct ovr_eng {
 	 * index and message's last PSN, held with it */
 	bool cqe_recv;
 	uint32_t cqe_ridx, cqe_psn;
+	/* mrs is another engine's (cfg.mr_share): stats count no regions */
+	bool mr_sharer;
 };
 
 #define M24 OVR_WIRE_PSN_MASK
