@@ -174,6 +174,17 @@ static void *binder(void *arg)
 	return NULL;
 }
 
+/* A table of @n slots with keys from @seed; the test cannot go on
+ * without one (abort: the compiler then knows it is not NULL). */
+static struct ovr_mr_table *table(uint32_t n, uint64_t seed)
+{
+	struct ovr_mr_table *t = ovr_mr_create(n, seed);
+
+	if (!t)
+		abort();
+	return t;
+}
+
 /* Check a random key of the two (or a never-bound low byte), at a
  * random place with random rights; take and drop references on both
  * regions between checks. CHECKS times, and on until both bindings
@@ -256,7 +267,7 @@ static void test_bind_check_refs(void **state)
 	s->buf2 = calloc(1, RLEN);
 	assert_non_null(s->buf1);
 	assert_non_null(s->buf2);
-	s->tab = ovr_mr_create(1024, 42);
+	s->tab = table(1024, 42);
 	assert_non_null(s->tab);
 	assert_false(ovr_mr_shared(s->tab));
 	/* a second user: from here on the table is shared */
@@ -402,7 +413,7 @@ static void test_type2_race(void **state)
 	bool bound;
 
 	(void)state;
-	t.tab = ovr_mr_create(256, 43);
+	t.tab = table(256, 43);
 	assert_non_null(t.tab);
 	ovr_mr_share(t.tab);
 	assert_int_equal(ovr_mr_reg(t.tab, PD, VA1, RLEN,
@@ -521,7 +532,7 @@ static void test_invalidate_seen(void **state)
 	pthread_t th[2];
 
 	(void)state;
-	h.tab = ovr_mr_create(256, 44);
+	h.tab = table(256, 44);
 	assert_non_null(h.tab);
 	ovr_mr_share(h.tab);
 	h.buf = buf;
@@ -554,7 +565,7 @@ static void test_invalidate_seen(void **state)
 static void test_torn_read(void **state)
 {
 	static uint8_t b1[RLEN], b2[RLEN];
-	struct ovr_mr_table *t = ovr_mr_create(64, 46);
+	struct ovr_mr_table *t = table(64, 46);
 	struct ovr_mw_bind mb[2];
 	struct ovr_mr_loc loc;
 	uint32_t r1, r2, mw;
@@ -619,7 +630,7 @@ static void test_torn_read(void **state)
 static void test_users(void **state)
 {
 	static uint8_t buf[64];
-	struct ovr_mr_table *t = ovr_mr_create(16, 45);
+	struct ovr_mr_table *t = table(16, 45);
 	uint32_t k;
 
 	(void)state;
