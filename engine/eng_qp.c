@@ -286,15 +286,18 @@ int ovr_eng_qp_create(struct ovr_eng *e, const struct ovr_eng_qp_init *init,
 	return 0;
 }
 
+void eng_qp_put_refs(struct ovr_eng *e, struct eng_qp *qp)
+{
+	for (uint32_t i = qp->sq_cons; i != qp->sq_prod; i++)
+		eng_swqe_put_refs(e, qp, i);
+	for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
+		eng_rwqe_put_refs(e, qp, i);
+}
+
 /* Back to RESET: everything is dropped without completions. */
 static void qp_reset(struct ovr_eng *e, struct eng_qp *qp)
 {
-	uint32_t i;
-
-	for (i = qp->sq_cons; i != qp->sq_prod; i++)
-		eng_swqe_put_refs(e, qp, i);
-	for (i = qp->rq_cons; i != qp->rq_prod; i++)
-		eng_rwqe_put_refs(e, qp, i);
+	eng_qp_put_refs(e, qp);
 	eng_sb_release(e, qp);
 	eng_qp_deactivate(qp);
 	qp->sq_prod = qp->sq_cons = qp->sq_next = 0;

@@ -148,6 +148,15 @@ int ovr_eng_srq_query(struct ovr_eng *e, uint32_t srqn,
 	return 0;
 }
 
+void eng_srq_put_refs(struct ovr_eng *e, struct eng_srq *q)
+{
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		uint32_t slot = q->fifo[i & (q->cap - 1)];
+
+		eng_put_refs(e, eng_srq_sge(q, slot), &q->wqe[slot].nsge);
+	}
+}
+
 int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn)
 {
 	struct eng_srq *q = eng_srq_get(e, srqn);
@@ -156,11 +165,7 @@ int ovr_eng_srq_destroy(struct ovr_eng *e, uint32_t srqn)
 		return -EINVAL;
 	if (q->nqp)
 		return -EBUSY;
-	for (uint32_t i = q->head; i != q->tail; i++) {
-		uint32_t slot = q->fifo[i & (q->cap - 1)];
-
-		eng_put_refs(e, eng_srq_sge(q, slot), &q->wqe[slot].nsge);
-	}
+	eng_srq_put_refs(e, q);
 	eng_srq_free(q);
 	q->in_use = false;
 	q->srqn = 0;

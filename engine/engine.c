@@ -193,25 +193,12 @@ static void drop_refs(struct ovr_eng *e)
 	for (uint32_t k = 0; e->qps && k < (1u << e->qp_bits); k++) {
 		struct eng_qp *qp = &e->qps[k];
 
-		if (!qp->in_use)
-			continue;
-		for (uint32_t i = qp->sq_cons; i != qp->sq_prod; i++)
-			eng_swqe_put_refs(e, qp, i);
-		for (uint32_t i = qp->rq_cons; i != qp->rq_prod; i++)
-			eng_rwqe_put_refs(e, qp, i);
+		if (qp->in_use)
+			eng_qp_put_refs(e, qp);
 	}
-	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++) {
-		struct eng_srq *q = &e->srqs[k];
-
-		if (!q->in_use)
-			continue;
-		for (uint32_t i = q->head; i != q->tail; i++) {
-			uint32_t slot = q->fifo[i & (q->cap - 1)];
-
-			eng_put_refs(e, eng_srq_sge(q, slot),
-				     &q->wqe[slot].nsge);
-		}
-	}
+	for (uint32_t k = 0; e->srqs && k < (1u << e->srq_bits); k++)
+		if (e->srqs[k].in_use)
+			eng_srq_put_refs(e, &e->srqs[k]);
 }
 
 void ovr_eng_destroy(struct ovr_eng *e)

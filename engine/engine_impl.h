@@ -902,6 +902,12 @@ static inline void eng_rwqe_put_refs(struct ovr_eng *e, struct eng_qp *qp,
 			qp->bind[idx & qp->rq_mask];
 }
 
+/* The references every WR @qp holds go back (a reset; an engine
+ * leaving a shared table), and those of every receive waiting in @q
+ * (its destroy; the same). */
+void eng_qp_put_refs(struct ovr_eng *e, struct eng_qp *qp);
+void eng_srq_put_refs(struct ovr_eng *e, struct eng_srq *q);
+
 static inline void eng_qp_event(struct ovr_eng *e, struct eng_qp *qp,
 				enum ovr_event ev)
 {

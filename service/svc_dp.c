@@ -122,9 +122,10 @@ static bool lost_fail(struct svc_core *core)
 }
 
 /*
- * QPs of several dataplane cores may share a CQ: each completion takes
- * its slot with a compare-and-swap of cq->prod (checked against the
- * ring's cons), writes it and publishes it by its gen word, in any
+ * QPs of several dataplane cores may share a CQ (cq->multi, set when a
+ * second core's QP takes it): each completion then takes its slot with
+ * a compare-and-swap of cq->prod (checked against the ring's cons; one
+ * producer stores it plainly), writes it and publishes it by its gen word, in any
  * order - the client takes slots in index order, each once its gen is
  * right (ring.h). Events: one per arm, the arm word taken with a
  * compare-and-swap of last_arm. A solicited-only arm needs care with
@@ -143,12 +144,18 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 	bool sol = (wc->wc_flags & OVR_WC_SOLICITED) ||
 		   wc->status != OVR_WC_SUCCESS;
 
+	/* one producer (every QP of the CQ on one core): plain stores */
 	for (;;) {
 		cons = atomic_load_explicit(&cq->ring->cons,
 					    memory_order_acquire);
 		if (prod - cons >= cq->depth) {
 			cq_lost(core, cq, wc);
 			return;
+		}
+		if (!cq->multi) {
+			atomic_store_explicit(&cq->prod, prod + 1,
+					      memory_order_relaxed);
+			break;
 		}
 		if (atomic_compare_exchange_weak_explicit(
 			    &cq->prod, &prod, prod + 1, memory_order_relaxed,
@@ -184,15 +191,21 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 	atomic_store_explicit(&e->gen, prod / cq->depth + 1,
 			      memory_order_release);
 	/* the ring's prod word: the highest slot taken (never back) */
-	rp = atomic_load_explicit(&cq->ring->prod, memory_order_relaxed);
-	while ((int32_t)(prod + 1 - rp) > 0 &&
-	       !atomic_compare_exchange_weak_explicit(
-		       &cq->ring->prod, &rp, prod + 1, memory_order_relaxed,
-		       memory_order_relaxed))
-		;
-	if (sol && cq->multi)
-		atomic_store_explicit(&cq->sol_seen, true,
+	if (!cq->multi) {
+		atomic_store_explicit(&cq->ring->prod, prod + 1,
 				      memory_order_relaxed);
+	} else {
+		rp = atomic_load_explicit(&cq->ring->prod,
+					  memory_order_relaxed);
+		while ((int32_t)(prod + 1 - rp) > 0 &&
+		       !atomic_compare_exchange_weak_explicit(
+			       &cq->ring->prod, &rp, prod + 1,
+			       memory_order_relaxed, memory_order_relaxed))
+			;
+		if (sol)
+			atomic_store_explicit(&cq->sol_seen, true,
+					      memory_order_relaxed);
+	}
 
 	/*
 	 * One event per arm. A solicited-only arm (arm & 1) fires on a

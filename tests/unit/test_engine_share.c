@@ -28,6 +28,8 @@
 
 #include <ovrdma/engine.h>
 
+#include "eng_util.h"
+
 #define NENG 3 /* A, B, and C in test_config */
 #define NCQ 4
 #define CQ_CAP 256
@@ -227,18 +229,6 @@ static uint64_t va(const struct rig *r, size_t off)
 	return (uint64_t)(uintptr_t)(r->mem + off);
 }
 
-static void fill(uint8_t *b, size_t len, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		b[i] = (uint8_t)x;
-	}
-}
-
 /* Engine @i's QP @qpn posts @op: @len bytes at @loff of the memory
  * through @lkey; remote @roff through @rkey. 0 or the post's error. */
 static int post(struct rig *r, int i, uint32_t qpn, uint32_t op, uint32_t lkey,
@@ -330,7 +320,7 @@ static void test_region_both_ways(void **state)
 	assert_int_equal(st.mrs, 0);
 
 	/* WRITE posted on B, arriving at A */
-	fill(r->mem, 8192, 1);
+	fill_pattern(r->mem, 8192, 1);
 	assert_int_equal(post(r, B, r->qb, OVR_WR_RDMA_WRITE, r->key, 0, 8192,
 			      r->key, 131072, 0),
 			 0);
@@ -340,7 +330,7 @@ static void test_region_both_ways(void **state)
 	assert_memory_equal(r->mem + 131072, r->mem, 8192);
 
 	/* WRITE posted on A, arriving at B */
-	fill(r->mem + 65536, 5000, 2);
+	fill_pattern(r->mem + 65536, 5000, 2);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_RDMA_WRITE, r->key, 65536,
 			      5000, r->key, 196608, 0),
 			 0);
@@ -350,7 +340,7 @@ static void test_region_both_ways(void **state)
 	assert_int_equal(r->mem[196608 + 5000], 0);
 
 	/* SEND B -> A into a receive posted on A, and A -> B */
-	fill(r->mem, 3000, 3);
+	fill_pattern(r->mem, 3000, 3);
 	assert_int_equal(post_recv(r, A, r->qa, r->key, 300000, 4096), 0);
 	assert_int_equal(
 		post(r, B, r->qb, OVR_WR_SEND, r->key, 0, 3000, 0, 0, 0), 0);
@@ -360,7 +350,7 @@ static void test_region_both_ways(void **state)
 	assert_int_equal(wc.byte_len, 3000);
 	assert_memory_equal(r->mem + 300000, r->mem, 3000);
 	assert_int_equal(next_wc(r, B, 2).status, OVR_WC_SUCCESS);
-	fill(r->mem + 65536, 2500, 4);
+	fill_pattern(r->mem + 65536, 2500, 4);
 	assert_int_equal(post_recv(r, B, r->qb, r->key, 400000, 4096), 0);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_SEND, r->key, 65536, 2500, 0,
 			      0, 0),
@@ -421,7 +411,7 @@ static void test_window_across(void **state)
 	memset(r->mem + WIN_MR, 0x5a, 65536);
 	w = r->mem + WIN_MR + WIN_OFF;
 	/* through the window, from A's QP to B's */
-	fill(r->mem, WIN_LEN, 5);
+	fill_pattern(r->mem, WIN_LEN, 5);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_RDMA_WRITE, r->key, 0,
 			      WIN_LEN, k, WIN_MR + WIN_OFF, 0),
 			 0);
@@ -431,7 +421,7 @@ static void test_window_across(void **state)
 	assert_int_equal(w[-1], 0x5a);
 	assert_int_equal(w[WIN_LEN], 0x5a);
 	/* and from B's QP to A's: a type-1 window serves any QP */
-	fill(r->mem, 100, 6);
+	fill_pattern(r->mem, 100, 6);
 	assert_int_equal(post(r, B, r->qb, OVR_WR_RDMA_WRITE, r->key, 0, 100, k,
 			      WIN_MR + WIN_OFF + 1000, 0),
 			 0);
@@ -444,7 +434,7 @@ static void test_window_across(void **state)
 
 	/* one byte past the window, arriving at B: refused, not written */
 	memcpy(before, w + WIN_LEN - 15, 16);
-	fill(r->mem, 16, 7);
+	fill_pattern(r->mem, 16, 7);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_RDMA_WRITE, r->key, 0, 16, k,
 			      WIN_MR + WIN_OFF + WIN_LEN - 15, 0),
 			 0);
@@ -471,7 +461,7 @@ static void test_send_inv_across(void **state)
 					r->mem + 600000, &mr),
 			 0);
 	/* before: B's WRITE into it at A goes through */
-	fill(r->mem, 512, 8);
+	fill_pattern(r->mem, 512, 8);
 	assert_int_equal(post(r, B, r->qb, OVR_WR_RDMA_WRITE, r->key, 0, 512,
 			      mr, 600000, 0),
 			 0);
@@ -518,7 +508,7 @@ static void test_dereg_yield(void **state)
 			 0);
 	/* a SEND from B's region-naming SGE, no receive at A yet: the WR
 	 * waits (RNR, retried forever) and holds the region */
-	fill(r->mem + 800000, 100, 9);
+	fill_pattern(r->mem + 800000, 100, 9);
 	assert_int_equal(
 		post(r, B, r->qb, OVR_WR_SEND, snd, 800000, 100, 0, 0, 0), 0);
 	for (int i = 0; i < 50; i++)
@@ -547,7 +537,7 @@ static void test_dereg_yield(void **state)
 	/* the revoked receive refuses the next message: LOC_PROT_ERR on
 	 * B, REM_OP_ERR for A's SEND, and the memory is not touched */
 	memset(r->mem + 810000, 0xcc, 256);
-	fill(r->mem, 64, 10);
+	fill_pattern(r->mem, 64, 10);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_SEND, r->key, 0, 64, 0, 0, 0),
 			 0);
 	assert_int_equal(next_wc(r, B, 3).status, OVR_WC_LOC_PROT_ERR);
@@ -573,7 +563,7 @@ static void test_rereg_recheck(void **state)
 	ovr_eng_mr_recheck(r->e[B], mr);
 	ovr_eng_mr_recheck(r->e[B], 0x12345678); /* no such region: nothing */
 	memset(r->mem + 900000, 0xcc, 256);
-	fill(r->mem, 64, 11);
+	fill_pattern(r->mem, 64, 11);
 	assert_int_equal(post(r, A, r->qa, OVR_WR_SEND, r->key, 0, 64, 0, 0, 0),
 			 0);
 	assert_int_equal(next_wc(r, B, 3).status, OVR_WC_LOC_PROT_ERR);
@@ -602,7 +592,7 @@ static void test_destroy_order(void **state)
 	ovr_eng_destroy(r->e[A]);
 	r->e[A] = NULL;
 
-	fill(r->mem, 6000, 12);
+	fill_pattern(r->mem, 6000, 12);
 	assert_int_equal(post(r, B, b1, OVR_WR_RDMA_WRITE, r->key, 0, 6000,
 			      r->key, 20000, 0),
 			 0);
