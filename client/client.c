@@ -234,16 +234,26 @@ static void *map_fd(int fd, size_t len, int prot)
 	return p;
 }
 
-static int req(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
-	       const int *fds, int nfds, void *rep, size_t cap, int *rfds,
-	       int nrfds)
+/* xfer under the lock; the reply carries at least @min_rfds. */
+static int req_min(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+		   const int *fds, int nfds, void *rep, size_t cap, int *rfds,
+		   int nrfds, int min_rfds)
 {
 	int rc;
 
 	pthread_mutex_lock(&cl->lock);
-	rc = xfer(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds, nrfds);
+	rc = xfer(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds,
+		  min_rfds);
 	pthread_mutex_unlock(&cl->lock);
 	return rc;
+}
+
+static int req(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
+	       const int *fds, int nfds, void *rep, size_t cap, int *rfds,
+	       int nrfds)
+{
+	return req_min(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds,
+		       nrfds);
 }
 
 int ovr_cl_request(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
@@ -252,19 +262,30 @@ int ovr_cl_request(struct ovr_cl *cl, uint16_t op, const void *body, size_t len,
 	return req(cl, op, body, len, NULL, 0, rep, cap, NULL, 0);
 }
 
-/* A reply of exactly @cap bytes, or an error. */
+/* A reply of exactly @cap bytes with @min_rfds to @nrfds descriptors
+ * (@rfds preset to -1 where fewer may come), or an error. */
+static int req_exact_min(struct ovr_cl *cl, uint16_t op, const void *body,
+			 size_t len, const int *fds, int nfds, void *rep,
+			 size_t cap, int *rfds, int nrfds, int min_rfds)
+{
+	int rc = req_min(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds,
+			 min_rfds);
+
+	if (rc >= 0 && (size_t)rc != cap) {
+		for (int i = 0; i < nrfds; i++)
+			if (rfds[i] >= 0)
+				close(rfds[i]);
+		return -EPROTO;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 static int req_exact(struct ovr_cl *cl, uint16_t op, const void *body,
 		     size_t len, const int *fds, int nfds, void *rep,
 		     size_t cap, int *rfds, int nrfds)
 {
-	int rc = req(cl, op, body, len, fds, nfds, rep, cap, rfds, nrfds);
-
-	if (rc >= 0 && (size_t)rc != cap) {
-		for (int i = 0; i < nrfds; i++)
-			close(rfds[i]);
-		return -EPROTO;
-	}
-	return rc < 0 ? rc : 0;
+	return req_exact_min(cl, op, body, len, fds, nfds, rep, cap, rfds,
+			     nrfds, nrfds);
 }
 
 struct ovr_cl *ovr_cl_connect(const char *path, const char *name)
@@ -356,26 +377,12 @@ int ovr_cl_open(struct ovr_cl *cl, const char *name, struct ovr_ctl_dev *dev)
 		return -errno;
 	for (uint32_t i = 0; i < 1 + OVR_CL_MAX_WAKE; i++)
 		rfd[i] = -1;
-	/* the doorbell page and a wake fd per dataplane core */
-	pthread_mutex_lock(&cl->lock);
-	rc = xfer(cl, OVR_CTL_OPEN, &q, sizeof(q), &pfd[1], 1, &r, sizeof(r),
-		  rfd, 1 + OVR_CL_MAX_WAKE, 2);
-	pthread_mutex_unlock(&cl->lock);
-	if (rc >= 0 && (size_t)rc != sizeof(r)) {
-		for (uint32_t i = 0; i < 1 + OVR_CL_MAX_WAKE; i++)
-			if (rfd[i] >= 0)
-				close(rfd[i]);
-		rc = -EPROTO;
-	}
-	rc = rc < 0 ? rc : 0;
+	/* the doorbell page and a wake fd per dataplane core (in order:
+	 * at least one) */
+	rc = req_exact_min(cl, OVR_CTL_OPEN, &q, sizeof(q), &pfd[1], 1, &r,
+			   sizeof(r), rfd, 1 + OVR_CL_MAX_WAKE, 2);
 	while (!rc && n < OVR_CL_MAX_WAKE && rfd[1 + n] >= 0)
 		n++;
-	if (!rc && (rfd[0] < 0 || !n)) {
-		rc = -EPROTO;
-		for (uint32_t i = 0; i < 1 + n; i++)
-			if (rfd[i] >= 0)
-				close(rfd[i]);
-	}
 	if (rc) {
 		close(pfd[0]);
 		close(pfd[1]);
