@@ -103,6 +103,25 @@ ids_gone() {
 	[ "$(cm_ids "$1")" = 0 ]
 }
 
+# pair_server N CMD...: starts CMD on node 1 (output $out/N.srv), its
+# pid in pair_spid; a second later, or with pair_listen=1 once node 1
+# has more listening ids than before (at most 10 s more)
+pair_server() {
+	local n=$1 l0
+	shift
+	l0=$(cm_listening 1)
+	timeout -k 5 "${pair_ts:-60}" "$tb" run 1 "$@" >"$out/$n.srv" 2>&1 &
+	pair_spid=$!
+	sleep 1
+	if [ "${pair_listen:-0}" = 1 ]; then
+		for _ in $(seq 100); do
+			[ "$(cm_listening 1)" -gt "${l0:-0}" ] 2>/dev/null &&
+				break
+			sleep 0.1
+		done
+	fi
+}
+
 # pair NAME WANT_SERVER WANT_CLIENT SERVER_CMD -- CLIENT_CMD: runs the
 # server on node 1 and, a second later, the client on node 2; each
 # side's exit status must be WANT (a number, or "any").
@@ -113,31 +132,33 @@ pair() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	shift
 	cli=("$@")
-	local l0
-	l0=$(cm_listening 1)
-	timeout -k 5 "${pair_ts:-60}" "$tb" run 1 "${srv[@]}" >"$out/$n.srv" 2>&1 &
-	spid=$!
-	sleep 1
-	# pair_listen=1: the server listens first (node 1 has more
-	# listening ids than before; at most 10 s): perftest -R's client,
-	# REJECTED by a server not listening yet, retries on its own and
-	# may leave the server a connection it then drops
-	if [ "${pair_listen:-0}" = 1 ]; then
-		for _ in $(seq 100); do
-			[ "$(cm_listening 1)" -gt "${l0:-0}" ] 2>/dev/null &&
-				break
-			sleep 0.1
-		done
-	fi
+	pair_server "$n" "${srv[@]}"
+	spid=$pair_spid
 	timeout -k 5 "${pair_tc:-45}" "$tb" run 2 "${cli[@]}" >"$out/$n.cli" 2>&1
 	crc=$?
 	# a server not listening yet a second after its start (a loaded
-	# machine) is the peer's REJECTED 8, as for no listener: the
-	# client gets one more try while the server runs
-	if [ "$wc" = 0 ] && [ "$crc" != 0 ] && kill -0 "$spid" 2>/dev/null &&
-		grep -q -E 'REJECTED(, error|; error:) 8' "$out/$n.cli"; then
-		echo "   ($name: rejected 8, the server not listening yet: the client again)"
-		sleep 2
+	# machine) is the peer's REJECTED 8, as for no listener: the client
+	# once more. With pair_listen=1 (perftest -R, whose client retries
+	# on its own and may have left the server a connection it then
+	# dropped) the server starts again too, and the client follows once
+	# it listens
+	if [ "$wc" = 0 ] && [ "$crc" != 0 ] &&
+		{ [ "${pair_listen:-0}" = 1 ] || kill -0 "$spid" 2>/dev/null; } &&
+		grep -q -E 'REJECTED(, error|; error:) 8|Unexpected CM event.* 8$' "$out/$n.cli"; then
+		if [ "${pair_listen:-0}" = 1 ]; then
+			echo "   ($name: rejected 8: the server and the client again)"
+			kill "$spid" 2>/dev/null
+			wait "$spid" 2>/dev/null
+			pkill -x "${srv[0]##*/}" 2>/dev/null
+			ids_gone 1 50 || true
+			mv "$out/$n.srv" "$out/$n.srv.1"
+			pair_server "$n" "${srv[@]}"
+			spid=$pair_spid
+		else
+			echo "   ($name: rejected 8, the server not listening yet: the client again)"
+			sleep 2
+		fi
+		mv "$out/$n.cli" "$out/$n.cli.1"
 		timeout -k 5 "${pair_tc:-45}" "$tb" run 2 "${cli[@]}" \
 			>"$out/$n.cli" 2>&1
 		crc=$?
