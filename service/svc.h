@@ -633,6 +633,7 @@ struct svc_core {
 	struct svc *s;
 	uint32_t idx;
 	uint32_t rx_first; /* port_steer: the queue its next round reads first */
+	uint32_t nrxq; /* svc_core_nrxq, set once the port's queues are known */
 	struct ovr_eng *eng;
 	/* the VPC reader handle its callbacks use: its own, or the control
 	 * thread's while that thread runs it with the world stopped */
@@ -827,11 +828,7 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next);
  * svc_core_rxq (none for a core beyond the port's queues). */
 static inline uint32_t svc_core_nrxq(const struct svc_core *core)
 {
-	const struct svc *s = core->s;
-
-	return core->idx >= s->port_qs ?
-		       0 :
-		       (s->port_qs - 1 - core->idx) / s->ncores + 1;
+	return core->nrxq;
 }
 
 static inline uint32_t svc_core_rxq(const struct svc_core *core, uint32_t j)

@@ -1222,6 +1222,20 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 }
 
 /* Returns false when the engine had no room (try again later). */
+/* How many WQEs ahead sq_drain asks for the lines of. */
+#define SQ_AHEAD 8u
+
+static inline void sq_line_prefetch(const struct svc_qp *qp, uint32_t idx)
+{
+	const uint8_t *p =
+		ring_slot(qp->sq_slots, idx, qp->sq_depth, qp->sq_stride);
+
+	__builtin_prefetch(p);
+	/* the first SGE: the line after the header's 64 bytes */
+	if (qp->sq_stride > sizeof(struct ovr_ring_swqe))
+		__builtin_prefetch(p + sizeof(struct ovr_ring_swqe));
+}
+
 static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 {
 	uint32_t prod =
@@ -1236,6 +1250,12 @@ static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 	}
 	if (prod != qp->sq_cons && qp->ctx->memfd >= 0 && !qp->ctx->dead)
 		sq_prefetch(core, qp, prod);
+	/* the WQEs were written by the application's CPU: their lines'
+	 * misses overlap instead of coming one after another (the header
+	 * and the first SGE of each, SQ_AHEAD of them ahead) */
+	for (uint32_t k = qp->sq_cons; k != prod && k - qp->sq_cons < SQ_AHEAD;
+	     k++)
+		sq_line_prefetch(qp, k);
 	while (qp->sq_cons != prod) {
 		uint8_t *slot = ring_slot(qp->sq_slots, qp->sq_cons,
 					  qp->sq_depth, qp->sq_stride);
@@ -1244,6 +1264,8 @@ static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 		struct ovr_eng_send_wr wr;
 		int rc;
 
+		if (prod - qp->sq_cons > SQ_AHEAD)
+			sq_line_prefetch(qp, qp->sq_cons + SQ_AHEAD);
 		memcpy(&w, slot, sizeof(w));
 		wr = (struct ovr_eng_send_wr){
 			.wr_id = qp->sq_cons,
@@ -1300,7 +1322,14 @@ static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 				wqe_fail(core, qp, false, qp->sq_cons++);
 				continue;
 			}
-			memcpy(sg, slot + sizeof(w), w.num_sge * sizeof(sg[0]));
+			/* one SGE (the common case) by a fixed-size copy: a
+			 * copy of variable length is a rep movs, tens of
+			 * cycles to start */
+			if (w.num_sge)
+				memcpy(sg, slot + sizeof(w), sizeof(sg[0]));
+			if (w.num_sge > 1)
+				memcpy(sg + 1, slot + sizeof(w) + sizeof(sg[0]),
+				       (w.num_sge - 1) * sizeof(sg[0]));
 			wr.num_sge = w.num_sge;
 		}
 		rc = ovr_eng_post_send(core->eng, qp->qpn, &wr, now);
@@ -1917,6 +1946,10 @@ int svc_dp_init(struct svc *s)
 		core->s = s;
 		core->idx = i;
 		core->dp_epfd = core->wake_fd = core->timer_fd = -1;
+		/* a division once, not in every round */
+		core->nrxq = i >= s->port_qs ?
+				     0 :
+				     (s->port_qs - 1 - i) / s->ncores + 1;
 		/* with several cores: a ring from each other core, and
 		 * for a core without a port queue of its own, one to core
 		 * 0's (core 0 looks at no other each round) */
@@ -2097,6 +2130,9 @@ static unsigned int port_rx(struct svc_core *core, void **bufs,
 	uint32_t nq = svc_core_nrxq(core);
 	unsigned int n = 0;
 
+	if (nq == 1) /* no division in the common case */
+		return s->port_ops->rx(s->port, core->idx, bufs, frames, lens,
+				       RX_BURST);
 	for (uint32_t j = 0; j < nq && n < RX_BURST; j++)
 		n += s->port_ops->rx(
 			s->port, svc_core_rxq(core, (core->rx_first + j) % nq),
