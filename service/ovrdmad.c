@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -942,6 +943,7 @@ int main(int argc, char **argv)
 	struct dport port = { 0 };
 	struct rte_ether_addr mac;
 	struct sigaction sa = { .sa_handler = on_signal };
+	cpu_set_t given, main_cpus;
 	int rc;
 
 	rc = parse_args(argc, argv, &a);
@@ -949,6 +951,12 @@ int main(int argc, char **argv)
 		rc = load_conf(&a);
 	if (rc >= 0)
 		return rc;
+	/* the CPUs ovrdmad is given: before EAL pins this thread */
+	CPU_ZERO(&given);
+	if (sched_getaffinity(0, sizeof(given), &given))
+		CPU_ZERO(&given);
+	if (!svc.conf.dp_cores)
+		svc.conf.dp_cores = svc_cores_auto(&given);
 	if (eal_start(argv, a.dash, &ealbuf))
 		return 1;
 
@@ -976,6 +984,26 @@ int main(int argc, char **argv)
 		svc_fini(&svc);
 		rte_eal_cleanup();
 		return 1;
+	}
+	/* the threads' CPUs (svc_cpu.c): core 0 where EAL pinned it */
+	if (CPU_COUNT(&given)) {
+		int cpus[SVC_MAX_CORES];
+		char gl[256], ml[256];
+
+		CPU_ZERO(&main_cpus);
+		if (sched_getaffinity(0, sizeof(main_cpus), &main_cpus))
+			CPU_ZERO(&main_cpus);
+		svc.cpus = given;
+		svc_cpu_plan(svc.ncores, &given, &main_cpus, cpus,
+			     &svc.ctl_cpu);
+		for (uint32_t i = 0; i < svc.ncores; i++)
+			svc.core[i].cpu = cpus[i];
+		svc_cpu_list(&given, gl, sizeof(gl));
+		svc_cpu_list(&main_cpus, ml, sizeof(ml));
+		LOG(INFO,
+		    "%u dataplane cores on CPUs %s (core 0 on %s), control "
+		    "thread on %d (-1: any)\n",
+		    svc.ncores, gl, ml, svc.ctl_cpu);
 	}
 	telemetry_register();
 	LOG(INFO, "serving %s (host %u.%u.%u.%u, underlay MTU %u, cc %s)\n",

@@ -33,6 +33,7 @@
 #define OVRDMA_SVC_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -134,7 +135,7 @@ struct svc_conf {
 	uint64_t base_rtt_ns;
 	char cc[16];
 	uint32_t spin_us; /* busy-poll this long before sleeping */
-	uint32_t dp_cores; /* dataplane cores (threads), 1..SVC_MAX_CORES */
+	uint32_t dp_cores; /* dataplane cores (threads), 1..SVC_MAX_CORES; 0: auto */
 	uint32_t port_queues; /* queue pairs asked of the port; 0: auto */
 	uint32_t max_contexts;
 	uint32_t ctx_max_qp, ctx_max_cq, ctx_max_mr, ctx_max_pd;
@@ -158,6 +159,18 @@ struct svc_conf {
 void svc_conf_default(struct svc_conf *c);
 /* 0, or -1 with a message on stderr naming the file and line. */
 int svc_conf_load(struct svc_conf *c, const char *path);
+/* svc_cpu.c: which CPUs the threads run on (docs/SERVICE.md 5, "CPUs") */
+/* dataplane_cores = auto: the CPUs of @given less one, 1 .. SVC_MAX_CORES */
+uint32_t svc_cores_auto(const cpu_set_t *given);
+/* core_cpu[0] -1 (the main thread stays where EAL put it); cores 1 ..
+ * @ncores - 1, then *@ctl_cpu: each the next CPU of @given not in
+ * @main_cpus (core 0's), -1 once there is none. */
+void svc_cpu_plan(uint32_t ncores, const cpu_set_t *given,
+		  const cpu_set_t *main_cpus, int *core_cpu, int *ctl_cpu);
+/* @t on @cpu, or (-1) on any of @given (unless @given is empty). */
+int svc_cpu_pin(pthread_t t, int cpu, const cpu_set_t *given);
+/* "0-3,8": @set as a list into @buf; the length. */
+size_t svc_cpu_list(const cpu_set_t *set, char *buf, size_t cap);
 /* "100g", "25m", "1000000000" -> bits per second; -1 on error. */
 int svc_parse_rate(const char *s, uint64_t *bps);
 int svc_parse_ipv4(const char *s, uint32_t *ip);
@@ -655,6 +668,7 @@ struct svc_core {
 	/* 1 while it runs rounds (svc_loop.c, stopping the world) */
 	_Atomic uint32_t active;
 	pthread_t thread; /* cores but 0 */
+	int cpu; /* the CPU svc_run pins it to; -1: any of svc.cpus */
 	struct svc_loop_frame loop[SVC_LOOP_DEPTH];
 	/* free-running: [loop_free, loop_head) received, their buffers
 	 * released once the batch of GPU copies of their round is done
@@ -729,6 +743,13 @@ struct svc {
 	int ctl_stop_fd; /* eventfd: the control thread ends */
 	pthread_t ctl_thread;
 	bool ctl_started;
+	/* the CPUs ovrdmad was given (its affinity at start; none: left as
+	 * they are) and the control thread's (-1: any of them), svc_cpu.c */
+	cpu_set_t cpus;
+	int ctl_cpu;
+	/* every core's thread started (svc_run): core[i].thread names it,
+	 * core 0's the main thread */
+	_Atomic bool threads_up;
 	/*
 	 * Stop the world (svc_loop.c): a thread that changes what the
 	 * dataplane reads (the control thread, a snapshot for telemetry)

@@ -665,23 +665,29 @@ static void show_mcast(struct svc *s, struct show_buf *b)
 /* the dataplane cores: one line each (busy: its rounds that did work) */
 static void show_cores(struct svc *s, struct show_buf *b)
 {
-	out(b, "%-5s %-9s %-10s %-14s %-12s %-12s %-12s %-10s %s\n", "core",
-	    "contexts", "qps", "busy_ns", "rx_frames", "tx_frames", "handed",
-	    "sleeps", "dev_copies");
+	out(b, "%-5s %-9s %-10s %-14s %-12s %-12s %-12s %-10s %-10s %s\n",
+	    "core", "contexts", "qps", "busy_ns", "rx_frames", "tx_frames",
+	    "handed", "sleeps", "dev_copies", "cpus");
 	for (uint32_t i = 0; i < s->ncores; i++) {
 		const struct svc_core *k = &s->core[i];
 		struct ovr_eng_stats es;
+		char cpus[128] = "-";
+		cpu_set_t set;
 
+		/* where its thread may run now (svc_cpu.c) */
+		if (atomic_load(&s->threads_up) &&
+		    !pthread_getaffinity_np(k->thread, sizeof(set), &set))
+			svc_cpu_list(&set, cpus, sizeof(cpus));
 		ovr_eng_get_stats(k->eng, &es);
 		out(b,
 		    "%-5u %-9u %-10u %-14llu %-12llu %-12llu %-12llu %-10llu "
-		    "%llu\n",
+		    "%-10llu %s\n",
 		    i, k->nctx, es.qps, (unsigned long long)k->cnt.busy_ns,
 		    (unsigned long long)k->cnt.rx_frames,
 		    (unsigned long long)k->cnt.tx_frames,
 		    (unsigned long long)k->cnt.xcore_frames,
 		    (unsigned long long)k->cnt.sleeps,
-		    (unsigned long long)es.dev_copies);
+		    (unsigned long long)es.dev_copies, cpus);
 	}
 }
 

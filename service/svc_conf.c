@@ -25,7 +25,7 @@ void svc_conf_default(struct svc_conf *c)
 	c->rate_bps = 100000000000ull;
 	snprintf(c->cc, sizeof(c->cc), "ovr");
 	c->spin_us = 50;
-	c->dp_cores = 1;
+	c->dp_cores = 0; /* auto: the CPUs given less one (svc_cores_auto) */
 	c->port_queues = 0; /* auto */
 	c->max_contexts = 256;
 	c->ctx_max_qp = 2048;
@@ -271,8 +271,10 @@ static int on_service(struct conf_state *st, const char *name,
 		}
 		snprintf(c->cc, sizeof(c->cc), "%s", value);
 	} else if (!strcmp(name, "dataplane_cores")) {
-		if (parse_u32(value, 1, SVC_MAX_CORES, &c->dp_cores)) {
-			st->err = "dataplane_cores: 1..16";
+		if (!strcmp(value, "auto")) {
+			c->dp_cores = 0;
+		} else if (parse_u32(value, 1, SVC_MAX_CORES, &c->dp_cores)) {
+			st->err = "dataplane_cores: 1..16 or auto";
 			return 0;
 		}
 	} else if (!strcmp(name, "port_queues")) {

@@ -1946,6 +1946,7 @@ int svc_dp_init(struct svc *s)
 		core->s = s;
 		core->idx = i;
 		core->dp_epfd = core->wake_fd = core->timer_fd = -1;
+		core->cpu = -1; /* any of s->cpus, until ovrdmad plans */
 		/* a division once, not in every round */
 		core->nrxq = i >= s->port_qs ?
 				     0 :

@@ -187,6 +187,7 @@ int svc_init(struct svc *s, const struct svc_port_ops *ops, void *port,
 	memcpy(s->mac, mac, 6);
 	s->listen_fd = s->epfd = s->svc_fd = -1;
 	s->ndev_fd = s->ctl_stop_fd = -1;
+	s->ctl_cpu = -1; /* any of s->cpus, until ovrdmad plans */
 	pthread_mutex_init(&s->stw_lock, NULL);
 	s->next_pd = 1;
 	s->next_ctx_id = 1;
@@ -701,6 +702,7 @@ int svc_run(struct svc *s)
 	uint32_t started = 1;
 	int rc;
 
+	s->core[0].thread = pthread_self();
 	rc = pthread_create(&s->ctl_thread, NULL, ctl_main, s);
 	if (rc) {
 		fprintf(stderr, "ovrdmad: control thread: %s\n", strerror(rc));
@@ -708,17 +710,33 @@ int svc_run(struct svc *s)
 	}
 	s->ctl_started = true;
 	pthread_setname_np(s->ctl_thread, "ovrdmad-ctl");
+	/* each thread on its CPU (svc_cpu.c), not on core 0's that it
+	 * inherits from the main thread EAL pinned */
+	rc = svc_cpu_pin(s->ctl_thread, s->ctl_cpu, &s->cpus);
+	if (rc)
+		fprintf(stderr, "ovrdmad: control thread on CPU %d: %s\n",
+			s->ctl_cpu, strerror(rc));
+	rc = 0;
 	for (; started < s->ncores; started++) {
-		rc = pthread_create(&s->core[started].thread, NULL, core_main,
-				    &s->core[started]);
+		struct svc_core *core = &s->core[started];
+
+		rc = pthread_create(&core->thread, NULL, core_main, core);
 		if (rc) {
 			fprintf(stderr, "ovrdmad: dataplane core %u: %s\n",
 				started, strerror(rc));
 			s->stop = 1;
 			break;
 		}
+		rc = svc_cpu_pin(core->thread, core->cpu, &s->cpus);
+		if (rc)
+			fprintf(stderr,
+				"ovrdmad: dataplane core %u on CPU %d: %s\n",
+				started, core->cpu, strerror(rc));
+		rc = 0;
 	}
+	atomic_store(&s->threads_up, !s->stop);
 	core_loop(&s->core[0]);
+	atomic_store(&s->threads_up, false);
 	atomic_store(&s->page->stopping, 1);
 	/* the other threads end; svc_fini runs with the world ours */
 	for (uint32_t i = 1; i < started; i++) {

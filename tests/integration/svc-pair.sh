@@ -15,6 +15,9 @@
 #   7. UD QPs, an SRQ and address handles (svc_ud): GRH and src_qp of
 #      datagrams, SRQ_LIMIT_REACHED, datagrams for an unknown QPN or from
 #      another tenant dropped and counted; SRQs and AHs reclaimed.
+#   8. CPUs: dataplane_cores auto is the CPUs less one; core 0 on the
+#      CPU EAL pinned, the control thread (and on a third node of two
+#      cores, core 1) each on another CPU of its own, none left: any.
 # usage: svc-pair.sh OVRDMAD SVC_XFER OVRDMACTL SVC_LIMITS [MB [SVC_UD]]
 set -u
 ovrdmad=$1 xfer=$2 ctl=$3 limits=$4 mb=${5:-64} ud=${6:-}
@@ -177,6 +180,58 @@ if [ -n "$ud" ]; then
 		[ "$(counter $n srqs)" = 0 ] || fail "$n kept an SRQ"
 		[ "$(counter $n engine_qps)" = 0 ] || fail "$n kept a UD QP"
 	done
+fi
+
+# cpus_of PID THREAD_NAME: the CPUs that thread of PID may run on
+cpus_of() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] &&
+			awk '$1 == "Cpus_allowed_list:" { print $2 }' "$t/status" &&
+			return 0
+	done
+	return 1
+}
+# core_cpus NODE CORE: the cpus column of show cores
+core_cpus() {
+	"$ctl" -s "$dir/$1.sock" show cores | awk -v c="$2" 'NR > 1 && $1 == c { print $NF }'
+}
+
+echo "== 8. CPUs (dataplane_cores, docs/SERVICE.md 5)"
+# EAL (no -l: every CPU an lcore) pins the main thread, core 0, to one
+# CPU; dataplane_cores is auto: the CPUs given less one (at least 1)
+given=$(awk '$1 == "Cpus_allowed_list:" { print $2 }' /proc/$$/status)
+ncpu=$(nproc)
+want=$((ncpu > 2 ? ncpu - 1 : 1))
+[ "$want" -gt 16 ] && want=16
+[ "$(counter a dataplane_cores)" = "$want" ] ||
+	fail "auto: $(counter a dataplane_cores) dataplane cores on $ncpu CPUs, want $want"
+c0=$(core_cpus a 0)
+ctlc=$(cpus_of "$pid_a" ovrdmad-ctl) || fail "no control thread"
+echo "node a: $want cores on CPUs $given; core 0 on $c0, the control thread on $ctlc"
+case "$c0" in *[-,]* | "") fail "core 0 not on one CPU: '$c0'" ;; esac
+if [ "$ncpu" -gt 1 ] && [ "$want" = 1 ]; then
+	case "$ctlc" in *[-,]* | "$c0") fail "the control thread on $ctlc, not on a CPU of its own beside core 0's ($c0)" ;; esac
+fi
+# two cores on a node of its own: core 1 on a CPU of its own, never on
+# core 0's (the pin it would inherit from the main thread)
+if [ "$ncpu" -ge 2 ]; then
+	sed -e "s|^socket = .*|socket = $dir/c.sock|" -e "s|^sysfs = .*|sysfs = $dir/sysfs-c|" \
+		-e "s|file-prefix=ovrpair$$a|file-prefix=ovrpair$$c|" \
+		-e "s|socket=$dir/memif.sock|socket=$dir/memif-c.sock|" \
+		-e "s|^spin_us = .*|&\ndataplane_cores = 2|" "$dir/a.conf" >"$dir/c.conf"
+	start c
+	c0=$(core_cpus c 0) c1=$(core_cpus c 1)
+	ctlc=$(cpus_of "$pid_c" ovrdmad-ctl)
+	echo "node c (2 cores): core 0 on $c0, core 1 on $c1, the control thread on $ctlc"
+	case "$c1" in *[-,]* | "" | "$c0") fail "core 1 on '$c1' (core 0 on $c0)" ;; esac
+	[ "$(cpus_of "$pid_c" ovrdmad-dp1)" = "$c1" ] ||
+		fail "show cores says core 1 on $c1, its thread runs on $(cpus_of "$pid_c" ovrdmad-dp1)"
+	if [ "$ncpu" = 2 ]; then
+		[ "$ctlc" = "$given" ] || fail "no CPU left: the control thread on $ctlc, want any ($given)"
+	fi
+	kill -TERM "$pid_c"
+	wait "$pid_c" || fail "ovrdmad c did not stop cleanly"
 fi
 
 kill -TERM "$pid_a" "$pid_b"

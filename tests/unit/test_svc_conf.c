@@ -131,6 +131,8 @@ static const struct bad {
 	  "dataplane_cores" },
 	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = 17\n", 3,
 	  "dataplane_cores" },
+	{ "[service]\nhost = 10.0.0.1\ndataplane_cores = automatic\n", 3,
+	  "dataplane_cores" },
 	{ "[service]\nhost = 10.0.0.1\nport_queues = 0\n", 3, "port_queues" },
 	{ "[service]\nhost = 10.0.0.1\nport_queues = autox\n", 3,
 	  "port_queues" },
@@ -200,7 +202,13 @@ static void test_port_queues(void **state)
 	assert_int_equal(
 		load("[service]\nhost = 10.0.0.1\n", &c, msg, sizeof(msg)), 0);
 	assert_int_equal(c.port_queues, 0);
-	assert_int_equal(c.dp_cores, 1);
+	assert_int_equal(c.dp_cores, 0); /* auto (svc_cores_auto) */
+	assert_int_equal(
+		load("[service]\nhost = 10.0.0.1\ndataplane_cores = 4\n"
+		     "dataplane_cores = auto\n",
+		     &c, msg, sizeof(msg)),
+		0);
+	assert_int_equal(c.dp_cores, 0);
 	assert_int_equal(load("[service]\nhost = 10.0.0.1\nport_queues = 4\n"
 			      "port_queues = auto\n",
 			      &c, msg, sizeof(msg)),
