@@ -17,7 +17,9 @@
 #   core with fewest, docs/SERVICE.md section 5).
 # --seconds T: per measurement (default 3).
 # --fabric: direct (default; the two ovrdmad's memif ports wired to each
-#   other) or memif (through the fabric emulator).
+#   other) or memif (through the fabric emulator, forwarding on as many
+#   workers as the nodes have cores: ovrdma-testbed up --fabric-workers,
+#   docs/FABRIC.md "Workers", so the fabric is not one core's ceiling).
 # --mem: the applications' buffers (default shared: the object route).
 # --queues Q: every port's queue pairs (ovrdma-testbed up --queues; by
 #   default the testbed's: cores x cores on the direct wire, cores
@@ -202,7 +204,10 @@ tcp_rows=()
 qrows=()
 IFS=, read -r -a cl <<<"$cores_list"
 for c in "${cl[@]}"; do
+	fw=1
+	[ "$fabric" = memif ] && [ -z "$queues" ] && fw=$c
 	"$tb" up 2 --fabric "$fabric" --cores "$c" ${queues:+--queues "$queues"} \
+		$([ "$fw" = 1 ] || echo "--fabric-workers $fw") \
 		>"$out/up.$c" 2>&1 || {
 		cat "$out/up.$c"
 		exit 1

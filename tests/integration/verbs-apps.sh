@@ -40,7 +40,9 @@
 #              of the core serving its QP (its outer source port says
 #              which): after the loss phases, both cores of both nodes
 #              received from the port and no frame was handed between
-#              cores; then the direct wire
+#              cores; then the same four pairs at 1 % loss through a
+#              fabric forwarding on two workers (up --fabric-workers 2),
+#              steered as before, the loss applied; then the direct wire
 #              (up --fabric direct --cores 2: a memif queue pair per
 #              pair of cores) with four pairs at once, byte-exact, each
 #              core of both nodes receiving on its own queues and no
@@ -425,6 +427,31 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 			nfail=$((nfail + 1))
 		}
 	done
+	# the fabric forwarding on two workers (--fabric-workers 2: worker
+	# w the queues q with q % 2 == w, each its own links and routes,
+	# learning shared), at 1 % loss: byte-exact, frames still on the
+	# queue of the core serving their QP, the loss applied
+	"$tb" down >/dev/null 2>&1
+	"$tb" up 2 --cores 2 --fabric-workers 2 --loss 0.01 >"$out/up-workers.log" 2>&1 || {
+		cat "$out/up-workers.log"
+		echo "$name: FAIL: testbed --fabric-workers 2 did not come up"
+		exit 1
+	}
+	grep -q '2 queues, 2 workers' "$OVRDMA_TESTBED_DIR/fabric.log" || {
+		echo "$name: FAIL: the fabric does not run two workers"
+		nfail=$((nfail + 1))
+	}
+	many cores-fabric-workers 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 30
+	steered workers-steer
+	fl=$("$tb" fabric stats | awk '$1 == "loss" { print $2 }')
+	fr=$("$tb" fabric stats | awk '$1 == "rx" { print $2 }')
+	ok=ok
+	[ "${fl:-0}" -gt 0 ] && [ "${fr:-0}" -gt 0 ] || ok=FAIL
+	summary+=("$(printf '%-22s %-5s %4s  %s of %s frames lost' workers-loss "$ok" - "${fl:-0}" "${fr:-0}")")
+	[ $ok = ok ] || {
+		echo "$name: FAIL: the fabric's workers lost ${fl:-0} of ${fr:-0} frames at 1 %"
+		nfail=$((nfail + 1))
+	}
 	# the direct wire, a queue pair per pair of cores: every core
 	# receives on queues of its own, and what it sends goes to the
 	# queue of the peer's core that serves the QP

@@ -994,6 +994,139 @@ static void test_ctl(void **state)
 	ovr_fabric_destroy(f);
 }
 
+/* ---- Several fabrics for the same ports (ovrdma-fabric --workers) ---- */
+
+/* every learned route told goes to the other fabrics, as the program's
+ * learn log does */
+struct learn_bus {
+	struct ovr_fabric *f[3];
+	unsigned n, told;
+};
+
+static struct learn_bus bus;
+
+static void tell(void *arg, uint32_t ip, uint16_t port, const uint8_t mac[6])
+{
+	struct ovr_fabric *from = arg;
+
+	bus.told++;
+	for (unsigned i = 0; i < bus.n; i++)
+		if (bus.f[i] != from)
+			assert_int_equal(
+				ovr_fabric_learn(bus.f[i], ip, port, mac), 0);
+}
+
+static void test_workers(void **state)
+{
+	struct ovr_fabric_route r;
+	uint8_t b[MAXF];
+	static char buf[65536];
+	FILE *m;
+	uint32_t len;
+	(void)state;
+
+	memset(&bus, 0, sizeof(bus));
+	bus.n = 3;
+	for (unsigned i = 0; i < bus.n; i++) {
+		bus.f[i] = ovr_fabric_create(3, 1 + i, MAXF);
+		assert_non_null(bus.f[i]);
+		ovr_fabric_set_learn_hook(bus.f[i], tell, bus.f[i]);
+	}
+	sink_reset();
+	/* A speaks through fabric 0 only, B through fabric 1 only: each
+	 * fabric learns one, and is told the other */
+	len = ipv4(b, MAC_BC, MAC_A, IP_A, 0xffffffffu, 0, 64, 1);
+	assert_true(ovr_fabric_rx(bus.f[0], 0, b, len, 0) >= 1);
+	len = ipv4(b, MAC_BC, MAC_B, IP_B, 0xffffffffu, 0, 64, 2);
+	assert_true(ovr_fabric_rx(bus.f[1], 1, b, len, 0) >= 1);
+	assert_int_equal(bus.told, 2);
+	for (unsigned i = 0; i < bus.n; i++) {
+		assert_int_equal(ovr_fabric_route_get(bus.f[i], IP_A, &r), 0);
+		assert_int_equal(r.port, 0);
+		assert_memory_equal(r.mac, MAC_A, 6);
+		assert_false(r.is_static);
+		assert_int_equal(ovr_fabric_route_get(bus.f[i], IP_B, &r), 0);
+		assert_int_equal(r.port, 1);
+		ovr_fabric_drain(bus.f[i], UINT64_MAX, collect, &out);
+	}
+	/* so fabric 2, which saw neither, forwards A -> B */
+	sink_reset();
+	len = ipv4(b, MAC_GW, MAC_A, IP_A, IP_B, 0, 100, 7);
+	assert_int_equal(ovr_fabric_rx(bus.f[2], 0, b, len, 0), 1);
+	ovr_fabric_drain(bus.f[2], UINT64_MAX, collect, &out);
+	assert_int_equal(out.n, 1);
+	assert_int_equal(out.port[0], 1);
+	assert_int_equal(out.id[0], 7);
+	/* counted where it was learned, once; told routes not told on */
+	assert_int_equal(pstats(bus.f[0], 0).learned, 1);
+	assert_int_equal(pstats(bus.f[2], 0).learned, 0);
+	assert_int_equal(bus.told, 2);
+	/* a route moves: told again; a static route keeps its port */
+	assert_int_equal(ovr_fabric_route_add(bus.f[2], IP_C, 2, MAC_C), 0);
+	len = ipv4(b, MAC_GW, MAC_A, IP_A, IP_B, 0, 100, 8);
+	assert_int_equal(ovr_fabric_rx(bus.f[1], 2, b, len, 0), 1);
+	assert_int_equal(bus.told, 3);
+	assert_int_equal(ovr_fabric_route_get(bus.f[0], IP_A, &r), 0);
+	assert_int_equal(r.port, 2);
+	assert_int_equal(ovr_fabric_learn(bus.f[2], IP_C, 1, MAC_A), 0);
+	assert_int_equal(ovr_fabric_route_get(bus.f[2], IP_C, &r), 0);
+	assert_int_equal(r.port, 2);
+	assert_int_equal(ovr_fabric_learn(bus.f[2], IP_C, 9, MAC_A), -EINVAL);
+	/* learning off: nothing told is taken */
+	ovr_fabric_set_learning(bus.f[0], false);
+	assert_int_equal(ovr_fabric_learn(bus.f[0], 0x0a000063, 1, MAC_B), 0);
+	assert_int_equal(ovr_fabric_route_get(bus.f[0], 0x0a000063, &r),
+			 -ENOENT);
+
+	/* control: set changes every fabric, stats are the sums */
+	m = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(ovr_fabric_ctl_n(bus.f, bus.n, "set 1 loss=0.5", m),
+			 0);
+	fclose(m);
+	assert_string_equal(buf, "ok\n");
+	for (unsigned i = 0; i < bus.n; i++) {
+		struct ovr_link_cfg c;
+
+		assert_int_equal(ovr_fabric_port_get(bus.f[i], 1, &c), 0);
+		assert_true(c.loss > 0.49 && c.loss < 0.51);
+	}
+	m = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(ovr_fabric_ctl_n(bus.f, bus.n, "set 7 loss=0.5", m),
+			 -EINVAL);
+	fclose(m);
+	assert_non_null(strstr(buf, "error"));
+	m = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(ovr_fabric_ctl_n(bus.f, bus.n, "stats", m), 0);
+	fclose(m);
+	{
+		uint64_t rx = 0, p0 = 0, p2 = 0, want0 = 0, want2 = 0;
+		char *l;
+
+		for (unsigned i = 0; i < bus.n; i++) {
+			want0 += pstats(bus.f[i], 0).rx;
+			want2 += pstats(bus.f[i], 2).rx;
+		}
+		/* the sums first: "rx" is the first line */
+		assert_int_equal(
+			sscanf(buf, "rx %llu", (unsigned long long *)&rx), 1);
+		assert_non_null(l = strstr(buf, "p0.rx "));
+		sscanf(l, "p0.rx %llu", (unsigned long long *)&p0);
+		assert_non_null(l = strstr(buf, "p2.rx "));
+		sscanf(l, "p2.rx %llu", (unsigned long long *)&p2);
+		assert_int_equal(p0, want0);
+		assert_int_equal(p2, want2);
+		assert_int_equal(rx, 4); /* 2 broadcasts, A -> B twice */
+		assert_int_equal(rx, want0 + want2 + pstats(bus.f[1], 1).rx);
+		assert_non_null(strstr(buf, "ok\n"));
+	}
+	m = fmemopen(buf, sizeof(buf), "w");
+	assert_int_equal(ovr_fabric_ctl_n(bus.f, bus.n, "stats 0 1", m),
+			 -EINVAL);
+	fclose(m);
+	for (unsigned i = 0; i < bus.n; i++)
+		ovr_fabric_destroy(bus.f[i]);
+}
+
 static void test_create_args(void **state)
 {
 	(void)state;
@@ -1025,6 +1158,7 @@ int main(void)
 		cmocka_unit_test(test_parse_port_ip),
 		cmocka_unit_test(test_ctl),
 		cmocka_unit_test(test_create_args),
+		cmocka_unit_test(test_workers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

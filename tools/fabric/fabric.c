@@ -43,6 +43,8 @@ struct ovr_fabric {
 	uint32_t max_frame;
 	bool learning;
 	bool arp_proxy;
+	ovr_fabric_learn_fn learn_fn; /* what learning adds or moves */
+	void *learn_arg;
 	struct route_ent *rt; /* open addressing, linear probing */
 	uint32_t rt_cap; /* power of two */
 	uint32_t rt_n;
@@ -244,9 +246,10 @@ static bool unicast_ip(uint32_t ip)
 	return ip && ip != 0xffffffffu && (ip >> 28) != 0xe;
 }
 
-/* @ip (host order) sends from @port with source MAC @mac */
-static void learn(struct ovr_fabric *f, uint32_t ip, uint16_t port,
-		  const uint8_t *mac)
+/* @ip (host order) sends from @port with source MAC @mac; @told: another
+ * fabric learned it (ovr_fabric_learn: not counted, not told on) */
+static void learn_as(struct ovr_fabric *f, uint32_t ip, uint16_t port,
+		     const uint8_t *mac, bool told)
 {
 	struct route_ent *e;
 
@@ -271,7 +274,33 @@ static void learn(struct ovr_fabric *f, uint32_t ip, uint16_t port,
 	e->port = port;
 	memcpy(e->mac, mac, 6);
 	e->has_mac = true;
+	if (told)
+		return;
 	f->port[port].st.learned++;
+	if (f->learn_fn)
+		f->learn_fn(f->learn_arg, ip, port, mac);
+}
+
+static void learn(struct ovr_fabric *f, uint32_t ip, uint16_t port,
+		  const uint8_t *mac)
+{
+	learn_as(f, ip, port, mac, false);
+}
+
+void ovr_fabric_set_learn_hook(struct ovr_fabric *f, ovr_fabric_learn_fn fn,
+			       void *arg)
+{
+	f->learn_fn = fn;
+	f->learn_arg = arg;
+}
+
+int ovr_fabric_learn(struct ovr_fabric *f, uint32_t ip, uint16_t port,
+		     const uint8_t mac[6])
+{
+	if (port >= f->nports || !mac)
+		return -EINVAL;
+	learn_as(f, ip, port, mac, true);
+	return 0;
 }
 
 /* ---- Fabric ---------------------------------------------------------- */
@@ -917,39 +946,63 @@ void ovr_fabric_print_cfg(const struct ovr_link_cfg *c, FILE *out)
 		c->blackhole);
 }
 
-void ovr_fabric_print_stats(const struct ovr_fabric *f, uint16_t port,
-			    FILE *out)
+/* @port's counters summed over the @n fabrics @f */
+static void stats_sum(struct ovr_fabric *const *f, unsigned n, uint16_t port,
+		      uint64_t v[OVR_FABRIC_NSTATS])
 {
 	struct ovr_fabric_port_stats s;
+	uint64_t w[OVR_FABRIC_NSTATS];
+
+	memset(v, 0, OVR_FABRIC_NSTATS * sizeof(v[0]));
+	for (unsigned i = 0; i < n; i++) {
+		if (ovr_fabric_port_stats(f[i], port, &s))
+			continue;
+		memcpy(w, &s, sizeof(w));
+		for (unsigned k = 0; k < OVR_FABRIC_NSTATS; k++)
+			v[k] += w[k];
+	}
+}
+
+void ovr_fabric_print_stats_n(struct ovr_fabric *const *f, unsigned n,
+			      uint16_t port, FILE *out)
+{
 	uint64_t sum[OVR_FABRIC_NSTATS] = { 0 }, v[OVR_FABRIC_NSTATS];
 	unsigned k;
 	uint16_t q;
 
+	if (!n)
+		return;
 	if (port != OVR_FABRIC_ALL) {
-		if (ovr_fabric_port_stats(f, port, &s))
+		if (port >= f[0]->nports)
 			return;
-		memcpy(v, &s, sizeof(v));
+		stats_sum(f, n, port, v);
 		for (k = 0; k < OVR_FABRIC_NSTATS; k++)
 			fprintf(out, "%s %" PRIu64 "\n",
 				ovr_fabric_stat_names[k], v[k]);
 		return;
 	}
-	for (q = 0; q < f->nports; q++) {
-		ovr_fabric_port_stats(f, q, &s);
-		memcpy(v, &s, sizeof(v));
+	for (q = 0; q < f[0]->nports; q++) {
+		stats_sum(f, n, q, v);
 		for (k = 0; k < OVR_FABRIC_NSTATS; k++)
 			sum[k] += v[k];
 	}
 	for (k = 0; k < OVR_FABRIC_NSTATS; k++)
 		fprintf(out, "%s %" PRIu64 "\n", ovr_fabric_stat_names[k],
 			sum[k]);
-	for (q = 0; q < f->nports; q++) {
-		ovr_fabric_port_stats(f, q, &s);
-		memcpy(v, &s, sizeof(v));
+	for (q = 0; q < f[0]->nports; q++) {
+		stats_sum(f, n, q, v);
 		for (k = 0; k < OVR_FABRIC_NSTATS; k++)
 			fprintf(out, "p%u.%s %" PRIu64 "\n", q,
 				ovr_fabric_stat_names[k], v[k]);
 	}
+}
+
+void ovr_fabric_print_stats(const struct ovr_fabric *f, uint16_t port,
+			    FILE *out)
+{
+	struct ovr_fabric *one = (struct ovr_fabric *)f;
+
+	ovr_fabric_print_stats_n(&one, 1, port, out);
 }
 
 static void print_route(void *arg, const struct ovr_fabric_route *r)
@@ -1034,6 +1087,48 @@ static int ctl_route(struct ovr_fabric *f, char **tok, int n, FILE *out)
 	if (ovr_fabric_route_add(f, ip, port, n == 4 ? mac : NULL))
 		return ctl_err(out, -ENOMEM, "out of memory");
 	return 0;
+}
+
+int ovr_fabric_ctl_n(struct ovr_fabric *const *f, unsigned n, const char *line,
+		     FILE *out)
+{
+	char word[8] = "";
+	char *sink = NULL;
+	size_t sinklen = 0;
+	uint16_t port = OVR_FABRIC_ALL;
+	char extra[2];
+
+	if (n <= 1)
+		return n ? ovr_fabric_ctl(f[0], line, out) : -EINVAL;
+	sscanf(line, " %7s", word);
+	if (!strcmp(word, "set") || !strcmp(word, "route")) {
+		/* every fabric changes alike; the first one answers */
+		for (unsigned i = 1; i < n; i++) {
+			FILE *null = open_memstream(&sink, &sinklen);
+
+			if (!null)
+				return ctl_err(out, -ENOMEM, "out of memory");
+			ovr_fabric_ctl(f[i], line, null);
+			fclose(null);
+			free(sink);
+			sink = NULL;
+		}
+		return ovr_fabric_ctl(f[0], line, out);
+	}
+	if (!strcmp(word, "stats")) {
+		char arg[16] = "";
+		int k = sscanf(line, " %*s %15s %1s", arg, extra);
+
+		if (k == 2 ||
+		    (k == 1 && ovr_fabric_parse_port(f[0], arg, &port))) {
+			ctl_err(out, -EINVAL, "usage: stats [PORT|all]");
+			return -EINVAL;
+		}
+		ovr_fabric_print_stats_n(f, n, port, out);
+		fputs("ok\n", out);
+		return 0;
+	}
+	return ovr_fabric_ctl(f[0], line, out);
 }
 
 int ovr_fabric_ctl(struct ovr_fabric *f, const char *line, FILE *out)

@@ -112,6 +112,22 @@ void ovr_fabric_set_learning(struct ovr_fabric *f, bool on);
 void ovr_fabric_set_arp_proxy(struct ovr_fabric *f, bool on);
 
 /*
+ * Several fabrics that switch for the same ports (ovrdma-fabric's
+ * --workers: one per worker thread) share what they learn: @fn is called
+ * with every route learning adds or moves in @f (not static routes, not
+ * what ovr_fabric_learn() brings), and ovr_fabric_learn() applies such a
+ * route to another fabric as if it had learned it itself (not counted in
+ * `learned`; nothing while learning is off; a static route keeps its
+ * port). -EINVAL for a bad port.
+ */
+typedef void (*ovr_fabric_learn_fn)(void *arg, uint32_t ip, uint16_t port,
+				    const uint8_t mac[6]);
+void ovr_fabric_set_learn_hook(struct ovr_fabric *f, ovr_fabric_learn_fn fn,
+			       void *arg);
+int ovr_fabric_learn(struct ovr_fabric *f, uint32_t ip, uint16_t port,
+		     const uint8_t mac[6]);
+
+/*
  * Static route: IPv4 address @ip (host byte order) is behind @port, at
  * @mac when not NULL (else learned later). Replaces whatever was there;
  * learning never changes a static route's port. -EINVAL (port, ip 0),
@@ -216,6 +232,17 @@ int ovr_fabric_ctl(struct ovr_fabric *f, const char *line, FILE *out);
  * as "key value" then every port as "pN.key value". */
 void ovr_fabric_print_stats(const struct ovr_fabric *f, uint16_t port,
 			    FILE *out);
+/* The same summed over @n fabrics of as many ports (--workers). */
+void ovr_fabric_print_stats_n(struct ovr_fabric *const *f, unsigned n,
+			      uint16_t port, FILE *out);
+/*
+ * ovr_fabric_ctl() for @n fabrics of the same ports: "set" and "route"
+ * change every one alike (the first answers), "stats" prints the sums
+ * over all, anything else is the first's ("show": every fabric has the
+ * same links; "routes": the first's table, which learning shares).
+ */
+int ovr_fabric_ctl_n(struct ovr_fabric *const *f, unsigned n, const char *line,
+		     FILE *out);
 /* A link configuration as the key=val text the parser reads. */
 void ovr_fabric_print_cfg(const struct ovr_link_cfg *cfg, FILE *out);
 

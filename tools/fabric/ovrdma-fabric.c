@@ -6,26 +6,42 @@
  *                 [--route IP=PORT[,MAC]] [--ctl PATH] [--pidfile PATH]
  *                 [--arp-proxy] [--no-learn] [--max-frame N]
  *                 [--idle-us N] [--deep-idle-us N] [--spin-us N]
+ *                 [--queues N] [--workers N]
  *   ovrdma-fabric ctl PATH COMMAND...     (a client of the control socket)
  *
  * Every ethdev the EAL arguments create is a port (e.g. one
  * --vdev=net_memifN,role=server,socket=...,id=0 per node, or
  * --vdev=net_af_packetN,iface=vethX). The switching and impairments are in
- * fabric.c; this file moves frames between the ports and that core in one
- * polling thread, which sleeps when idle: it spins for --spin-us, then
- * waits in epoll on the Rx interrupts of ports that have them, the control
- * socket and the signals, for at most --idle-us (--deep-idle-us after a
- * long silence) when some port must be polled, and never past the time
- * the next delayed frame falls due.
+ * fabric.c; this file moves frames between the ports and that core in
+ * polling threads, the workers (--workers, default 1), each of which sleeps
+ * when idle: it spins for --spin-us, then waits in epoll on the Rx
+ * interrupts of its queues where the ports have them (worker 0 also on the
+ * control socket and the signals), for at most --idle-us (--deep-idle-us
+ * after a long silence) when some queue must be polled, and never past the
+ * time the next delayed frame falls due.
+ *
+ * Several workers (docs/FABRIC.md, "Workers"): worker w receives on queue q
+ * of every port where q % workers == w, through a switching core of its
+ * own (fabric.c is not thread-safe): its own egress links (each with its
+ * own PRNG stream, the seed plus w; a link's rate and buffer are per
+ * worker, so a port carries up to workers x rate) and its own copy of the
+ * routes, which share what they learn through a log (learn_log). A frame
+ * due leaves on the queue its outer source port names, whichever worker
+ * owns it, the send under that queue's spinlock. The control socket
+ * changes every worker's core alike, each under its worker's mutex, and
+ * reads the counters as their sums.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -40,6 +56,7 @@
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <rte_spinlock.h>
 
 #include "fabric.h"
 
@@ -52,10 +69,12 @@
 #define NB_RXD 256
 #define NB_TXD 256
 #define MAX_QUEUES 16 /* --queues */
+#define MAX_WORKERS MAX_QUEUES /* --workers: at most one per queue */
+#define LEARN_LOG 4096 /* routes learned, kept for the other workers */
 #define MAX_CLIENTS 16
 #define CLIENT_BUF 4096
 
-enum { TAG_SIGNAL = 1, TAG_LISTEN, TAG_DPDK, TAG_CLIENT };
+enum { TAG_SIGNAL = 1, TAG_LISTEN, TAG_DPDK, TAG_CLIENT, TAG_WAKE };
 
 struct txq {
 	struct rte_mbuf *m[TXQ_MAX];
@@ -85,9 +104,34 @@ struct opts {
 	int nlinks;
 	char **routes;
 	int nroutes;
+	uint32_t workers;
 };
 
-static struct ovr_fabric *fab;
+/*
+ * A forwarding thread: the receive queues q of every port with q %
+ * nworkers == idx, a switching core of its own, and the frames it has
+ * taken out of that core for a port's transmit queue, waiting for the
+ * ring (txqs[port][queue]: its own, whichever queue).
+ */
+struct worker {
+	unsigned idx;
+	struct ovr_fabric *fab;
+	/* fab: held for each round, and by the control socket for a change */
+	pthread_mutex_t lock;
+	struct txq txqs[OVR_FABRIC_MAX_PORTS][MAX_QUEUES];
+	int epfd; /* worker 0: the program's; others: dp_epfd and wake_fd */
+	int dp_epfd; /* the Rx interrupts of its queues */
+	int wake_fd; /* eventfd: stop (workers but 0) */
+	bool all_intr; /* every queue it polls has Rx interrupts */
+	uint64_t learn_seen; /* learn_log entries applied (learn_n) */
+	uint8_t *scratch; /* linearised multi-segment frames */
+	pthread_t thread;
+	bool started;
+};
+
+static struct worker *workers;
+static struct ovr_fabric *cores_of[MAX_WORKERS]; /* workers[w].fab, in order */
+static uint32_t nworkers = 1;
 static struct rte_mempool *pool;
 static uint16_t nports;
 static uint16_t port_ids[OVR_FABRIC_MAX_PORTS];
@@ -95,11 +139,23 @@ static bool port_intr[OVR_FABRIC_MAX_PORTS];
 /* --queues: queue pairs per port; a frame leaves on the queue its outer
  * UDP source port names (frame_queue) */
 static uint16_t nq = 1;
-static struct txq txqs[OVR_FABRIC_MAX_PORTS][MAX_QUEUES];
-static uint8_t *scratch; /* linearised multi-segment frames */
-static int epfd = -1, dp_epfd = -1, sig_fd = -1, listen_fd = -1;
+/* a transmit queue's sends, when several workers share it */
+static rte_spinlock_t txlock[OVR_FABRIC_MAX_PORTS][MAX_QUEUES];
+static int epfd = -1, sig_fd = -1, listen_fd = -1;
 static struct client *clients[MAX_CLIENTS];
-static bool stop;
+static atomic_bool stop;
+
+/* What the workers' cores learned (ovr_fabric_set_learn_hook), for the
+ * others: a ring; a worker more than LEARN_LOG behind skips the oldest */
+struct learn_ent {
+	uint32_t ip;
+	uint16_t port;
+	uint8_t mac[6];
+	unsigned from; /* the worker that learned it */
+};
+static struct learn_ent learn_log[LEARN_LOG];
+static _Atomic uint64_t learn_n;
+static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void usage(FILE *f)
 {
@@ -129,7 +185,11 @@ static void usage(FILE *f)
 		"1): a frame\n"
 		"      leaves on queue (outer UDP source port >> 10) %% N, "
 		"the bits\n"
-		"      ovrdmad steers by (docs/SERVICE.md section 5)\n");
+		"      ovrdmad steers by (docs/SERVICE.md section 5)\n"
+		"  --workers N           forwarding threads, 1..queues (default "
+		"1): worker w\n"
+		"      receives on the queues q with q %% N == w (docs/FABRIC.md)"
+		"\n");
 }
 
 /* ---- Control client: ovrdma-fabric ctl PATH COMMAND... ---------------- */
@@ -228,6 +288,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "deep-idle-us", required_argument, NULL, 'D' },
 		{ "spin-us", required_argument, NULL, 'S' },
 		{ "queues", required_argument, NULL, 'q' },
+		{ "workers", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -288,6 +349,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				goto bad;
 			nq = (uint16_t)v;
 			break;
+		case 'w':
+			if (parse_uint(optarg, MAX_WORKERS, &v) || !v)
+				goto bad;
+			o->workers = (uint32_t)v;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -299,6 +365,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	if (optind < argc) {
 		fprintf(stderr, "ovrdma-fabric: unexpected '%s'\n",
 			argv[optind]);
+		return -1;
+	}
+	if (o->workers > nq) {
+		fprintf(stderr,
+			"ovrdma-fabric: --workers %u: at most --queues (%u): a "
+			"worker polls queues of its own\n",
+			o->workers, nq);
 		return -1;
 	}
 	return 0;
@@ -321,7 +394,7 @@ static int apply_link(const char *arg)
 	}
 	memcpy(portstr, arg, (size_t)(colon - arg));
 	portstr[colon - arg] = '\0';
-	if (ovr_fabric_parse_port(fab, portstr, &port)) {
+	if (ovr_fabric_parse_port(cores_of[0], portstr, &port)) {
 		fprintf(stderr, "ovrdma-fabric: --link: no port '%s' (0-%u)\n",
 			portstr, nports - 1);
 		return -1;
@@ -329,15 +402,19 @@ static int apply_link(const char *arg)
 	for (q = 0; q < nports; q++) {
 		if (port != OVR_FABRIC_ALL && q != port)
 			continue;
-		ovr_fabric_port_get(fab, q, &c);
+		ovr_fabric_port_get(cores_of[0], q, &c);
 		if (ovr_fabric_parse_link(&c, colon + 1, err, sizeof(err))) {
 			fprintf(stderr, "ovrdma-fabric: --link: %s\n", err);
 			return -1;
 		}
-		if (ovr_fabric_port_set(fab, q, &c)) {
-			fprintf(stderr, "ovrdma-fabric: --link %s: invalid\n",
-				arg);
-			return -1;
+		/* every worker's link alike (each keeps its own stream) */
+		for (uint32_t w = 0; w < nworkers; w++) {
+			if (ovr_fabric_port_set(cores_of[w], q, &c)) {
+				fprintf(stderr,
+					"ovrdma-fabric: --link %s: invalid\n",
+					arg);
+				return -1;
+			}
 		}
 	}
 	return 0;
@@ -359,7 +436,7 @@ static int apply_route(const char *arg)
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)
 		return -1;
-	rc = ovr_fabric_ctl(fab, line, devnull);
+	rc = ovr_fabric_ctl_n(cores_of, nworkers, line, devnull);
 	fclose(devnull);
 	if (rc)
 		fprintf(stderr, "ovrdma-fabric: --route IP=PORT[,MAC]: '%s'\n",
@@ -416,9 +493,9 @@ static int port_setup(uint16_t pid, uint16_t idx)
 		port_intr[idx] = true;
 		for (uint16_t q = 0; q < nq; q++)
 			port_intr[idx] &=
-				rte_eth_dev_rx_intr_ctl_q(pid, q, dp_epfd,
-							  RTE_INTR_EVENT_ADD,
-							  NULL) == 0;
+				rte_eth_dev_rx_intr_ctl_q(
+					pid, q, workers[q % nworkers].dp_epfd,
+					RTE_INTR_EVENT_ADD, NULL) == 0;
 		if (lvl >= 0)
 			rte_log_set_level((uint32_t)lt, (uint32_t)lvl);
 	}
@@ -505,8 +582,13 @@ static void client_command(struct client *c, const char *line)
 
 	if (!out)
 		return;
-	if (ovr_fabric_ctl(fab, line, out) == 1)
+	/* every worker's core between two of its rounds */
+	for (uint32_t w = 0; w < nworkers; w++)
+		pthread_mutex_lock(&workers[w].lock);
+	if (ovr_fabric_ctl_n(cores_of, nworkers, line, out) == 1)
 		stop = true;
+	for (uint32_t w = nworkers; w-- > 0;)
+		pthread_mutex_unlock(&workers[w].lock);
 	fclose(out);
 	while (off < len) {
 		n = write(c->fd, reply + off, len - off);
@@ -548,45 +630,87 @@ static void client_read(unsigned i)
 
 /* ---- Data path -------------------------------------------------------- */
 
-static unsigned poll_rx(uint64_t now)
+/* learned in @arg's core (a worker): for the others (learn_log) */
+static void learn_tell(void *arg, uint32_t ip, uint16_t port,
+		       const uint8_t mac[6])
+{
+	const struct worker *w = arg;
+	uint64_t n;
+
+	pthread_mutex_lock(&learn_lock);
+	n = atomic_load_explicit(&learn_n, memory_order_relaxed);
+	learn_log[n % LEARN_LOG].ip = ip;
+	learn_log[n % LEARN_LOG].port = port;
+	memcpy(learn_log[n % LEARN_LOG].mac, mac, 6);
+	learn_log[n % LEARN_LOG].from = w->idx;
+	atomic_store_explicit(&learn_n, n + 1, memory_order_release);
+	pthread_mutex_unlock(&learn_lock);
+}
+
+/* what the other workers learned since @w last looked (its lock held) */
+static void learn_catch_up(struct worker *w)
+{
+	uint64_t n = atomic_load_explicit(&learn_n, memory_order_acquire);
+
+	if (n == w->learn_seen)
+		return;
+	pthread_mutex_lock(&learn_lock);
+	n = atomic_load_explicit(&learn_n, memory_order_relaxed);
+	if (n - w->learn_seen > LEARN_LOG)
+		w->learn_seen = n - LEARN_LOG;
+	for (; w->learn_seen < n; w->learn_seen++) {
+		const struct learn_ent *e =
+			&learn_log[w->learn_seen % LEARN_LOG];
+
+		if (e->from != w->idx)
+			ovr_fabric_learn(w->fab, e->ip, e->port, e->mac);
+	}
+	pthread_mutex_unlock(&learn_lock);
+}
+
+static unsigned poll_rx(struct worker *w, uint64_t now)
 {
 	struct rte_mbuf *bufs[BURST];
 	unsigned total = 0;
 	uint16_t i, k, n;
 
-	for (uint32_t iq = 0; iq < (uint32_t)nports * nq; iq++) {
-		i = (uint16_t)(iq / nq);
-		n = rte_eth_rx_burst(port_ids[i], (uint16_t)(iq % nq), bufs,
-				     BURST);
-		for (k = 0; k < n; k++) {
-			struct rte_mbuf *m = bufs[k];
-			uint32_t len = rte_pktmbuf_pkt_len(m);
-			const void *data = rte_pktmbuf_mtod(m, const void *);
+	for (i = 0; i < nports; i++) {
+		for (uint16_t q = (uint16_t)w->idx; q < nq;
+		     q = (uint16_t)(q + nworkers)) {
+			n = rte_eth_rx_burst(port_ids[i], q, bufs, BURST);
+			for (k = 0; k < n; k++) {
+				struct rte_mbuf *m = bufs[k];
+				uint32_t len = rte_pktmbuf_pkt_len(m);
+				const void *data =
+					rte_pktmbuf_mtod(m, const void *);
 
-			if (m->nb_segs > 1) {
-				data = len <= ovr_fabric_max_frame(fab) ?
-					       rte_pktmbuf_read(m, 0, len,
-								scratch) :
-					       scratch;
+				if (m->nb_segs > 1) {
+					data = len <= ovr_fabric_max_frame(
+							      w->fab) ?
+						       rte_pktmbuf_read(
+							       m, 0, len,
+							       w->scratch) :
+						       w->scratch;
+				}
+				ovr_fabric_rx(w->fab, i, data, len, now);
 			}
-			ovr_fabric_rx(fab, i, data, len, now);
+			if (n)
+				rte_pktmbuf_free_bulk(bufs, n);
+			total += n;
 		}
-		if (n)
-			rte_pktmbuf_free_bulk(bufs, n);
-		total += n;
 	}
 	return total;
 }
 
-static void txq_drop(uint16_t i, uint16_t q)
+static void txq_drop(struct worker *w, uint16_t i, uint16_t q)
 {
-	struct txq *t = &txqs[i][q];
+	struct txq *t = &w->txqs[i][q];
 	uint64_t bytes = 0;
 	uint16_t k;
 
 	for (k = 0; k < t->n; k++)
 		bytes += rte_pktmbuf_pkt_len(t->m[k]);
-	ovr_fabric_tx_dropped(fab, i, t->n, bytes);
+	ovr_fabric_tx_dropped(w->fab, i, t->n, bytes);
 	rte_pktmbuf_free_bulk(t->m, t->n);
 	t->n = 0;
 	t->stuck_since = 0;
@@ -597,15 +721,22 @@ static void txq_drop(uint16_t i, uint16_t q)
  * them, in the fabric) for up to TX_STUCK_NS; after that, or when it is
  * gone (a memif peer that left), it is in discard mode: whatever falls due
  * for it is dropped and counted in tx_drop until a send succeeds again.
+ * With several workers, a queue's sends take its spinlock.
  */
-static void txq_flush(uint16_t i, uint16_t q, uint64_t now)
+static void txq_flush(struct worker *w, uint16_t i, uint16_t q, uint64_t now)
 {
-	struct txq *t = &txqs[i][q];
+	struct txq *t = &w->txqs[i][q];
 	uint16_t sent;
 
 	if (!t->n)
 		return;
-	sent = rte_eth_tx_burst(port_ids[i], q, t->m, t->n);
+	if (nworkers > 1) {
+		rte_spinlock_lock(&txlock[i][q]);
+		sent = rte_eth_tx_burst(port_ids[i], q, t->m, t->n);
+		rte_spinlock_unlock(&txlock[i][q]);
+	} else {
+		sent = rte_eth_tx_burst(port_ids[i], q, t->m, t->n);
+	}
 	if (sent) {
 		t->n -= sent;
 		memmove(t->m, t->m + sent, t->n * sizeof(t->m[0]));
@@ -617,7 +748,7 @@ static void txq_flush(uint16_t i, uint16_t q, uint64_t now)
 		t->stuck_since = now;
 	if (t->discard || now - t->stuck_since > TX_STUCK_NS) {
 		t->discard = true;
-		txq_drop(i, q);
+		txq_drop(w, i, q);
 	}
 }
 
@@ -645,32 +776,32 @@ static uint16_t frame_queue(const uint8_t *b, uint32_t len)
 
 /* Several queues: each frame due goes on its queue, or is dropped when
  * that queue's ring stays full (the transport recovers). */
-static unsigned poll_tx_queues(uint16_t i, uint64_t now)
+static unsigned poll_tx_queues(struct worker *w, uint16_t i, uint64_t now)
 {
 	uint32_t len;
 	unsigned total = 0;
 	uint16_t q;
 
 	for (q = 0; q < nq; q++)
-		txq_flush(i, q, now);
-	while (ovr_fabric_port_next_ns(fab, i) <= now) {
+		txq_flush(w, i, q, now);
+	while (ovr_fabric_port_next_ns(w->fab, i) <= now) {
 		struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 		struct txq *t;
 
 		if (!m)
 			break; /* try again on the next round */
-		if (ovr_fabric_recv(fab, i, now, rte_pktmbuf_mtod(m, void *),
+		if (ovr_fabric_recv(w->fab, i, now, rte_pktmbuf_mtod(m, void *),
 				    rte_pktmbuf_tailroom(m), &len) != 1) {
 			rte_pktmbuf_free(m);
 			break;
 		}
 		total++;
 		q = frame_queue(rte_pktmbuf_mtod(m, const uint8_t *), len);
-		t = &txqs[i][q];
+		t = &w->txqs[i][q];
 		if (t->n == TXQ_MAX)
-			txq_flush(i, q, now);
+			txq_flush(w, i, q, now);
 		if (t->n == TXQ_MAX) {
-			ovr_fabric_tx_dropped(fab, i, 1, len);
+			ovr_fabric_tx_dropped(w->fab, i, 1, len);
 			rte_pktmbuf_free(m);
 			continue;
 		}
@@ -679,33 +810,33 @@ static unsigned poll_tx_queues(uint16_t i, uint64_t now)
 		t->m[t->n++] = m;
 	}
 	for (q = 0; q < nq; q++)
-		txq_flush(i, q, now);
+		txq_flush(w, i, q, now);
 	return total;
 }
 
-/* Frames due by @now from the fabric to the ports. */
-static unsigned poll_tx(uint64_t now)
+/* Frames due by @now from @w's core to the ports. */
+static unsigned poll_tx(struct worker *w, uint64_t now)
 {
-	uint32_t cap = ovr_fabric_max_frame(fab), len;
+	uint32_t cap = ovr_fabric_max_frame(w->fab), len;
 	unsigned total = 0;
 	uint16_t i;
 
 	for (i = 0; i < nports; i++) {
-		struct txq *t = &txqs[i][0];
+		struct txq *t = &w->txqs[i][0];
 
 		if (nq > 1) {
-			total += poll_tx_queues(i, now);
+			total += poll_tx_queues(w, i, now);
 			continue;
 		}
-		txq_flush(i, 0, now);
+		txq_flush(w, i, 0, now);
 		while (t->n < TXQ_MAX &&
-		       ovr_fabric_port_next_ns(fab, i) <= now) {
+		       ovr_fabric_port_next_ns(w->fab, i) <= now) {
 			struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
 
 			if (!m)
 				break; /* try again on the next round */
 			if (ovr_fabric_recv(
-				    fab, i, now, rte_pktmbuf_mtod(m, void *),
+				    w->fab, i, now, rte_pktmbuf_mtod(m, void *),
 				    rte_pktmbuf_tailroom(m), &len) != 1) {
 				rte_pktmbuf_free(m);
 				break;
@@ -715,35 +846,38 @@ static unsigned poll_tx(uint64_t now)
 			t->m[t->n++] = m;
 			total++;
 		}
-		txq_flush(i, 0, now);
-		while (t->discard && ovr_fabric_port_next_ns(fab, i) <= now &&
-		       ovr_fabric_recv(fab, i, now, scratch, cap, &len) == 1) {
-			ovr_fabric_tx_dropped(fab, i, 1, len);
+		txq_flush(w, i, 0, now);
+		while (t->discard &&
+		       ovr_fabric_port_next_ns(w->fab, i) <= now &&
+		       ovr_fabric_recv(w->fab, i, now, w->scratch, cap, &len) ==
+			       1) {
+			ovr_fabric_tx_dropped(w->fab, i, 1, len);
 			total++;
 		}
 	}
 	return total;
 }
 
-static bool tx_waiting(void)
+static bool tx_waiting(const struct worker *w)
 {
 	uint16_t i;
 
 	for (i = 0; i < nports; i++)
 		for (uint16_t q = 0; q < nq; q++)
-			if (txqs[i][q].n)
+			if (w->txqs[i][q].n)
 				return true;
 	return false;
 }
 
-static void intr_enable(bool on)
+static void intr_enable(const struct worker *w, bool on)
 {
 	uint16_t i;
 
 	for (i = 0; i < nports; i++) {
 		if (!port_intr[i])
 			continue;
-		for (uint16_t q = 0; q < nq; q++) {
+		for (uint16_t q = (uint16_t)w->idx; q < nq;
+		     q = (uint16_t)(q + nworkers)) {
 			if (on)
 				rte_eth_dev_rx_intr_enable(port_ids[i], q);
 			else
@@ -752,14 +886,14 @@ static void intr_enable(bool on)
 	}
 }
 
-static void handle_events(int timeout_ns)
+static void handle_events(struct worker *w, int timeout_ns)
 {
 	struct epoll_event ev[8];
 	struct timespec ts = { .tv_sec = timeout_ns / 1000000000,
 			       .tv_nsec = timeout_ns % 1000000000 };
 	int n, k;
 
-	n = epoll_pwait2(epfd, ev, 8, &ts, NULL);
+	n = epoll_pwait2(w->epfd, ev, 8, &ts, NULL);
 	for (k = 0; k < n; k++) {
 		uint32_t tag = ev[k].data.u32;
 
@@ -778,34 +912,51 @@ static void handle_events(int timeout_ns)
 			struct rte_epoll_event rev[8];
 
 			/* lets DPDK clear the interrupt sources */
-			rte_epoll_wait(dp_epfd, rev, 8, 0);
+			rte_epoll_wait(w->dp_epfd, rev, 8, 0);
 			break;
 		}
 		case TAG_CLIENT:
 			if (clients[tag >> 8])
 				client_read(tag >> 8);
 			break;
+		case TAG_WAKE: {
+			uint64_t v;
+
+			if (read(w->wake_fd, &v, sizeof(v)) < 0)
+				break; /* nothing to take */
+			break;
+		}
 		}
 	}
 }
 
-static void run(const struct opts *o)
+/* one round of @w: what arrived into its core, what is due out of it */
+static unsigned round_of(struct worker *w, uint64_t now)
+{
+	unsigned work;
+
+	pthread_mutex_lock(&w->lock);
+	if (nworkers > 1)
+		learn_catch_up(w);
+	work = poll_rx(w, now);
+	work += poll_tx(w, now);
+	pthread_mutex_unlock(&w->lock);
+	return work;
+}
+
+static void run(struct worker *w, const struct opts *o)
 {
 	const uint64_t spin_ns = (uint64_t)o->spin_us * 1000;
 	const uint64_t idle_max_ns = (uint64_t)o->idle_us * 1000;
 	const uint64_t deep_max_ns = (uint64_t)o->deep_idle_us * 1000;
 	uint64_t now, last_work = ovr_mono_ns(), last_events = 0, sleep_ns = 0;
 	uint64_t next, t, cap;
-	bool all_intr = true;
 	unsigned work;
-	uint16_t i;
+	unsigned got;
 
-	for (i = 0; i < nports; i++)
-		all_intr &= port_intr[i];
 	while (!stop) {
 		now = ovr_mono_ns();
-		work = poll_rx(now);
-		work += poll_tx(now);
+		work = round_of(w, now);
 		if (work) {
 			last_work = now;
 			sleep_ns = 0;
@@ -813,18 +964,20 @@ static void run(const struct opts *o)
 		/* control socket and signals, also when busy */
 		if (now - last_events > 1000000) {
 			last_events = now;
-			handle_events(0);
+			handle_events(w, 0);
 		}
 		if (work || now - last_work < spin_ns)
 			continue;
 
 		/* idle: sleep until the next frame is due, an interrupt, a
-		 * command or a signal; poll the ports without interrupts
+		 * command or a signal; poll the queues without interrupts
 		 * with a period that doubles up to --idle-us, and beyond it
 		 * up to --deep-idle-us as the silence lasts (at most 1 % of
 		 * the silence so far: every wake-up costs some 10-20 us of
 		 * CPU in a VM) */
-		next = ovr_fabric_next_ns(fab);
+		pthread_mutex_lock(&w->lock);
+		next = ovr_fabric_next_ns(w->fab);
+		pthread_mutex_unlock(&w->lock);
 		cap = (now - last_work) / 100;
 		cap = cap < idle_max_ns ? idle_max_ns :
 		      cap > deep_max_ns ? deep_max_ns :
@@ -832,24 +985,85 @@ static void run(const struct opts *o)
 		sleep_ns = sleep_ns ? sleep_ns * 2 : 2000;
 		if (sleep_ns > cap)
 			sleep_ns = cap;
-		t = all_intr ? 1000000000ull : sleep_ns;
-		if (tx_waiting() && t > 10000)
+		t = w->all_intr ? 1000000000ull : sleep_ns;
+		if (tx_waiting(w) && t > 10000)
 			t = 10000;
+		/* another worker's learning waits for a round: not long */
+		if (nworkers > 1 && t > idle_max_ns)
+			t = idle_max_ns;
 		if (next != UINT64_MAX)
 			t = next > now ? (next - now < t ? next - now : t) : 0;
 		if (t < 1000)
 			continue; /* due any moment: keep spinning */
-		intr_enable(true);
-		if (poll_rx(ovr_mono_ns())) { /* arrived before the interrupt was on */
-			intr_enable(false);
+		intr_enable(w, true);
+		pthread_mutex_lock(&w->lock);
+		got = poll_rx(w, ovr_mono_ns());
+		pthread_mutex_unlock(&w->lock);
+		if (got) { /* arrived before the interrupt was on */
+			intr_enable(w, false);
 			last_work = ovr_mono_ns();
 			sleep_ns = 0;
 			continue;
 		}
-		handle_events((int)t);
-		intr_enable(false);
+		handle_events(w, (int)t);
+		intr_enable(w, false);
 		last_events = ovr_mono_ns();
 	}
+}
+
+static struct opts *run_opts;
+
+/* workers but 0: a thread each, a DPDK lcore for the mempool's cache */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "fabric-w%u", w->idx);
+	pthread_setname_np(pthread_self(), name);
+	if (rte_thread_register())
+		fprintf(stderr,
+			"ovrdma-fabric: worker %u: no lcore (%s): no mempool "
+			"cache\n",
+			w->idx, rte_strerror(rte_errno));
+	run(w, run_opts);
+	rte_thread_unregister();
+	return NULL;
+}
+
+/* the workers' epoll sets, cores and locks (before the ports: their Rx
+ * interrupts go to their owner's set) */
+static int workers_init(void)
+{
+	workers = calloc(nworkers, sizeof(*workers));
+	if (!workers)
+		return -1;
+	for (uint32_t i = 0; i < nports; i++)
+		for (uint32_t q = 0; q < MAX_QUEUES; q++)
+			rte_spinlock_init(&txlock[i][q]);
+	for (uint32_t k = 0; k < nworkers; k++) {
+		struct worker *w = &workers[k];
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		w->idx = k;
+		w->wake_fd = -1;
+		pthread_mutex_init(&w->lock, NULL);
+		w->dp_epfd = epoll_create1(EPOLL_CLOEXEC);
+		w->epfd = k ? epoll_create1(EPOLL_CLOEXEC) : epfd;
+		if (w->dp_epfd < 0 || w->epfd < 0)
+			return -1;
+		ev.data.u32 = TAG_DPDK;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->dp_epfd, &ev))
+			return -1;
+		if (k) {
+			w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+			ev.data.u32 = TAG_WAKE;
+			if (w->wake_fd < 0 ||
+			    epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->wake_fd, &ev))
+				return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- Main --------------------------------------------------------------- */
@@ -888,7 +1102,8 @@ int main(int argc, char **argv)
 			  .max_frame = 9216,
 			  .idle_us = 100,
 			  .deep_idle_us = 1000,
-			  .spin_us = 20 };
+			  .spin_us = 20,
+			  .workers = 1 };
 	uint32_t nb_mbufs;
 	sigset_t sigs;
 	uint16_t pid;
@@ -915,6 +1130,8 @@ int main(int argc, char **argv)
 	argv += rc;
 	if (parse_opts(argc, argv, &o))
 		goto out_eal;
+	nworkers = o.workers;
+	run_opts = &o;
 	if (o.deep_idle_us < o.idle_us)
 		o.deep_idle_us = o.idle_us;
 
@@ -938,21 +1155,24 @@ int main(int argc, char **argv)
 	 * wake-up for a frame that falls due */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	epfd = epoll_create1(EPOLL_CLOEXEC);
-	dp_epfd = epoll_create1(EPOLL_CLOEXEC);
 	sig_fd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (epfd < 0 || dp_epfd < 0 || sig_fd < 0 ||
-	    ep_add(sig_fd, TAG_SIGNAL) || ep_add(dp_epfd, TAG_DPDK)) {
+	if (epfd < 0 || sig_fd < 0 || ep_add(sig_fd, TAG_SIGNAL) ||
+	    workers_init()) {
 		perror("ovrdma-fabric: epoll");
 		goto out_eal;
 	}
 
-	nb_mbufs = nports * nq * (NB_RXD + NB_TXD + TXQ_MAX + BURST) + 1024;
+	nb_mbufs =
+		nports * nq * (NB_RXD + NB_TXD + TXQ_MAX * nworkers + BURST) +
+		1024 * nworkers;
 	pool = rte_pktmbuf_pool_create(
 		"fabric", nb_mbufs, 256, 0,
 		(uint16_t)(RTE_PKTMBUF_HEADROOM + o.max_frame),
 		rte_socket_id());
-	scratch = malloc(o.max_frame);
-	if (!pool || !scratch) {
+	for (uint32_t k = 0; k < nworkers; k++)
+		if (!(workers[k].scratch = malloc(o.max_frame)))
+			pool = NULL;
+	if (!pool) {
 		fprintf(stderr,
 			"ovrdma-fabric: no memory for %u mbufs of %u bytes: %s "
 			"(give the EAL more with -m)\n",
@@ -968,13 +1188,24 @@ int main(int argc, char **argv)
 		}
 	}
 
-	fab = ovr_fabric_create(nports, o.seed, o.max_frame);
-	if (!fab) {
-		perror("ovrdma-fabric");
-		goto out_ports;
+	/* a core per worker, each link with a stream of its own */
+	for (uint32_t k = 0; k < nworkers; k++) {
+		struct worker *w = &workers[k];
+
+		w->fab = cores_of[k] =
+			ovr_fabric_create(nports, o.seed + k, o.max_frame);
+		if (!w->fab) {
+			perror("ovrdma-fabric");
+			goto out_fab;
+		}
+		ovr_fabric_set_learning(w->fab, !o.no_learn);
+		ovr_fabric_set_arp_proxy(w->fab, o.arp_proxy);
+		if (nworkers > 1)
+			ovr_fabric_set_learn_hook(w->fab, learn_tell, w);
+		w->all_intr = true;
+		for (i = 0; i < nports; i++)
+			w->all_intr &= port_intr[i];
 	}
-	ovr_fabric_set_learning(fab, !o.no_learn);
-	ovr_fabric_set_arp_proxy(fab, o.arp_proxy);
 	for (i = 0; i < o.nlinks; i++)
 		if (apply_link(o.links[i]))
 			goto out_fab;
@@ -988,14 +1219,36 @@ int main(int argc, char **argv)
 	}
 	if (o.pidfile && write_pidfile(o.pidfile))
 		goto out_ctl;
-	printf("ovrdma-fabric: %u ports, seed %" PRIu64 ", ready\n", nports,
+	for (uint32_t k = 1; k < nworkers; k++) {
+		rc = pthread_create(&workers[k].thread, NULL, worker_main,
+				    &workers[k]);
+		if (rc) {
+			fprintf(stderr, "ovrdma-fabric: worker %u: %s\n", k,
+				strerror(rc));
+			stop = true;
+			break;
+		}
+		workers[k].started = true;
+	}
+	printf("ovrdma-fabric: %u ports, %u queue%s, %u worker%s, seed %" PRIu64
+	       ", ready\n",
+	       nports, nq, nq > 1 ? "s" : "", nworkers, nworkers > 1 ? "s" : "",
 	       o.seed);
 	fflush(stdout);
 
-	run(&o);
+	run(&workers[0], &o);
 
+	for (uint32_t k = 1; k < nworkers; k++) {
+		uint64_t one = 1;
+
+		if (!workers[k].started)
+			continue;
+		if (write(workers[k].wake_fd, &one, sizeof(one)) < 0)
+			perror("ovrdma-fabric: wake a worker");
+		pthread_join(workers[k].thread, NULL);
+	}
 	printf("ovrdma-fabric: stopping\n");
-	ovr_fabric_print_stats(fab, OVR_FABRIC_ALL, stdout);
+	ovr_fabric_print_stats_n(cores_of, nworkers, OVR_FABRIC_ALL, stdout);
 	print_eth_stats();
 	status = 0;
 	if (o.pidfile)
@@ -1009,12 +1262,17 @@ out_ctl:
 		unlink(o.ctl_path);
 	}
 out_fab:
-	for (i = 0; i < nports; i++)
-		for (uint16_t q = 0; q < nq; q++)
-			if (txqs[i][q].n)
-				rte_pktmbuf_free_bulk(txqs[i][q].m,
-						      txqs[i][q].n);
-	ovr_fabric_destroy(fab);
+	for (uint32_t k = 0; k < nworkers; k++) {
+		struct worker *w = &workers[k];
+
+		for (i = 0; i < nports; i++)
+			for (uint16_t q = 0; q < nq; q++)
+				if (w->txqs[i][q].n)
+					rte_pktmbuf_free_bulk(w->txqs[i][q].m,
+							      w->txqs[i][q].n);
+		if (w->fab)
+			ovr_fabric_destroy(w->fab);
+	}
 out_ports:
 	for (i = 0; i < nports; i++) {
 		rte_eth_dev_stop(port_ids[i]);
@@ -1022,7 +1280,16 @@ out_ports:
 	}
 out_eal:
 	fflush(stdout);
-	free(scratch);
+	for (uint32_t k = 0; workers && k < nworkers; k++) {
+		free(workers[k].scratch);
+		if (workers[k].dp_epfd > 0)
+			close(workers[k].dp_epfd);
+		if (k && workers[k].epfd > 0)
+			close(workers[k].epfd);
+		if (workers[k].wake_fd >= 0)
+			close(workers[k].wake_fd);
+	}
+	free(workers);
 	free(o.links);
 	free(o.routes);
 	rte_eal_cleanup();
