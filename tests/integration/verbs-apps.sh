@@ -431,16 +431,26 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 	# w the queues q with q % 2 == w, each its own links and routes,
 	# learning shared), at 1 % loss: byte-exact, frames still on the
 	# queue of the core serving their QP, the loss applied
-	"$tb" down >/dev/null 2>&1
-	"$tb" up 2 --cores 2 --fabric-workers 2 --loss 0.01 >"$out/up-workers.log" 2>&1 || {
-		cat "$out/up-workers.log"
-		echo "$name: FAIL: testbed --fabric-workers 2 did not come up"
+	# reup LABEL UP_ARGS...: the testbed again, with those arguments
+	# (its log $out/up-LABEL.log); not up: the test ends
+	reup() {
+		local l=$1
+		shift
+		"$tb" down >/dev/null 2>&1
+		"$tb" up 2 "$@" >"$out/up-$l.log" 2>&1 && return 0
+		cat "$out/up-$l.log"
+		echo "$name: FAIL: testbed $* did not come up"
 		exit 1
 	}
-	grep -q '2 queues, 2 workers' "$OVRDMA_TESTBED_DIR/fabric.log" || {
-		echo "$name: FAIL: the fabric does not run two workers"
+	# has_line FILE PATTERN WHAT: FILE says PATTERN, else WHAT fails
+	has_line() {
+		grep -q "$2" "$1" && return 0
+		echo "$name: FAIL: $3"
 		nfail=$((nfail + 1))
 	}
+	reup workers --cores 2 --fabric-workers 2 --loss 0.01
+	has_line "$OVRDMA_TESTBED_DIR/fabric.log" '2 queues, 2 workers' \
+		"the fabric does not run two workers"
 	many cores-fabric-workers 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 30
 	steered workers-steer
 	fl=$("$tb" fabric stats | awk '$1 == "loss" { print $2 }')
@@ -455,27 +465,15 @@ print("telemetry: core %d busy %d ms, %d packets received" %
 	# the direct wire, a queue pair per pair of cores: every core
 	# receives on queues of its own, and what it sends goes to the
 	# queue of the peer's core that serves the QP
-	"$tb" down >/dev/null 2>&1
-	"$tb" up 2 --fabric direct --cores 2 >"$out/up-direct.log" 2>&1 || {
-		cat "$out/up-direct.log"
-		echo "$name: FAIL: testbed --fabric direct --cores 2 did not come up"
-		exit 1
-	}
-	grep -q 'net_memif): 4 queue pairs' "$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" || {
-		echo "$name: FAIL: node 1's port has not 4 queue pairs"
-		nfail=$((nfail + 1))
-	}
+	reup direct --fabric direct --cores 2
+	has_line "$OVRDMA_TESTBED_DIR/n1/ovrdmad.log" 'net_memif): 4 queue pairs' \
+		"node 1's port has not 4 queue pairs"
 	many cores-direct 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 20
 	steered direct-steer
 	# and one port queue: core 0 receives and sends for both cores,
 	# handing frames over both ways (what a port without queues, or a
 	# peer with another QPN layout, costs)
-	"$tb" down >/dev/null 2>&1
-	"$tb" up 2 --fabric direct --cores 2 --queues 1 >"$out/up-direct1.log" 2>&1 || {
-		cat "$out/up-direct1.log"
-		echo "$name: FAIL: testbed --fabric direct --cores 2 --queues 1 did not come up"
-		exit 1
-	}
+	reup direct1 --fabric direct --cores 2 --queues 1
 	many cores-handover 150 4 "${seed[@]}" --qps 16 --window 4 --rounds 20
 	for n in 1 2; do
 		"$tb" ctl $n show cores
