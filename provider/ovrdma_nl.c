@@ -19,6 +19,8 @@
 
 /* The uverbs client's name in GET_CHARDEV (rdmanl_get_chardev). */
 #define CHARDEV_UVERBS "uverbs"
+/* librdmacm's (check_abi_version_nl) */
+#define CHARDEV_CM "rdma_cm"
 
 /* A message being written: @len bytes of @buf used so far. */
 struct wbuf {
@@ -198,6 +200,19 @@ ssize_t ovrdma_nl_put_chardev(void *buf, size_t cap,
 	return end_msg(&w, 0);
 }
 
+ssize_t ovrdma_nl_put_cm_chardev(void *buf, size_t cap, uint32_t seq,
+				 uint32_t portid)
+{
+	struct wbuf w = { .buf = buf, .cap = cap };
+
+	put_hdr(&w, TYPE_CHARDEV, 0, seq, portid);
+	put_u64(&w, RDMA_NLDEV_ATTR_CHARDEV,
+		ovrdma_nl_encode_dev(OVRDMA_NL_CM_MAJOR, OVRDMA_NL_CM_MINOR));
+	put_u64(&w, RDMA_NLDEV_ATTR_CHARDEV_ABI, OVRDMA_NL_CM_ABI);
+	put_str(&w, RDMA_NLDEV_ATTR_CHARDEV_NAME, CHARDEV_CM);
+	return end_msg(&w, 0);
+}
+
 ssize_t ovrdma_nl_put_error(void *buf, size_t cap, const void *req,
 			    uint32_t portid, int error)
 {
@@ -314,6 +329,11 @@ int ovrdma_nl_note_requests(struct ovrdma_nl_sock *s, const void *buf,
 		parse_attrs(h, tb, RDMA_NLDEV_ATTR_MAX);
 		if (h->nlmsg_type == TYPE_GET && (h->nlmsg_flags & NLM_F_DUMP))
 			rc = note(s, h, OVRDMA_NL_DUMP, 0);
+		else if (h->nlmsg_type == TYPE_CHARDEV &&
+			 !tb[RDMA_NLDEV_ATTR_DEV_INDEX] &&
+			 attr_is(tb[RDMA_NLDEV_ATTR_CHARDEV_TYPE], CHARDEV_CM))
+			/* librdmacm: the rdma_cm this process has is ours */
+			rc = note(s, h, OVRDMA_NL_CMDEV, 0);
 		else if (!attr_u32(tb[RDMA_NLDEV_ATTR_DEV_INDEX], &idx) ||
 			 !ovrdma_nl_find(devs, idx))
 			continue; /* the kernel's */
@@ -426,9 +446,12 @@ static ssize_t put_answer(const struct ovrdma_nl_req *r,
 	const struct ovrdma_nl_dev *d = ovrdma_nl_find(devs, r->index);
 	ssize_t n, m;
 
-	if (!d) /* gone from the tree since: the kernel's error stands */
+	if (r->kind == OVRDMA_NL_CMDEV)
+		n = ovrdma_nl_put_cm_chardev(out, cap, h->nlmsg_seq,
+					     h->nlmsg_pid);
+	else if (!d) /* gone from the tree since: the kernel's error stands */
 		return 0;
-	if (r->kind == OVRDMA_NL_DEV)
+	else if (r->kind == OVRDMA_NL_DEV)
 		n = ovrdma_nl_put_dev(out, cap, d, h->nlmsg_seq, h->nlmsg_pid,
 				      0);
 	else
@@ -439,6 +462,39 @@ static ssize_t put_answer(const struct ovrdma_nl_req *r,
 	m = ovrdma_nl_put_error(out + n, cap - (size_t)n, &e->msg, h->nlmsg_pid,
 				0);
 	return m < 0 ? m : n + m;
+}
+
+/* The kernel's GET_CHARDEV "rdma_cm" reply @h, copied with ours in its
+ * CHARDEV (the same size: the value changes in place). */
+static ssize_t copy_cm_chardev(const struct nlmsghdr *h, unsigned char *out,
+			       size_t cap)
+{
+	ssize_t n = copy_msg(h, out, cap);
+	unsigned char *p = out + NLMSG_HDRLEN;
+	size_t left;
+
+	if (n < 0)
+		return n;
+	left = h->nlmsg_len - NLMSG_HDRLEN;
+	while (left >= NLA_HDRLEN) {
+		struct nlattr *a = (struct nlattr *)p;
+		size_t step = NLA_ALIGN(a->nla_len);
+
+		if (a->nla_len < NLA_HDRLEN || a->nla_len > left)
+			break;
+		if ((a->nla_type & NLA_TYPE_MASK) == RDMA_NLDEV_ATTR_CHARDEV &&
+		    a->nla_len == NLA_HDRLEN + sizeof(uint64_t)) {
+			uint64_t v = ovrdma_nl_encode_dev(OVRDMA_NL_CM_MAJOR,
+							  OVRDMA_NL_CM_MINOR);
+
+			memcpy(p + NLA_HDRLEN, &v, sizeof(v));
+		}
+		if (step >= left)
+			break;
+		p += step;
+		left -= step;
+	}
+	return n;
 }
 
 /* Is @h the kernel's answer to the GET / GET_CHARDEV @r (its reply or
@@ -482,10 +538,13 @@ ssize_t ovrdma_nl_rewrite(struct ovrdma_nl_sock *s, const void *in, size_t len,
 			}
 		} else if (r && answers(r, h)) {
 			/* the kernel's one answer: an error for an index of
-			 * ours is replaced; anything else is its own */
+			 * ours is replaced; anything else is its own, but
+			 * for the number of its rdma_cm char device */
 			if (is_error(h))
 				n = put_answer(r, h, o + olen, cap - olen,
 					       devs);
+			else if (r->kind == OVRDMA_NL_CMDEV)
+				n = copy_cm_chardev(h, o + olen, cap - olen);
 			drop_req(s, r);
 		}
 		if (n == 0) /* the kernel's message, as it came */

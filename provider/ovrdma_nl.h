@@ -69,6 +69,7 @@ enum ovrdma_nl_kind {
 	OVRDMA_NL_DUMP, /* CMD_GET, NLM_F_DUMP: append ours before DONE */
 	OVRDMA_NL_DEV, /* CMD_GET of one of our indices */
 	OVRDMA_NL_CHARDEV, /* CMD_GET_CHARDEV "uverbs" of one of ours */
+	OVRDMA_NL_CMDEV, /* CMD_GET_CHARDEV "rdma_cm" (no index): ours */
 };
 
 /* A request whose answer is rewritten. */
@@ -120,6 +121,17 @@ ssize_t ovrdma_nl_put_dev(void *buf, size_t cap, const struct ovrdma_nl_dev *d,
 ssize_t ovrdma_nl_put_chardev(void *buf, size_t cap,
 			      const struct ovrdma_nl_dev *d, uint32_t seq,
 			      uint32_t portid);
+/*
+ * GET_CHARDEV "rdma_cm": the char device of the interposer's rdma_cm
+ * (docs/PROVIDER.md, "rdma_cm"), misc 10:58 as ovrdma_preload_cm.c's
+ * fstat says, ABI 4, in place of the kernel's. librdmacm opens
+ * /dev/infiniband/NAME and checks its st_rdev against this number.
+ */
+#define OVRDMA_NL_CM_MAJOR 10
+#define OVRDMA_NL_CM_MINOR 58
+#define OVRDMA_NL_CM_ABI 4
+ssize_t ovrdma_nl_put_cm_chardev(void *buf, size_t cap, uint32_t seq,
+				 uint32_t portid);
 /* An NLMSG_ERROR of @error (0: an ack) for the request header @req. */
 ssize_t ovrdma_nl_put_error(void *buf, size_t cap, const void *req,
 			    uint32_t portid, int error);
@@ -127,7 +139,7 @@ ssize_t ovrdma_nl_put_error(void *buf, size_t cap, const void *req,
 /*
  * The application sends @len bytes of requests: those to rewrite the
  * answers of are noted in @s (GET dumps; GET and GET_CHARDEV "uverbs"
- * of an index of @devs). Returns how many were noted, or -ENOSPC when
+ * of an index of @devs; GET_CHARDEV "rdma_cm" without an index). Returns how many were noted, or -ENOSPC when
  * @s has no room (nothing noted: the requests go to the kernel and
  * their answers through unchanged).
  */
@@ -145,8 +157,10 @@ static inline int ovrdma_nl_pending(const struct ovrdma_nl_sock *s)
  * @cap bytes): the kernel's messages in their order, with, before the
  * NLMSG_DONE of a noted dump, one message per device of @devs the kernel
  * did not name itself (indices assigned here, avoiding the kernel's, and
- * written back into @devs), and in place of the -EINVAL of a noted
- * GET / GET_CHARDEV the answer (and an ack when NLM_F_ACK was asked).
+ * written back into @devs), in place of the -EINVAL of a noted
+ * GET / GET_CHARDEV the answer (and an ack when NLM_F_ACK was asked),
+ * and for GET_CHARDEV "rdma_cm" ours: the kernel's reply with our char
+ * device number, or ours in place of its error.
  * A truncated trailing message is copied as it is. Returns the length
  * of @out, or -ENOSPC (@cap too small: at least @len plus
  * (devs->n + 1) * OVRDMA_NL_DEV_MSG_MAX is enough).

@@ -12,11 +12,18 @@
 #                                  sums right), then sizes 8 B to 1 GB
 #                                  through ovrdma0 at 0.1 % loss: every
 #                                  sum right, NCCL's log shows ovrdma0
-#                                  and GPU Direct RDMA
+#                                  and GPU Direct RDMA; then PyTorch's
+#                                  broadcast, all_gather, reduce_scatter
+#                                  and all_to_all (torch_collectives.py
+#                                  beside SCRIPT), values checked
 #   nccl.sh TESTBED SCRIPT bench   loss-free, the same sweep through
 #                                  ovrdma0 and through NCCL's socket
 #                                  transport (NCCL_IB_DISABLE=1) over the
-#                                  same fabric, one table with the ratio
+#                                  same fabric and ib_write_bw of 64 MB
+#                                  between the same nodes: one table of
+#                                  bus bandwidth and time with the
+#                                  ratios, and the issue's three goals
+#                                  each said met or not
 #
 # Skips (77) without root, a GPU, or PyTorch with CUDA and NCCL. The
 # testbed needs DPDK and rdma-core's libibverbs where NCCL finds them
@@ -66,9 +73,10 @@ loss=
 master=$("$tb" addr 1)
 port=29531
 
-# run_pair LABEL [VAR=VALUE...]: both ranks, sizes up to $pair_max
-# (default $maxb), $pair_iters timed all-reduces a size (default the
-# script's); their logs in $work/LABEL.*
+# run_pair LABEL [VAR=VALUE...]: both ranks of $pair_py (default the
+# all-reduce script), sizes up to $pair_max (default $maxb), $pair_iters
+# timed all-reduces a size (default the script's); their logs in
+# $work/LABEL.*; 1 unless both ranks exit 0
 run_pair() {
 	local label=$1 r pids=() rc=0
 	shift
@@ -77,7 +85,7 @@ run_pair() {
 		env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET "$@" \
 			NCCL_HOSTID="ovrdma-testbed-n$((r + 1))" \
 			NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-^lo}" \
-			timeout -k 10 800 "$tb" run $((r + 1)) "$python" "$py" \
+			timeout -k 10 800 "$tb" run $((r + 1)) "$python" "${pair_py:-$py}" \
 			--rank $r --master "$master" --port $port \
 			--max-bytes "${pair_max:-$maxb}" \
 			${pair_iters:+--iters "$pair_iters"} \
@@ -147,6 +155,23 @@ for r in 0 1; do
 	grep -E 'NET/IB : Using|GPU Direct RDMA|GDRDMA' "$log" | head -3 |
 		sed "s/^/nccl: rank $r: /"
 done
+# PyTorch's collectives beside all_reduce: broadcast (from each rank),
+# all_gather, reduce_scatter, all_to_all, 8 B to 32 MB, every value
+# checked on both ranks, both exiting 0 (torch_collectives.py)
+if [ "$what" = test ]; then
+	t0=$SECONDS
+	pair_py=$(dirname "$py")/torch_collectives.py pair_max=$((32 << 20)) \
+		run_pair collectives "${ib_env[@]}" ||
+		fail "PyTorch collectives through ovrdma0 (a rank did not exit 0)"
+	echo "nccl: PyTorch collectives through ovrdma0 ($((SECONDS - t0)) s):"
+	grep -E '^ *(collective|all_reduce|broadcast|all_gather|reduce_scatter|all_to_all) ' \
+		"$work/collectives.0.log"
+	grep -q WRONG "$work/collectives.0.log" && fail "a collective's values wrong"
+	for c in all_reduce broadcast all_gather reduce_scatter all_to_all; do
+		[ "$(grep -Ec "^ *$c +[0-9]+ +[0-9.]+ ok$" "$work/collectives.0.log")" = 4 ] ||
+			fail "$c: not right at the 4 sizes (8 B, 512 B, 32 KB, 2 MB)"
+	done
+fi
 for n in 1 2; do
 	echo "nccl: node $n: $("$tb" ctl $n show counters |
 		awk '$1 ~ /^(gdr_imports|engine_dev_copy_bytes|engine_retransmits)$/ {printf "%s %s  ", $1, $2}')"
@@ -157,13 +182,41 @@ if [ "$what" = bench ]; then
 	run_pair socket NCCL_IB_DISABLE=1 || fail "all-reduce over sockets"
 	echo "nccl: NCCL's socket transport ($((SECONDS - t0)) s):"
 	cat "$work/socket.table"
+	# RDMA WRITE between the same two nodes, same run: what the wire
+	# gives one process pair (unmodified perftest, 64 MB messages)
+	wbw=
+	if command -v ib_write_bw >/dev/null; then
+		"$tb" run 1 timeout 120 ib_write_bw -d ovrdma0 -x 0 -s 67108864 \
+			-n 40 -p 18601 >"$work/wbw.srv" 2>&1 &
+		wp=$!
+		sleep 2
+		"$tb" run 2 timeout 120 ib_write_bw -d ovrdma0 -x 0 -s 67108864 \
+			-n 40 -p 18601 "$master" >"$work/wbw.cli" 2>&1
+		wait $wp
+		# BW average, MB/s (perftest's MB = 2^20 bytes) -> GB/s
+		wbw=$(awk '$1 == 67108864 { printf "%.3f", $4 * 1048576 / 1e9 }' \
+			"$work/wbw.cli")
+	fi
 	echo
-	echo "NCCL all-reduce, 2 ranks, bus bandwidth (GB/s), one run:"
-	printf '%12s %12s %12s %8s\n' bytes ovrdma0 socket ratio
-	awk 'NR == FNR { s[$1] = $5; next }
-		($1 in s) { printf "%12d %12.3f %12.3f %8.2f\n", $1, $5, s[$1],
-			(s[$1] > 0 ? $5 / s[$1] : 0) }' \
-		"$work/socket.table" "$work/ovrdma.table"
+	echo "NCCL all-reduce, 2 ranks, one run: bus bandwidth (GB/s) and time (us)"
+	printf '%12s %12s %12s %8s %12s %12s %8s\n' bytes busbw_ovrdma0 \
+		busbw_socket ratio us_ovrdma0 us_socket ratio
+	awk 'NR == FNR { s[$1] = $5; st[$1] = $3; next }
+		($1 in s) { printf "%12d %12.3f %12.3f %8.2f %12.1f %12.1f %8.2f\n",
+			$1, $5, s[$1], (s[$1] > 0 ? $5 / s[$1] : 0), $3, st[$1],
+			(st[$1] > 0 ? $3 / st[$1] : 0) }' \
+		"$work/socket.table" "$work/ovrdma.table" | tee "$work/compare"
+	echo "ib_write_bw 64 MB between the same nodes: ${wbw:-not measured} GB/s"
+	# the issue's goals, each said met or not (a benchmark: no failure)
+	awk -v wbw="${wbw:-0}" '
+		$1 >= 1048576 && $4 < 3 { bw3 = bw3 " " $1 }
+		$1 >= 67108864 && wbw > 0 && $2 < 0.8 * wbw { w8 = w8 " " $1 }
+		$7 >= 1 { lat = lat " " $1 }
+		END {
+			print "goal: >= 3x the socket transport from 1 MB: " (bw3 == "" ? "met" : "not met at" bw3)
+			if (wbw > 0) print "goal: >= 0.8 of ib_write_bw (" wbw " GB/s) from 64 MB: " (w8 == "" ? "met" : "not met at" w8)
+			print "goal: lower latency than sockets at every size: " (lat == "" ? "met" : "not met at" lat)
+		}' "$work/compare"
 fi
 
 [ $nfail -eq 0 ] && echo "nccl: ok" && exit 0

@@ -5,7 +5,7 @@
  *
  *   cm_errors server PORT pdata|die|slow|reject-late|abandoned|hold|hold-kill|
  *                         cycles N|quiet S
- *   cm_errors client ADDR PORT pdata|rejected|peerdead|
+ *   cm_errors client ADDR PORT pdata|rejected|peerdead|owndead|local|
  *                         expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
@@ -46,6 +46,17 @@
  *                   a SEND two seconds later must complete in error and
  *                   rdma_disconnect must give DISCONNECTED, all within
  *                   30 s.
+ * client owndead   connects, prints "established", then (its own node's
+ *                   ovrdmad killed meanwhile) waits in epoll on the
+ *                   channel's fd: it must become readable (or hung up)
+ *                   within 30 s and rdma_get_cm_event then fail EIO, as
+ *                   a kernel's ucma would never let it block for ever.
+ * client local      no peer needed: an IPv6 destination or source is
+ *                   refused EAFNOSUPPORT (ovrdma's vIPs are IPv4); the
+ *                   channel's fd, made O_NONBLOCK, gives EAGAIN with no
+ *                   event pending and epoll says it is not readable;
+ *                   rdma_resolve_addr to ADDR makes epoll report it
+ *                   readable, and the event is ADDR_RESOLVED.
  * cycles N          N connections one after another: the client creates
  *                   an id, resolves, creates its QP, connects, sends 64
  *                   bytes (the server checks them), disconnects and
@@ -67,9 +78,12 @@
  * Exit 0 when everything happened as wanted; each step is printed
  * (cycles: only the summary).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,6 +341,100 @@ static int client_peerdead(const char *addr, const char *port)
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_DISCONNECTED);
 	printf("DISCONNECTED after %.0f ms\n", (now_s() - t0) * 1e3);
+	return 0;
+}
+
+/* Whether @fd is readable (or hung up) within @ms, through epoll. */
+static int epoll_ready(int fd, int ms)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = epoll_create1(EPOLL_CLOEXEC), n;
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev))
+		FAIL("epoll: %s", strerror(errno));
+	do
+		n = epoll_wait(ep, &ev, 1, ms);
+	while (n < 0 && errno == EINTR);
+	close(ep);
+	if (n < 0)
+		FAIL("epoll_wait: %s", strerror(errno));
+	return n == 1 && (ev.events & (EPOLLIN | EPOLLHUP | EPOLLERR));
+}
+
+static int client_owndead(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	struct rdma_cm_event *ev;
+	struct rdma_cm_event e;
+	double t0;
+
+	if (connect_pd(id, 0))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(now_s() + 10);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	printf("established\n");
+	fflush(stdout);
+	t0 = now_s();
+	/* this node's ovrdmad is killed meanwhile */
+	if (!epoll_ready(ch->fd, 30000))
+		FAIL("the channel not readable 30 s after: a hang");
+	if (!rdma_get_cm_event(ch, &ev))
+		FAIL("an event (%s), want EIO", rdma_event_str(ev->event));
+	if (errno != EIO)
+		FAIL("rdma_get_cm_event: %s, want EIO", strerror(errno));
+	printf("rdma_get_cm_event: EIO after %.0f ms\n", (now_s() - t0) * 1e3);
+	return 0;
+}
+
+static int client_local(const char *addr)
+{
+	struct sockaddr_in6 six = { .sin6_family = AF_INET6,
+				    .sin6_port = htons(7470) };
+	struct addrinfo *ai, hints = { .ai_family = AF_INET };
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct rdma_cm_event e;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+		FAIL("rdma_create_id: %s", strerror(errno));
+	/* IPv6: refused, clearly, whether destination or source */
+	inet_pton(AF_INET6, "fd00::1", &six.sin6_addr);
+	errno = 0;
+	if (!rdma_resolve_addr(id, NULL, (struct sockaddr *)&six, 2000) ||
+	    errno != EAFNOSUPPORT)
+		FAIL("rdma_resolve_addr to fd00::1: %s, want EAFNOSUPPORT",
+		     strerror(errno));
+	errno = 0;
+	if (!rdma_bind_addr(id, (struct sockaddr *)&six) ||
+	    errno != EAFNOSUPPORT)
+		FAIL("rdma_bind_addr to fd00::1: %s, want EAFNOSUPPORT",
+		     strerror(errno));
+	printf("IPv6: EAFNOSUPPORT (resolve, bind)\n");
+	/* no event pending: O_NONBLOCK gives EAGAIN, epoll nothing */
+	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK))
+		FAIL("O_NONBLOCK: %s", strerror(errno));
+	errno = 0;
+	if (!rdma_get_cm_event(ch, &ev) || errno != EAGAIN)
+		FAIL("rdma_get_cm_event with nothing pending: %s, want EAGAIN",
+		     strerror(errno));
+	if (epoll_ready(ch->fd, 200))
+		FAIL("epoll: readable with no event pending");
+	printf("nothing pending: EAGAIN, epoll not readable\n");
+	/* an event: readable, and it is the one */
+	if (getaddrinfo(addr, "7470", &hints, &ai))
+		FAIL("getaddrinfo %s", addr);
+	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
+		FAIL("rdma_resolve_addr: %s", strerror(errno));
+	freeaddrinfo(ai);
+	if (!epoll_ready(ch->fd, 5000))
+		FAIL("epoll: not readable with ADDR_RESOLVED pending");
+	if (rdma_get_cm_event(ch, &ev))
+		FAIL("rdma_get_cm_event: %s", strerror(errno));
+	e = *ev;
+	rdma_ack_cm_event(ev);
+	want(&e, RDMA_CM_EVENT_ADDR_RESOLVED);
+	printf("epoll readable: ADDR_RESOLVED\n");
+	rdma_destroy_id(id);
 	return 0;
 }
 
@@ -700,6 +808,10 @@ int main(int argc, char **argv)
 			return client_rejected(argv[2], argv[3], now_s() + 20);
 		if (!strcmp(argv[4], "peerdead"))
 			return client_peerdead(argv[2], argv[3]);
+		if (!strcmp(argv[4], "owndead"))
+			return client_owndead(argv[2], argv[3]);
+		if (!strcmp(argv[4], "local"))
+			return client_local(argv[2]);
 		if (argc == 6 && !strcmp(argv[4], "cycles") &&
 		    atoi(argv[5]) > 0)
 			return client_cycles(argv[2], argv[3], atoi(argv[5]));
@@ -713,6 +825,7 @@ int main(int argc, char **argv)
 		"cycles N|"
 		"quiet S\n"
 		"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
+		"owndead|local|"
 		"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }

@@ -21,7 +21,10 @@
 #      devices found that way;
 #   3. a kernel with RDMA netlink and no device (the GPU server without
 #      RDMA hardware): ovrdma7 through netlink, its files where
-#      SYSFS_PATH says; librdmacm's rdma_get_devices opens it;
+#      SYSFS_PATH says; librdmacm's rdma_get_devices opens it; rping -V
+#      connects A and B through rdma_cm, the kernel having answered
+#      librdmacm's GET_CHARDEV "rdma_cm" with a char device number of
+#      its own (the interposer's answer replaces it);
 #   4. no ovrdma node running: only rxe_fake, nothing fails;
 #   5. the device's netdev: a node in a network namespace whose (veth)
 #      interface holds its vIP reports it (gid_attrs/ndevs/0,
@@ -197,7 +200,13 @@ for want in 'hca_id:\s+ovrdma7' 'transport:\s+InfiniBand' \
 	'GID\[\s*0\]:\s+::ffff:192\.168\.1\.1, RoCE v2'; do
 	grep -Eq "$want" <<<"$out" || fail "ibv_devinfo -v: no line like '$want'"
 done
-echo "ibv_devinfo -v -d ovrdma7: ACTIVE, Ethernet, GID ::ffff:192.168.1.1 RoCE v2"
+# one GID, RoCE v2, as NCCL reads it: so no GID index to configure
+# (NCCL_IB_GID_INDEX; docs/GPU.md) - it finds the v2 GID at index 0
+grep -Eq 'GID\[\s*1\]' <<<"$out" && fail "ibv_devinfo -v: more than one GID: $out"
+grep -Eq 'gid_tbl_len:\s+1$' <<<"$out" || fail "ibv_devinfo -v: gid_tbl_len not 1"
+out=$(on a cat /sys/class/infiniband/ovrdma7/ports/1/gid_attrs/types/0 2>&1)
+[ "$out" = "RoCE v2" ] || fail "ports/1/gid_attrs/types/0 beside the kernel: '$out'"
+echo "ibv_devinfo -v -d ovrdma7: ACTIVE, Ethernet, one GID ::ffff:192.168.1.1 RoCE v2 (gid_attrs/types/0 too)"
 # every request reached the stand-in: the dumps, rxe_fake's chardev, and
 # ovrdma7's (answered -EINVAL there, replaced by the interposer)
 grep -q "req op=15 flags=0x1 seq=[0-9]* index=$idx chardev=uverbs" "$dir/nl.log" ||
@@ -288,6 +297,29 @@ if [ "$("$check" rdmacm 2>/dev/null; echo $?)" != 77 ]; then
 	out=$(nodev a "$check" rdmacm 2>&1) || fail "rdma_get_devices: $out"
 	grep -qx 'rdmacm ovrdma7' <<<"$out" || fail "rdma_get_devices: $out"
 	echo "librdmacm's rdma_get_devices opens ovrdma7"
+fi
+# rdma_cm itself: the kernel answers librdmacm's GET_CHARDEV "rdma_cm"
+# with its own char device (10:123 here), the interposer with its own
+if command -v rping >/dev/null; then
+	: >"$dir/nl.log"
+	nodev a timeout 30 rping -s -a 192.168.1.1 -p 7471 -C 20 -V >"$dir/rping-s.log" 2>&1 &
+	rs=$!
+	rc=1
+	for _ in $(seq 20); do # the server may not listen yet
+		sleep 0.3
+		nodev b timeout 30 rping -c -a 192.168.1.1 -p 7471 -C 20 -V \
+			>"$dir/rping-c.log" 2>&1 && { rc=0; break; }
+		kill -0 $rs 2>/dev/null || break
+	done
+	wait $rs || rc=1
+	if [ $rc != 0 ]; then
+		echo "--- rping server"; cat "$dir/rping-s.log"
+		echo "--- rping client"; cat "$dir/rping-c.log"
+		fail "rping -V over rdma_cm beside a kernel with RDMA netlink"
+	fi
+	grep -q 'req op=15 flags=0x[0-9a-f]* seq=[0-9]* chardev=rdma_cm' "$dir/nl.log" ||
+		fail "librdmacm's GET_CHARDEV rdma_cm did not reach the kernel"
+	echo "rping -C 20 -V between A and B: the kernel asked for rdma_cm, ovrdma's served"
 fi
 
 echo "== 4. no ovrdma node running"

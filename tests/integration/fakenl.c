@@ -296,8 +296,10 @@ static void answer(struct msg *m, const struct nlmsghdr *h, uint32_t portid)
 			attr_u32(m, RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID,
 				 RDMA_DRIVER_RXE);
 		} else if (!d && !strcmp((const char *)(type + 1), "rdma_cm")) {
-			attr_u64(m, RDMA_NLDEV_ATTR_CHARDEV,
-				 (10u << 8) | 58u); /* misc 10:58 */
+			/* a dynamic misc minor, as the kernel's ucma has
+			 * (not ovrdma's 10:58: the interposer must answer
+			 * with its own) */
+			attr_u64(m, RDMA_NLDEV_ATTR_CHARDEV, (10u << 8) | 123u);
 			attr_u64(m, RDMA_NLDEV_ATTR_CHARDEV_ABI, 4);
 			attr_str(m, RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm");
 		} else {

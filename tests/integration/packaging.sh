@@ -31,11 +31,15 @@
 #      B stopped: remove, then purge: nothing of ovrdma is left (dpkg -L,
 #      /etc/ovrdma, /run/ovrdma, the provider, the .driver file, the unit
 #      and its enablement, the group, the /dev/infiniband node).
-# usage: packaging.sh SOURCE_ROOT SD_NOTIFY_SINK
+# usage: packaging.sh SOURCE_ROOT SD_NOTIFY_SINK [LIBFAKENL]
+# With LIBFAKENL (tests/integration/fakenl.c: a kernel with RDMA netlink
+# and a device rxe_fake), the login shell and the service drop-in are
+# also tried beside that kernel: ibv_devices lists rxe_fake and
+# ovrdma0, NCCL_GIN_TYPE comes as 2, SYSFS_PATH stays unset.
 # Needs root; installs packages system-wide for its duration: run it under
 # the DPDK lock (flock /tmp/ovrdma-dpdk.lock) on a shared machine.
 set -u
-src=$1 sink=$2
+src=$1 sink=$2 fakenl=${3:-}
 
 skip() {
 	echo "packaging: $*; skipped"
@@ -315,6 +319,35 @@ out=$(as_member env -i PATH=/usr/bin:/bin $dropin_env ibv_devinfo -d ovrdma0 2>&
 	fail "ibv_devinfo with the drop-in's environment: $out"
 grep -q PORT_ACTIVE <<<"$out" || fail "ibv_devinfo with the drop-in's environment: $out"
 echo "a service with /usr/share/ovrdma/ovrdma-app.conf: ibv_devinfo sees ovrdma0"
+# beside a kernel with RDMA (the stand-in after the interposer, as the
+# profile and the drop-in put it): both devices, the kernel's files
+# under /sys (SYSFS_PATH unset), NCCL's GIN type set for the process
+if [ -n "$fakenl" ]; then
+	install -m 755 "$fakenl" "$dir/libfakenl.so"
+	kroot=$dir/ksys
+	mkdir -p "$kroot/class/infiniband/rxe_fake/ports/1" "$kroot/dev/infiniband"
+	echo "rxe_fake of the stand-in kernel" >"$kroot/class/infiniband/rxe_fake/node_desc"
+	: >"$kroot/dev/infiniband/uverbs_fake3"
+	chmod -R a+rX "$kroot"
+	# shellcheck disable=SC2016 # expanded by the login shell
+	probe='ibv_devices; echo "SYSFS_PATH=${SYSFS_PATH:-unset}"; env | grep "^NCCL_GIN_TYPE=" || echo NCCL_GIN_TYPE=unset'
+	beside() { # how out
+		grep -Eq '^\s*rxe_fake\s+0011223344550003$' <<<"$2" &&
+			grep -Eq '^\s*ovrdma0\s+02000064c0a80101$' <<<"$2" &&
+			grep -qx 'SYSFS_PATH=unset' <<<"$2" &&
+			grep -qx 'NCCL_GIN_TYPE=2' <<<"$2" ||
+			fail "$1 beside a kernel with RDMA: $2"
+	}
+	out=$(login FAKENL_ROOT="$kroot" LD_PRELOAD="$dir/libfakenl.so" \
+		bash -l -c "$probe" 2>&1)
+	beside "a login shell" "$out"
+	# shellcheck disable=SC2086 # one VAR=value per word, as systemd splits them
+	out=$(as_member env -i PATH=/usr/bin:/bin FAKENL_ROOT="$kroot" \
+		$(sed "s|^LD_PRELOAD=.*|&:$dir/libfakenl.so|" <<<"$dropin_env") \
+		sh -c "$probe" 2>&1)
+	beside "a service with the drop-in" "$out"
+	echo "beside a kernel with RDMA (stand-in): the login shell and a service list rxe_fake and ovrdma0, NCCL_GIN_TYPE=2"
+fi
 port=18700
 pingpong() { # args...: A's side as a member of ovrdma, B's as root
 	port=$((port + 1))

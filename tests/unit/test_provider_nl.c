@@ -44,7 +44,12 @@
 #define TYPE_GET RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET)
 #define TYPE_CHARDEV RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET_CHARDEV)
 
-/* rdma-core 44, util/rdma_nl.c: the types libibverbs checks */
+/* rdma-core 44, util/rdma_nl.c: the types libibverbs and librdmacm
+ * check - unchanged through rdma-core's master of 2026-08 (v44.0..master
+ * changes neither this policy nor libibverbs/ibdev_nl.c's reading of the
+ * answers but for one error's sign; librdmacm's check_abi_version_nl is
+ * the same), so the newer releases GPU servers run (50 on Ubuntu 24.04)
+ * parse what this test parses */
 static struct nla_policy policy[RDMA_NLDEV_ATTR_MAX] = {
 	[RDMA_NLDEV_ATTR_CHARDEV] = { .type = NLA_U64 },
 	[RDMA_NLDEV_ATTR_CHARDEV_ABI] = { .type = NLA_U64 },
@@ -495,14 +500,6 @@ static void test_kernel_requests_pass(void **state)
 	nla_put_u64(k, RDMA_NLDEV_ATTR_CHARDEV_ABI, 1);
 	nla_put_string(k, RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0");
 	passes(req, k, &devs);
-	/* librdmacm's check_abi_version_nl: rdma_cm, no index */
-	req = req_chardev(SEQ + 1, -1, "rdma_cm", 0);
-	k = nlmsg_alloc_simple(TYPE_CHARDEV, 0);
-	nlmsg_hdr(k)->nlmsg_seq = SEQ + 1;
-	nla_put_u64(k, RDMA_NLDEV_ATTR_CHARDEV, (10u << 8) | 58u);
-	nla_put_u64(k, RDMA_NLDEV_ATTR_CHARDEV_ABI, 4);
-	nla_put_string(k, RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm");
-	passes(req, k, &devs);
 	/* another client's char device of an ovrdma index: none */
 	req = req_chardev(SEQ + 1, ours, "umad", 0);
 	passes(req, kernel_error(req, -EINVAL), &devs);
@@ -518,6 +515,110 @@ static void test_kernel_requests_pass(void **state)
 	nlmsg_hdr(k)->nlmsg_seq = SEQ + 2;
 	nla_put_u8(k, RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1);
 	passes(req, k, &devs);
+}
+
+/* A GET_CHARDEV "rdma_cm" answer as librdmacm's check_abi_version_nl_cb
+ * reads it: ovrdma's misc 10:58 (what the interposer's fstat says of its
+ * channel), ABI 4, /dev/infiniband/rdma_cm. */
+static void check_cm_chardev(struct nlmsghdr *h)
+{
+	struct nlattr *tb[RDMA_NLDEV_ATTR_MAX];
+	uint64_t cdev64;
+
+	assert_int_equal(h->nlmsg_type, TYPE_CHARDEV);
+	assert_int_equal(h->nlmsg_seq, SEQ + 1);
+	assert_int_equal(nlmsg_parse(h, 0, tb, RDMA_NLDEV_ATTR_MAX - 1, policy),
+			 0);
+	check_sizes(tb);
+	assert_non_null(tb[RDMA_NLDEV_ATTR_CHARDEV]);
+	assert_non_null(tb[RDMA_NLDEV_ATTR_CHARDEV_ABI]);
+	assert_non_null(tb[RDMA_NLDEV_ATTR_CHARDEV_NAME]);
+	cdev64 = nla_get_u64(tb[RDMA_NLDEV_ATTR_CHARDEV]);
+	assert_true(makedev((cdev64 & 0xfff00) >> 8,
+			    (cdev64 & 0xff) | ((cdev64 >> 12) & 0xfff00)) ==
+		    makedev(10, 58));
+	assert_true((uint32_t)nla_get_u64(tb[RDMA_NLDEV_ATTR_CHARDEV_ABI]) ==
+		    4);
+	assert_string_equal(nla_get_string(tb[RDMA_NLDEV_ATTR_CHARDEV_NAME]),
+			    "rdma_cm");
+}
+
+/*
+ * librdmacm's GET_CHARDEV "rdma_cm" (no index) on a kernel with RDMA:
+ * the kernel's rdma_cm has a dynamic misc minor, and librdmacm opens
+ * /dev/infiniband/rdma_cm only if its st_rdev is that number - the
+ * interposer's channel says 10:58, so the answer says 10:58 too; where
+ * the kernel has no rdma_cm (rdma_ucm not loaded), ours in place of its
+ * error; everything else of the kernel's answer as it was.
+ */
+static void test_cm_chardev(void **state)
+{
+	struct ovrdma_nl_devs devs = { 0 };
+	struct nlmsghdr *h[4];
+	struct nl_msg *req, *k;
+	struct nlmsgerr *e;
+	(void)state;
+
+	tree(&devs, "ovrdma0");
+	ovrdma_nl_assign(&devs, NULL, 0);
+	for (int ack = 0; ack < 2; ack++) {
+		struct ovrdma_nl_sock s = { 0 };
+		struct dgram in = { 0 }, out = { 0 };
+
+		/* the kernel's answer, 10:123 and its ack if asked */
+		req = req_chardev(SEQ + 1, -1, "rdma_cm", ack ? NLM_F_ACK : 0);
+		k = nlmsg_alloc_simple(TYPE_CHARDEV, 0);
+		nlmsg_hdr(k)->nlmsg_seq = SEQ + 1;
+		nlmsg_hdr(k)->nlmsg_pid = PORTID;
+		nla_put_u64(k, RDMA_NLDEV_ATTR_CHARDEV,
+			    ovrdma_nl_encode_dev(10, 123));
+		nla_put_u64(k, RDMA_NLDEV_ATTR_CHARDEV_ABI, 4);
+		nla_put_string(k, RDMA_NLDEV_ATTR_CHARDEV_NAME, "rdma_cm");
+		add(&in, k);
+		nlmsg_free(k);
+		if (ack) {
+			k = kernel_error(req, 0);
+			add(&in, k);
+			nlmsg_free(k);
+		}
+		note_one(&s, req, &devs, 1);
+		rewrite(&s, &in, &out, &devs);
+		assert_int_equal(out.len, in.len); /* in place */
+		assert_int_equal(split(&out, h, 4), ack ? 2 : 1);
+		check_cm_chardev(h[0]);
+		assert_int_equal(h[0]->nlmsg_pid, PORTID);
+		if (ack) {
+			assert_int_equal(h[1]->nlmsg_type, NLMSG_ERROR);
+			e = nlmsg_data(h[1]);
+			assert_int_equal(e->error, 0);
+		}
+		assert_false(ovrdma_nl_pending(&s));
+	}
+	for (int ack = 0; ack < 2; ack++) {
+		struct ovrdma_nl_sock s = { 0 };
+		struct dgram in = { 0 }, out = { 0 };
+
+		/* no rdma_cm in the kernel: ours, and an ack if asked */
+		req = req_chardev(SEQ + 1, -1, "rdma_cm", ack ? NLM_F_ACK : 0);
+		k = kernel_error(req, -EOPNOTSUPP);
+		add(&in, k);
+		nlmsg_free(k);
+		note_one(&s, req, &devs, 1);
+		rewrite(&s, &in, &out, &devs);
+		assert_int_equal(split(&out, h, 4), ack ? 2 : 1);
+		check_cm_chardev(h[0]);
+		if (ack) {
+			assert_int_equal(h[1]->nlmsg_type, NLMSG_ERROR);
+			e = nlmsg_data(h[1]);
+			assert_int_equal(e->error, 0);
+			assert_int_equal(e->msg.nlmsg_type, TYPE_CHARDEV);
+		}
+		assert_false(ovrdma_nl_pending(&s));
+	}
+	/* rdma_cm of a device index (no such thing in the kernel): not
+	 * ours to answer */
+	req = req_chardev(SEQ + 1, 3, "rdma_cm", 0);
+	passes(req, kernel_error(req, -EINVAL), &devs);
 }
 
 /* A dump the kernel refuses: its error, and nothing of ours. */
@@ -623,6 +724,7 @@ int main(void)
 		cmocka_unit_test(test_chardev_ack),
 		cmocka_unit_test(test_get_ours),
 		cmocka_unit_test(test_kernel_requests_pass),
+		cmocka_unit_test(test_cm_chardev),
 		cmocka_unit_test(test_dump_refused),
 		cmocka_unit_test(test_limits),
 	};
