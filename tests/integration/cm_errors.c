@@ -299,9 +299,24 @@ static int client_expect(const char *addr, const char *port, const char *ev,
 	return 0;
 }
 
-static int client_peerdead(const char *addr, const char *port)
+/* Resolves, connects and waits for ESTABLISHED (10 s); says "established". */
+static struct rdma_cm_id *connected(const char *addr, const char *port)
 {
 	struct rdma_cm_id *id = resolve(addr, port);
+	struct rdma_cm_event e;
+
+	if (connect_pd(id, 0))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(now_s() + 10);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	printf("established\n");
+	fflush(stdout);
+	return id;
+}
+
+static int client_peerdead(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = connected(addr, port);
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge,
 				  .num_sge = 1,
@@ -315,12 +330,6 @@ static int client_peerdead(const char *addr, const char *port)
 	double t0, dl;
 	int n;
 
-	if (connect_pd(id, 0))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = next_event(now_s() + 10);
-	want(&e, RDMA_CM_EVENT_ESTABLISHED);
-	printf("established\n");
-	fflush(stdout);
 	sleep(2); /* the peer's ovrdmad is killed meanwhile */
 	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), 0);
 	if (!mr)
@@ -363,17 +372,10 @@ static int epoll_ready(int fd, int ms)
 
 static int client_owndead(const char *addr, const char *port)
 {
-	struct rdma_cm_id *id = resolve(addr, port);
 	struct rdma_cm_event *ev;
-	struct rdma_cm_event e;
 	double t0;
 
-	if (connect_pd(id, 0))
-		FAIL("rdma_connect: %s", strerror(errno));
-	e = next_event(now_s() + 10);
-	want(&e, RDMA_CM_EVENT_ESTABLISHED);
-	printf("established\n");
-	fflush(stdout);
+	connected(addr, port);
 	t0 = now_s();
 	/* this node's ovrdmad is killed meanwhile */
 	if (!epoll_ready(ch->fd, 30000))

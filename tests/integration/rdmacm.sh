@@ -140,6 +140,8 @@ pair() {
 	cli=("$@")
 	pair_server "$n" "${srv[@]}"
 	spid=$pair_spid
+	# pair_ready=FUNCTION: the client starts once it returns
+	[ -n "${pair_ready:-}" ] && "$pair_ready"
 	timeout -k 5 "${pair_tc:-45}" "$tb" run 2 "${cli[@]}" >"$out/$n.cli" 2>&1
 	crc=$?
 	# a server not listening yet a second after its start (a loaded
@@ -317,15 +319,28 @@ run_all() { # LABEL LOSSY
 # own node's delivery; each must get all 10 datagrams. Then again with
 # the sender's QP blocking its own loopback (-l). At 0 % loss only: a
 # datagram lost is lost, and mckey waits for it forever.
+# members NODE GROUP: the QPs of NODE attached to GROUP (show mcast)
+members() {
+	"$tb" ctl "$1" show mcast 2>/dev/null | grep -c -F " $2 "
+}
 mcast() {
 	local l=$1 a1 a2 g=239.7.7.7 rpid rrc lb
 	a1=$("$tb" addr 1)
 	a2=$("$tb" addr 2)
+	# the sender only once both receivers' QPs are in the group: a
+	# datagram sent before is not theirs (mckey waits for it for ever)
+	joined() {
+		for _ in $(seq 100); do
+			[ "$(members 1 $g)" -ge 1 ] && [ "$(members 2 $g)" -ge 1 ] &&
+				return 0
+			sleep 0.1
+		done
+	}
 	for lb in "" -l; do
 		timeout -k 5 40 "$tb" run 2 mckey -m $g -b "$a2" -C 10 \
 			>"$out/mc$lb.rcv" 2>&1 &
 		rpid=$!
-		if pair "$l mckey ${lb:+-l }(node 1 receiver)" 0 0 \
+		if pair_ready=joined pair "$l mckey ${lb:+-l }(node 1 receiver)" 0 0 \
 			mckey -m $g -b "$a1" -C 10 -- \
 			mckey -m $g -b "$a2" -s $lb -C 10; then
 			check "$l mckey ${lb:+-l }node 1 received" \
@@ -606,62 +621,46 @@ stress() {
 	done
 }
 
-# peer_ovrdmad_dies: node 1's ovrdmad killed (SIGKILL) under a
-# connection; node 2's application still gets its errors and events
-peer_ovrdmad_dies() {
-	local a1 spid cpid pid n=$((${#summary[@]} + 1)) verdict=ok crc
+# ovrdmad_dies LABEL NODE PORT MODE SHOW: a cm_errors server (hold) on
+# node 1, its client (MODE) on node 2; once connected, NODE's ovrdmad is
+# killed (SIGKILL); the client must exit 0; its lines SHOW are printed
+ovrdmad_dies() {
+	local l=$1 node=$2 port=$3 mode=$4 show=$5 a1 spid cpid pid
+	local n=$((${#summary[@]} + 1)) verdict=ok crc
 	a1=$("$tb" addr 1)
-	timeout -k 5 60 "$tb" run 1 "$cme" server 7303 hold \
+	timeout -k 5 60 "$tb" run 1 "$cme" server "$port" hold \
 		>"$out/$n.srv" 2>&1 &
 	spid=$!
 	sleep 1
-	timeout -k 5 60 "$tb" run 2 "$cme" client "$a1" 7303 peerdead \
+	timeout -k 5 60 "$tb" run 2 "$cme" client "$a1" "$port" "$mode" \
 		>"$out/$n.cli" 2>&1 &
 	cpid=$!
 	wait_line "$out/$n.cli" '^established' 10
-	pid=$(cat "$OVRDMA_TESTBED_DIR/n1/ovrdmad.pid")
-	kill -9 "$pid"
-	wait "$cpid"
-	crc=$?
-	wait "$spid"
-	[ "$crc" = 0 ] || verdict="FAIL (client exit $crc)"
-	echo "== peer's ovrdmad killed: $verdict"
-	grep -E '^(SEND|DISCONNECTED)' "$out/$n.cli"
-	if [ "$verdict" != ok ]; then
-		nfail=$((nfail + 1))
-		tail -20 "$out/$n.srv" "$out/$n.cli"
-	fi
-	summary+=("$(printf '%-34s %s' "peer's ovrdmad killed" "$verdict")")
-}
-
-# own_ovrdmad_dies: node 2's ovrdmad killed (SIGKILL) while its
-# application waits for a CM event: the channel becomes readable and
-# rdma_get_cm_event fails EIO, no hang (docs/PROVIDER.md, events)
-own_ovrdmad_dies() {
-	local a1 spid cpid pid n=$((${#summary[@]} + 1)) verdict=ok crc
-	a1=$("$tb" addr 1)
-	timeout -k 5 60 "$tb" run 1 "$cme" server 7309 hold \
-		>"$out/$n.srv" 2>&1 &
-	spid=$!
-	sleep 1
-	timeout -k 5 60 "$tb" run 2 "$cme" client "$a1" 7309 owndead \
-		>"$out/$n.cli" 2>&1 &
-	cpid=$!
-	wait_line "$out/$n.cli" '^established' 10
-	pid=$(cat "$OVRDMA_TESTBED_DIR/n2/ovrdmad.pid")
+	pid=$(cat "$OVRDMA_TESTBED_DIR/n$node/ovrdmad.pid")
 	kill -9 "$pid"
 	wait "$cpid"
 	crc=$?
 	kill "$spid" 2>/dev/null
 	wait "$spid"
 	[ "$crc" = 0 ] || verdict="FAIL (client exit $crc)"
-	echo "== own ovrdmad killed: $verdict"
-	grep -E '^rdma_get_cm_event' "$out/$n.cli"
+	echo "== $l: $verdict"
+	grep -E "$show" "$out/$n.cli"
 	if [ "$verdict" != ok ]; then
 		nfail=$((nfail + 1))
 		tail -20 "$out/$n.srv" "$out/$n.cli"
 	fi
-	summary+=("$(printf '%-34s %s' "own ovrdmad killed" "$verdict")")
+	summary+=("$(printf '%-34s %s' "$l" "$verdict")")
+}
+# node 1's ovrdmad killed under a connection: node 2's application
+# still gets its errors and events
+peer_ovrdmad_dies() {
+	ovrdmad_dies "peer's ovrdmad killed" 1 7303 peerdead '^(SEND|DISCONNECTED)'
+}
+# node 2's ovrdmad killed while its application waits for a CM event:
+# the channel becomes readable and rdma_get_cm_event fails EIO, no hang
+# (docs/PROVIDER.md, events)
+own_ovrdmad_dies() {
+	ovrdmad_dies "own ovrdmad killed" 2 7309 owndead '^rdma_get_cm_event'
 }
 
 t_start=$SECONDS
