@@ -469,31 +469,18 @@ static ssize_t put_answer(const struct ovrdma_nl_req *r,
 static ssize_t copy_cm_chardev(const struct nlmsghdr *h, unsigned char *out,
 			       size_t cap)
 {
+	uint64_t v =
+		ovrdma_nl_encode_dev(OVRDMA_NL_CM_MAJOR, OVRDMA_NL_CM_MINOR);
+	const struct nlattr *tb[RDMA_NLDEV_ATTR_MAX], *a;
 	ssize_t n = copy_msg(h, out, cap);
-	unsigned char *p = out + NLMSG_HDRLEN;
-	size_t left;
 
 	if (n < 0)
 		return n;
-	left = h->nlmsg_len - NLMSG_HDRLEN;
-	while (left >= NLA_HDRLEN) {
-		struct nlattr *a = (struct nlattr *)p;
-		size_t step = NLA_ALIGN(a->nla_len);
-
-		if (a->nla_len < NLA_HDRLEN || a->nla_len > left)
-			break;
-		if ((a->nla_type & NLA_TYPE_MASK) == RDMA_NLDEV_ATTR_CHARDEV &&
-		    a->nla_len == NLA_HDRLEN + sizeof(uint64_t)) {
-			uint64_t v = ovrdma_nl_encode_dev(OVRDMA_NL_CM_MAJOR,
-							  OVRDMA_NL_CM_MINOR);
-
-			memcpy(p + NLA_HDRLEN, &v, sizeof(v));
-		}
-		if (step >= left)
-			break;
-		p += step;
-		left -= step;
-	}
+	parse_attrs((const struct nlmsghdr *)out, tb, RDMA_NLDEV_ATTR_MAX);
+	a = tb[RDMA_NLDEV_ATTR_CHARDEV];
+	if (a && a->nla_len == NLA_HDRLEN + sizeof(v))
+		memcpy(out + ((const unsigned char *)a - out) + NLA_HDRLEN, &v,
+		       sizeof(v));
 	return n;
 }
 

@@ -1221,7 +1221,6 @@ static void sq_prefetch(struct svc_core *core, struct svc_qp *qp, uint32_t prod)
 	}
 }
 
-/* Returns false when the engine had no room (try again later). */
 /* How many WQEs ahead sq_drain asks for the lines of. */
 #define SQ_AHEAD 8u
 
@@ -1236,6 +1235,7 @@ static inline void sq_line_prefetch(const struct svc_qp *qp, uint32_t idx)
 		__builtin_prefetch(p + sizeof(struct ovr_ring_swqe));
 }
 
+/* Returns false when the engine had no room (try again later). */
 static bool sq_drain(struct svc_core *core, struct svc_qp *qp, uint64_t now)
 {
 	uint32_t prod =

@@ -1093,27 +1093,26 @@ int ovr_fabric_ctl_n(struct ovr_fabric *const *f, unsigned n, const char *line,
 		     FILE *out)
 {
 	char word[8] = "";
-	char *sink = NULL;
-	size_t sinklen = 0;
 	uint16_t port = OVR_FABRIC_ALL;
 	char extra[2];
+	int rc;
 
 	if (n <= 1)
 		return n ? ovr_fabric_ctl(f[0], line, out) : -EINVAL;
 	sscanf(line, " %7s", word);
 	if (!strcmp(word, "set") || !strcmp(word, "route")) {
-		/* every fabric changes alike; the first one answers */
-		for (unsigned i = 1; i < n; i++) {
-			FILE *null = open_memstream(&sink, &sinklen);
+		/* the first one answers; what it took, every other takes
+		 * alike (the same command, the same configuration) */
+		FILE *null = fopen("/dev/null", "w");
 
-			if (!null)
-				return ctl_err(out, -ENOMEM, "out of memory");
+		if (!null)
+			return ctl_err(out, -errno, "/dev/null: %s",
+				       strerror(errno));
+		rc = ovr_fabric_ctl(f[0], line, out);
+		for (unsigned i = 1; rc >= 0 && i < n; i++)
 			ovr_fabric_ctl(f[i], line, null);
-			fclose(null);
-			free(sink);
-			sink = NULL;
-		}
-		return ovr_fabric_ctl(f[0], line, out);
+		fclose(null);
+		return rc;
 	}
 	if (!strcmp(word, "stats")) {
 		char arg[16] = "";

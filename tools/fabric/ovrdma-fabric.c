@@ -635,14 +635,14 @@ static void learn_tell(void *arg, uint32_t ip, uint16_t port,
 		       const uint8_t mac[6])
 {
 	const struct worker *w = arg;
+	struct learn_ent *e;
 	uint64_t n;
 
 	pthread_mutex_lock(&learn_lock);
 	n = atomic_load_explicit(&learn_n, memory_order_relaxed);
-	learn_log[n % LEARN_LOG].ip = ip;
-	learn_log[n % LEARN_LOG].port = port;
-	memcpy(learn_log[n % LEARN_LOG].mac, mac, 6);
-	learn_log[n % LEARN_LOG].from = w->idx;
+	e = &learn_log[n % LEARN_LOG];
+	*e = (struct learn_ent){ .ip = ip, .port = port, .from = w->idx };
+	memcpy(e->mac, mac, 6);
 	atomic_store_explicit(&learn_n, n + 1, memory_order_release);
 	pthread_mutex_unlock(&learn_lock);
 }
