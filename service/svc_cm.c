@@ -15,6 +15,7 @@
  *   ACCEPT (librdmacm)- RTU ------------> ESTABLISHED
  *   DISCONNECT -------- DREQ -----------> DISCONNECTED
  *   DISCONNECTED <----- DREP -----------
+ *   (an id still held CM_TW_EXIT_NS later: TIMEWAIT_EXIT, both sides)
  *   (UD) CONNECT ------ SIDR_REQ -------> CONNECT_REQUEST
  *   ESTABLISHED <------ SIDR_REP -------- ACCEPT
  *   REJECT / no listener: REJ ----------> REJECTED (status: the reason)
@@ -60,6 +61,11 @@
 #define CM_RTO_MAX_NS (800ull * 1000 * 1000)
 #define CM_TRIES 10 /* sends of one message: about 5 s in all */
 #define CM_TIMEWAIT_NS (2000ull * 1000 * 1000)
+/* an id still held after DISCONNECTED gets TIMEWAIT_EXIT this long
+ * after it: the kernel's IB CM timewait for a RoCE id (packet lifetime
+ * 16 plus one, 4.096 us x 2^17, which its cm_convert_to_ms makes
+ * 2^(17 - 8) ms) */
+#define CM_TW_EXIT_NS (512ull * 1000 * 1000)
 /* a refused REQ's retransmissions may follow it for CM_TRIES sends,
  * about 4.75 s (50 ms doubling to 800 ms): remembered a while longer */
 #define CM_REFUSED_NS (6000ull * 1000 * 1000)
@@ -167,6 +173,7 @@ struct svc_cm_id {
 	uint64_t rto;
 	uint8_t tries;
 	bool mra; /* REQ_SENT: the peer sent MRA (slow resends) */
+	bool tw_exit; /* DISCONNECTED: TIMEWAIT_EXIT due at @at */
 	uint64_t mra_until; /* ... until then */
 	struct svc_cm_id *next;
 };
@@ -442,6 +449,18 @@ static void event(struct svc *s, struct svc_cm_id *i, uint32_t ev,
 	/* behind the queued ones, if any: events keep their order */
 	if (i->ctx->cm_q || q_send(s, i->ctx, &e) == 1)
 		q_add(s, i->ctx, &e);
+}
+
+/* A connection ends: DISCONNECTED now, TIMEWAIT_EXIT when the timewait
+ * ends if the id is still held then (as the kernel's rdma_cm: only an
+ * id that was given DISCONNECTED gets it). */
+static void disconnected(struct svc *s, struct svc_cm_id *i,
+			 const struct cm_wire *m, uint64_t now)
+{
+	i->state = CMS_DISCONNECTED;
+	event(s, i, OVR_CM_EV_DISCONNECTED, 0, m);
+	i->tw_exit = true;
+	arm(s, i, now + CM_TW_EXIT_NS);
 }
 
 static void xmit(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
@@ -906,9 +925,16 @@ static void id_release(struct svc *s, struct svc_cm_id *i, uint64_t now)
 	case CMS_REQ_SENT:
 		send_once(s, i, CM_REJ, OVR_CM_REJ_TIMEOUT, NULL, 0);
 		break;
+	case CMS_REP_RCVD:
+		/* given the REP, gone before its RTU (CONNECT_ERROR, or
+		 * destroyed): REJ, as the kernel's CM sends from REP_RCVD,
+		 * kept for copies of the REP */
+		refuse(s, i, OVR_CM_REJ_CONSUMER, NULL, 0);
+		i->state = CMS_TIMEWAIT;
+		arm(s, i, now + CM_REFUSED_NS);
+		return;
 	case CMS_ESTABLISHED:
 	case CMS_REP_SENT:
-	case CMS_REP_RCVD:
 		start_dreq(s, i, now);
 		i->state = CMS_TIMEWAIT;
 		return;
@@ -1321,17 +1347,12 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 	case CM_DREQ:
 		send_once(s, i, CM_DREP, 0, NULL, 0);
 		if (i->state == CMS_ESTABLISHED || i->state == CMS_REP_SENT ||
-		    i->state == CMS_REP_RCVD || i->state == CMS_DREQ_SENT) {
-			i->state = CMS_DISCONNECTED;
-			arm(s, i, 0);
-			event(s, i, OVR_CM_EV_DISCONNECTED, 0, &m);
-		}
+		    i->state == CMS_REP_RCVD || i->state == CMS_DREQ_SENT)
+			disconnected(s, i, &m, svc_now());
 		break;
 	case CM_DREP:
 		if (i->state == CMS_DREQ_SENT) {
-			i->state = CMS_DISCONNECTED;
-			arm(s, i, 0);
-			event(s, i, OVR_CM_EV_DISCONNECTED, 0, NULL);
+			disconnected(s, i, NULL, svc_now());
 		} else if (i->state == CMS_TIMEWAIT) {
 			id_free(s, i);
 		}
@@ -1356,8 +1377,9 @@ void svc_cm_rx(struct svc *s, uint32_t vni, uint32_t src_vip, uint32_t dst_vip,
 
 /* ---- timers -------------------------------------------------------------- */
 
-/* @i's message went unanswered CM_TRIES times. */
-static void gave_up(struct svc *s, struct svc_cm_id *i)
+/* @i's timer ran out: its message went unanswered CM_TRIES times, or
+ * its timewait (or the time a lingering id is kept) ended. */
+static void gave_up(struct svc *s, struct svc_cm_id *i, uint64_t now)
 {
 	uint8_t st = i->state;
 
@@ -1374,7 +1396,13 @@ static void gave_up(struct svc *s, struct svc_cm_id *i)
 		event(s, i, OVR_CM_EV_UNREACHABLE, -ETIMEDOUT, NULL);
 		break;
 	case CMS_DREQ_SENT:
-		event(s, i, OVR_CM_EV_DISCONNECTED, 0, NULL);
+		disconnected(s, i, NULL, now);
+		break;
+	case CMS_DISCONNECTED:
+		if (i->tw_exit) {
+			i->tw_exit = false;
+			event(s, i, OVR_CM_EV_TIMEWAIT_EXIT, 0, NULL);
+		}
 		break;
 	default:
 		break;
@@ -1393,7 +1421,7 @@ uint64_t svc_cm_poll(struct svc *s, uint64_t now)
 		if (i->at <= now && i->state == CMS_REQ_SENT && i->mra) {
 			/* acknowledged: resent slowly until the deadline */
 			if (now >= i->mra_until) {
-				gave_up(s, i);
+				gave_up(s, i, now);
 				continue;
 			}
 			s->cnt.cm_retx++;
@@ -1410,7 +1438,7 @@ uint64_t svc_cm_poll(struct svc *s, uint64_t now)
 				       i->out.type == CM_DREQ && i->tries);
 
 			if (!resend || i->tries >= CM_TRIES) {
-				gave_up(s, i);
+				gave_up(s, i, now);
 				continue;
 			}
 			i->tries++;

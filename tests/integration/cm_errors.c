@@ -3,20 +3,36 @@
  * rdma_cm's error cases over ovrdma (docs/PROVIDER.md, "rdma_cm";
  * tests/integration/rdmacm.sh runs it on two testbed nodes):
  *
- *   cm_errors server PORT pdata|die|slow|reject-late|abandoned|hold|hold-kill|
- *                         cycles N|quiet S
- *   cm_errors client ADDR PORT pdata|rejected|peerdead|owndead|local|
- *                         expect EVENT SECONDS|cycles N
+ *   cm_errors server PORT pdata|sidr|connerr|die|slow|reject-late|abandoned|
+ *                         hold|hold-kill|cycles N|quiet S
+ *   cm_errors client ADDR PORT pdata|sidr|connerr|rejected|peerdead|owndead|
+ *                         local|expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
  *                   private data (checked), is accepted after an accept
  *                   with 197 bytes failed EINVAL, with 196 bytes; the
  *                   second is rejected after a reject with 149 bytes
- *                   failed EINVAL, with 148 bytes.
+ *                   failed EINVAL, with 148 bytes. Between the two, it
+ *                   holds the first id after DISCONNECTED and wants
+ *                   TIMEWAIT_EXIT for it, 0.4 to 3 s later.
  * client pdata      the other side: a connect with 57 bytes fails EINVAL,
  *                   with 56 it connects and reads the 196 bytes of the
- *                   REP, disconnects (DISCONNECTED); the second connect
- *                   is REJECTED (28) with the 148 bytes of the REJ.
+ *                   REP, disconnects (DISCONNECTED, then TIMEWAIT_EXIT
+ *                   0.4 to 3 s later); the second connect is REJECTED
+ *                   (28) with the 148 bytes of the REJ.
+ * server sidr       a UD (RDMA_PS_UDP) listener: its request carries 180
+ *                   bytes of private data (checked); an accept with 137
+ *                   bytes fails EINVAL, with 136 it answers.
+ * client sidr       the other side: a UD connect with 181 bytes fails
+ *                   EINVAL, with 180 it resolves: ESTABLISHED with the
+ *                   136 bytes of the SIDR_REP, the peer's QPN and Q_Key.
+ * client connerr    connects and moves its QP to ERROR before it reads
+ *                   the reply: librdmacm cannot take the QP to RTR, so
+ *                   the event is CONNECT_ERROR (status < 0); it then
+ *                   destroys the id.
+ * server connerr    accepts, and wants REJECTED 28 (the peer destroyed
+ *                   its id before the RTU, as the kernel's CM says it)
+ *                   within 20 s, never ESTABLISHED.
  * server quiet S    listens for S seconds and wants no event at all
  *                   (rdmacm.sh: a REQ refused before the listener came
  *                   up, its copies arriving after, must not reach it).
@@ -95,6 +111,8 @@
 #define PD_REQ 56
 #define PD_REP 196
 #define PD_REJ 148
+#define PD_SIDR_REQ 180
+#define PD_SIDR_REP 136
 
 static struct rdma_event_channel *ch;
 static int quiet; /* cycles: events not printed */
@@ -173,14 +191,14 @@ static void want(struct rdma_cm_event *e, enum rdma_cm_event_type t)
 		     rdma_event_str(t));
 }
 
-static void make_qp(struct rdma_cm_id *id)
+static void make_qp_type(struct rdma_cm_id *id, enum ibv_qp_type t)
 {
 	struct ibv_qp_init_attr a = {
 		.cap = { .max_send_wr = 4,
 			 .max_recv_wr = 4,
 			 .max_send_sge = 1,
 			 .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
+		.qp_type = t,
 		.sq_sig_all = 1,
 	};
 
@@ -188,7 +206,13 @@ static void make_qp(struct rdma_cm_id *id)
 		FAIL("rdma_create_qp: %s", strerror(errno));
 }
 
-static struct rdma_cm_id *resolve(const char *addr, const char *port)
+static void make_qp(struct rdma_cm_id *id)
+{
+	make_qp_type(id, IBV_QPT_RC);
+}
+
+static struct rdma_cm_id *resolve_ps(const char *addr, const char *port,
+				     enum rdma_port_space ps)
 {
 	struct addrinfo *ai, hints = { .ai_family = AF_INET };
 	struct rdma_cm_id *id;
@@ -197,7 +221,7 @@ static struct rdma_cm_id *resolve(const char *addr, const char *port)
 
 	if (getaddrinfo(addr, port, &hints, &ai))
 		FAIL("getaddrinfo %s", addr);
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+	if (rdma_create_id(ch, &id, NULL, ps))
 		FAIL("rdma_create_id: %s", strerror(errno));
 	if (rdma_resolve_addr(id, NULL, ai->ai_addr, 2000))
 		FAIL("rdma_resolve_addr: %s", strerror(errno));
@@ -208,8 +232,13 @@ static struct rdma_cm_id *resolve(const char *addr, const char *port)
 		FAIL("rdma_resolve_route: %s", strerror(errno));
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	make_qp(id);
+	make_qp_type(id, ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC);
 	return id;
+}
+
+static struct rdma_cm_id *resolve(const char *addr, const char *port)
+{
+	return resolve_ps(addr, port, RDMA_PS_TCP);
 }
 
 static int connect_pd(struct rdma_cm_id *id, unsigned int len)
@@ -224,6 +253,19 @@ static int connect_pd(struct rdma_cm_id *id, unsigned int len)
 	p.private_data = pd;
 	p.private_data_len = (uint8_t)len;
 	return rdma_connect(id, &p);
+}
+
+/* After DISCONNECTED, an id still held: TIMEWAIT_EXIT when the
+ * timewait ends (the kernel's, for RoCE: about 0.5 s). */
+static void timewait_exit(void)
+{
+	double t0 = now_s();
+	struct rdma_cm_event e = next_event(t0 + 3);
+
+	want(&e, RDMA_CM_EVENT_TIMEWAIT_EXIT);
+	if (now_s() - t0 < 0.4)
+		FAIL("TIMEWAIT_EXIT after %.0f ms", (now_s() - t0) * 1e3);
+	printf("TIMEWAIT_EXIT after %.0f ms\n", (now_s() - t0) * 1e3);
 }
 
 /* Connects and wants REJECTED 28 with the PD_REJ bytes of pattern 3. */
@@ -268,10 +310,58 @@ static int client_pdata(const char *addr, const char *port)
 		FAIL("rdma_disconnect: %s", strerror(errno));
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_DISCONNECTED);
+	timewait_exit();
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 
 	return client_rejected(addr, port, dl);
+}
+
+/* Connects, moves the QP to ERROR before the reply is read: librdmacm
+ * cannot take it to RTR, CONNECT_ERROR. */
+static int client_connerr(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = resolve(addr, port);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct rdma_cm_event e;
+
+	if (connect_pd(id, 0))
+		FAIL("rdma_connect: %s", strerror(errno));
+	if (ibv_modify_qp(id->qp, &a, IBV_QP_STATE))
+		FAIL("ibv_modify_qp ERR: %s", strerror(errno));
+	e = next_event(now_s() + 20);
+	want(&e, RDMA_CM_EVENT_CONNECT_ERROR);
+	if (e.status >= 0)
+		FAIL("CONNECT_ERROR status %d, want < 0", e.status);
+	printf("CONNECT_ERROR status %d\n", e.status);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return 0;
+}
+
+/* A UD id: SIDR_REQ and SIDR_REP's private data at their limits. */
+static int client_sidr(const char *addr, const char *port)
+{
+	struct rdma_cm_id *id = resolve_ps(addr, port, RDMA_PS_UDP);
+	struct rdma_cm_event e;
+
+	if (!connect_pd(id, PD_SIDR_REQ + 1) || errno != EINVAL)
+		FAIL("UD connect with %d bytes: not EINVAL", PD_SIDR_REQ + 1);
+	printf("UD connect with %d bytes: EINVAL\n", PD_SIDR_REQ + 1);
+	if (connect_pd(id, PD_SIDR_REQ))
+		FAIL("rdma_connect: %s", strerror(errno));
+	e = next_event(now_s() + 20);
+	want(&e, RDMA_CM_EVENT_ESTABLISHED);
+	if (e.param.ud.private_data_len < PD_SIDR_REP ||
+	    !pattern_ok(e.param.ud.private_data, PD_SIDR_REP, 5))
+		FAIL("SIDR_REP's private data");
+	if (!e.param.ud.qp_num || e.param.ud.qkey != RDMA_UDP_QKEY)
+		FAIL("SIDR_REP: QPN %u Q_Key %#x", e.param.ud.qp_num,
+		     e.param.ud.qkey);
+	printf("SIDR_REP private data: %d bytes verified\n", PD_SIDR_REP);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return 0;
 }
 
 static int client_expect(const char *addr, const char *port, const char *ev,
@@ -440,18 +530,55 @@ static int client_local(const char *addr)
 	return 0;
 }
 
-static struct rdma_cm_id *listen_on(const char *port)
+static struct rdma_cm_id *listen_ps(const char *port, enum rdma_port_space ps)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET,
 				   .sin_port = htons((uint16_t)atoi(port)) };
 	struct rdma_cm_id *l;
 
-	if (rdma_create_id(ch, &l, NULL, RDMA_PS_TCP) ||
+	if (rdma_create_id(ch, &l, NULL, ps) ||
 	    rdma_bind_addr(l, (struct sockaddr *)&sin) || rdma_listen(l, 8))
 		FAIL("listen: %s", strerror(errno));
 	printf("listening\n");
 	fflush(stdout);
 	return l;
+}
+
+static struct rdma_cm_id *listen_on(const char *port)
+{
+	return listen_ps(port, RDMA_PS_TCP);
+}
+
+/* The passive side of client_sidr. */
+static int server_sidr(const char *port)
+{
+	struct rdma_conn_param p = { 0 };
+	static uint8_t pd[256];
+	struct rdma_cm_event e;
+
+	listen_ps(port, RDMA_PS_UDP);
+	e = next_event(now_s() + 50);
+	want(&e, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (e.param.ud.private_data_len < PD_SIDR_REQ ||
+	    !pattern_ok(e.param.ud.private_data, PD_SIDR_REQ, 1))
+		FAIL("SIDR_REQ's private data");
+	printf("SIDR_REQ private data: %d bytes verified\n", PD_SIDR_REQ);
+	make_qp_type(e.id, IBV_QPT_UD);
+	pattern(pd, PD_SIDR_REP + 1, 5);
+	p.private_data = pd;
+	p.private_data_len = PD_SIDR_REP + 1;
+	if (!rdma_accept(e.id, &p) || errno != EINVAL)
+		FAIL("UD accept with %d bytes: not EINVAL", PD_SIDR_REP + 1);
+	printf("UD accept with %d bytes: EINVAL\n", PD_SIDR_REP + 1);
+	p.private_data_len = PD_SIDR_REP;
+	if (rdma_accept(e.id, &p))
+		FAIL("rdma_accept: %s", strerror(errno));
+	/* the SIDR_REP is sent once; a lost one is answered again when
+	 * the request's copy comes: keep the id a while */
+	sleep(6);
+	rdma_destroy_qp(e.id);
+	rdma_destroy_id(e.id);
+	return 0;
 }
 
 static int server_quiet(const char *port, double secs);
@@ -527,6 +654,16 @@ static int server(const char *port, const char *mode)
 	}
 	if (rdma_accept(id, &p))
 		FAIL("rdma_accept: %s", strerror(errno));
+	if (!strcmp(mode, "connerr")) {
+		e = next_event(now_s() + 20);
+		want(&e, RDMA_CM_EVENT_REJECTED);
+		if (e.status != 28)
+			FAIL("REJECTED status %d, want 28", e.status);
+		printf("REJECTED status %d\n", e.status);
+		rdma_destroy_qp(id);
+		rdma_destroy_id(id);
+		return 0;
+	}
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_ESTABLISHED);
 	if (!strcmp(mode, "hold-kill")) {
@@ -544,6 +681,8 @@ static int server(const char *port, const char *mode)
 	}
 	e = next_event(dl);
 	want(&e, RDMA_CM_EVENT_DISCONNECTED);
+	if (!strcmp(mode, "pdata"))
+		timewait_exit();
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 	if (strcmp(mode, "pdata"))
@@ -801,11 +940,17 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "server") &&
 	    !strcmp(argv[3], "quiet") && atof(argv[4]) > 0)
 		return server_quiet(argv[2], atof(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "server") && !strcmp(argv[3], "sidr"))
+		return server_sidr(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "server"))
 		return server(argv[2], argv[3]);
 	if (argc >= 5 && !strcmp(argv[1], "client")) {
 		if (!strcmp(argv[4], "pdata"))
 			return client_pdata(argv[2], argv[3]);
+		if (!strcmp(argv[4], "sidr"))
+			return client_sidr(argv[2], argv[3]);
+		if (!strcmp(argv[4], "connerr"))
+			return client_connerr(argv[2], argv[3]);
 		if (!strcmp(argv[4], "rejected"))
 			return client_rejected(argv[2], argv[3], now_s() + 20);
 		if (!strcmp(argv[4], "peerdead"))
@@ -823,11 +968,10 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr,
 		"usage: cm_errors server PORT "
-		"pdata|die|slow|reject-late|abandoned|hold|hold-kill|"
-		"cycles N|"
-		"quiet S\n"
-		"       cm_errors client ADDR PORT pdata|rejected|peerdead|"
-		"owndead|local|"
+		"pdata|sidr|connerr|die|slow|reject-late|abandoned|hold|"
+		"hold-kill|cycles N|quiet S\n"
+		"       cm_errors client ADDR PORT pdata|sidr|connerr|rejected|"
+		"peerdead|owndead|local|"
 		"expect EVENT SECONDS|cycles N\n");
 	return 2;
 }

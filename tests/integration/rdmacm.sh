@@ -34,8 +34,11 @@
 #      node forbidding the client: the REQ dropped, UNREACHABLE
 #      -ETIMEDOUT after the retries (about 5 s); never a connection;
 #      with cm_errors (given): private data one byte over the IB CM
-#      limits (REQ 56, REP 196, REJ 148) EINVAL and at the limits
-#      carried byte-exact; the listener killed (SIGKILL) at the
+#      limits (REQ 56, REP 196, REJ 148; UD: SIDR_REQ 180, SIDR_REP
+#      136) EINVAL and at the limits carried byte-exact; an id held
+#      after DISCONNECTED: TIMEWAIT_EXIT 0.4-3 s later, both sides; the
+#      active side's QP in ERROR at the REP: CONNECT_ERROR, and the
+#      passive side REJECTED 28 when it destroys its id; the listener killed (SIGKILL) at the
 #      CONNECT_REQUEST: REJECTED 28; the peer killed (SIGKILL) while
 #      connected: DISCONNECTED; a REQ refused for want of a listener
 #      whose copies reach a listener started meanwhile (the REJ delayed
@@ -209,8 +212,8 @@ report() {
 # check NAME FILE PATTERN [COUNT]: FILE has PATTERN (at least COUNT lines)
 check() {
 	local name=$1 f=$2 pat=$3 want=${4:-1} got
-	got=$(grep -c -E -- "$pat" "$f")
-	if [ "$got" -lt "$want" ]; then
+	got=$(grep -c -E -- "$pat" "$f" 2>/dev/null)
+	if [ "${got:-0}" -lt "$want" ]; then
 		echo "== $name: FAIL ($got lines of '$pat', want $want)"
 		tail -20 "$f"
 		nfail=$((nfail + 1))
@@ -467,8 +470,29 @@ errors() {
 	[ -n "$cme" ] || return 0
 	pair "$l private data limits" 0 0 "$cme" server 7300 pdata -- \
 		"$cme" client "$a1" 7300 pdata
-	check "$l private data carried" "$out/${#summary[@]}.cli" \
+	local r=${#summary[@]}
+	check "$l private data carried" "$out/$r.cli" \
 		'^(REP|REJ) private data: [0-9]+ bytes verified' 2
+	# an id held after DISCONNECTED gets TIMEWAIT_EXIT, both sides
+	check "$l TIMEWAIT_EXIT, active side" "$out/$r.cli" \
+		'^TIMEWAIT_EXIT after [0-9]+ ms' 1
+	check "$l TIMEWAIT_EXIT, passive side" "$out/$r.srv" \
+		'^TIMEWAIT_EXIT after [0-9]+ ms' 1
+	pair "$l UD private data limits" 0 0 "$cme" server 7303 sidr -- \
+		"$cme" client "$a1" 7303 sidr
+	r=${#summary[@]}
+	check "$l SIDR private data carried" "$out/$r.cli" \
+		'^SIDR_REP private data: [0-9]+ bytes verified|^UD connect with [0-9]+ bytes: EINVAL' 2
+	check "$l SIDR private data, passive" "$out/$r.srv" \
+		'^SIDR_REQ private data: [0-9]+ bytes verified|^UD accept with [0-9]+ bytes: EINVAL' 2
+	# the active side's QP cannot go to RTR at the REP: CONNECT_ERROR;
+	# it destroys its id, the passive side is REJECTED 28
+	pair "$l QP in ERROR at the REP" 0 0 "$cme" server 7304 connerr -- \
+		"$cme" client "$a1" 7304 connerr
+	r=${#summary[@]}
+	check "$l CONNECT_ERROR" "$out/$r.cli" '^CONNECT_ERROR status -[0-9]+' 1
+	check "$l CONNECT_ERROR: passive REJECTED" "$out/$r.srv" \
+		'^REJECTED status 28' 1
 	pair "$l listener killed at the REQ" 137 0 "$cme" server 7301 die -- \
 		"$cme" client "$a1" 7301 expect REJECTED 10
 	check "$l listener killed: REJECTED 28" "$out/${#summary[@]}.cli" \
