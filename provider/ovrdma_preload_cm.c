@@ -351,6 +351,36 @@ static int put(uint64_t response, const void *src, size_t len, size_t out)
 	return 0;
 }
 
+/* The path every resolved id has (a RoCE v2 path over the vIPs): what
+ * QUERY_ROUTE's ib_route and QUERY PATH's packed record both say. */
+#define PATH_MTU OVR_MTU_1024
+#define PATH_HOP_LIMIT 64
+#define PATH_RATE 3 /* IB_RATE_10_GBPS, "exactly" */
+#define PATH_LIFETIME 14
+#define PATH_SEL_EXACTLY 2
+
+/* librdmacm's sockaddr_ib (infiniband/ib.h): QUERY GID's addresses */
+struct cm_sockaddr_ib {
+	uint16_t sib_family; /* AF_IB */
+	uint16_t sib_pkey; /* big-endian */
+	uint32_t sib_flowinfo;
+	uint8_t sib_addr[16]; /* the GID */
+	uint64_t sib_sid; /* big-endian service ID */
+	uint64_t sib_sid_mask;
+	uint64_t sib_scope_id;
+};
+_Static_assert(sizeof(struct cm_sockaddr_ib) == 48, "sockaddr_ib");
+
+#ifndef AF_IB
+#define AF_IB 27
+#endif
+/* The service ID of port @port in port space @ps (the kernel's
+ * rdma_get_service_id for an IP address), big-endian. */
+static uint64_t service_id(uint16_t ps, uint16_t port)
+{
+	return htobe64(((uint64_t)ps << 16) + port);
+}
+
 static void route_of(const struct ovr_ctl_cm_rep *rep,
 		     struct rdma_ucm_query_route_resp *r)
 {
@@ -362,29 +392,84 @@ static void route_of(const struct ovr_ctl_cm_rep *rep,
 	if (rep->dst.set)
 		addr_out(&rep->dst, &r->dst_addr);
 	gid_of(rep->src.ip, r->ib_route[0].sgid);
-	if (rep->dst.set) {
+	if (rep->dst.set)
 		gid_of(rep->dst.ip, r->ib_route[0].dgid);
-		r->num_paths = 1;
-	}
+	r->num_paths = rep->routed ? 1 : 0;
 	r->ib_route[0].pkey = htobe16(0xffff);
-	r->ib_route[0].mtu = OVR_MTU_1024;
-	r->ib_route[0].hop_limit = 64;
+	r->ib_route[0].mtu = PATH_MTU;
+	r->ib_route[0].hop_limit = PATH_HOP_LIMIT;
 	r->ib_route[0].numb_path = 1;
-	r->ib_route[0].mtu_selector = 2;
-	r->ib_route[0].rate_selector = 2;
-	r->ib_route[0].rate = 3;
-	r->ib_route[0].packet_life_time_selector = 2;
-	r->ib_route[0].packet_life_time = 14;
+	r->ib_route[0].mtu_selector = PATH_SEL_EXACTLY;
+	r->ib_route[0].rate_selector = PATH_SEL_EXACTLY;
+	r->ib_route[0].rate = PATH_RATE;
+	r->ib_route[0].packet_life_time_selector = PATH_SEL_EXACTLY;
+	r->ib_route[0].packet_life_time = PATH_LIFETIME;
 	r->ib_route[0].reversible = 1;
 }
 
+/*
+ * @rep's path as an SA PathRecord (IBA 15.2.5.16, 64 bytes, big-endian;
+ * the kernel's ib_sa_pack_path): service ID, DGID, SGID, LIDs 0 (RoCE),
+ * hop limit, reversible with one path, P_Key, MTU, rate and packet
+ * lifetime with their selectors.
+ */
+static void pack_path(const struct ovr_ctl_cm_rep *rep, uint8_t rec[64])
+{
+	uint64_t sid = service_id(rep->ps, rep->dst.port);
+
+	memset(rec, 0, 64);
+	memcpy(rec, &sid, 8);
+	gid_of(rep->dst.ip, rec + 8);
+	gid_of(rep->src.ip, rec + 24);
+	/* 40: DLID, 42: SLID, 44: raw traffic, flow label */
+	rec[47] = PATH_HOP_LIMIT;
+	/* 48: traffic class 0 */
+	rec[49] = 0x80 | 1; /* reversible, NumbPath 1 */
+	rec[50] = rec[51] = 0xff; /* P_Key */
+	/* 52: QoS class, SL 0 */
+	rec[54] = (uint8_t)(PATH_SEL_EXACTLY << 6 | PATH_MTU);
+	rec[55] = (uint8_t)(PATH_SEL_EXACTLY << 6 | PATH_RATE);
+	rec[56] = (uint8_t)(PATH_SEL_EXACTLY << 6 | PATH_LIFETIME);
+	/* 57: preference 0 */
+}
+
+/* QUERY GID's address: the GID of @a's vIP, its port's service ID. */
+static void gid_addr_out(const struct ovr_ctl_cm_addr *a, uint16_t ps, void *sa)
+{
+	struct cm_sockaddr_ib ib = { .sib_family = AF_IB,
+				     .sib_pkey = htobe16(0xffff) };
+
+	if (a->set) {
+		gid_of(a->ip, ib.sib_addr);
+		ib.sib_sid = service_id(ps, a->port);
+	}
+	memcpy(sa, &ib, sizeof(ib));
+}
+
+/*
+ * QUERY_ROUTE, and QUERY's ADDR, PATH and GID, answered as the kernel's
+ * ucma does: ENOSPC where the response cannot hold the fixed part,
+ * ENOSYS for another option.
+ */
 static int cmd_query(struct cm_chan *ch, const struct rdma_ucm_query *c,
 		     bool route, size_t out)
 {
 	struct ovr_ctl_cm_req q = { .cmd = OVR_CM_QUERY, .id = c->id };
 	struct ovr_ctl_cm_rep rep;
-	int rc = cm_call(ch, &q, &rep);
+	int rc;
 
+	if (!route && c->option != RDMA_USER_CM_QUERY_ADDR &&
+	    c->option != RDMA_USER_CM_QUERY_PATH &&
+	    c->option != RDMA_USER_CM_QUERY_GID)
+		return -ENOSYS;
+	if ((route &&
+	     out < offsetof(struct rdma_ucm_query_route_resp, ibdev_index)) ||
+	    (!route && c->option != RDMA_USER_CM_QUERY_PATH &&
+	     out < offsetof(struct rdma_ucm_query_addr_resp, ibdev_index)) ||
+	    (!route && c->option == RDMA_USER_CM_QUERY_PATH &&
+	     out < sizeof(struct rdma_ucm_query_path_resp)))
+		return -ENOSPC;
+	rc = cm_call(ch, &q, &rep);
 	if (rc)
 		return rc;
 	if (route) {
@@ -393,30 +478,47 @@ static int cmd_query(struct cm_chan *ch, const struct rdma_ucm_query *c,
 		route_of(&rep, &r);
 		return put(c->response, &r, sizeof(r), out);
 	}
-	switch (c->option) {
-	case RDMA_USER_CM_QUERY_ADDR: {
-		struct rdma_ucm_query_addr_resp r = { 0 };
+	if (c->option == RDMA_USER_CM_QUERY_PATH) {
+		/* the response and one record */
+		uint8_t r[sizeof(struct rdma_ucm_query_path_resp) +
+			  sizeof(struct ib_path_rec_data)] = { 0 };
+		struct rdma_ucm_query_path_resp h = { 0 };
+		struct ib_path_rec_data p = { 0 };
+		size_t len = sizeof(h);
 
-		r.node_guid = htobe64(rep.guid);
-		r.port_num = rep.guid ? 1 : 0;
-		r.pkey = htobe16(0xffff);
+		h.num_paths = rep.routed ? 1 : 0;
+		/* the kernel's loop fits a record only where more than one
+		 * record's room is left after the header */
+		if (rep.routed && out - sizeof(h) > sizeof(p)) {
+			p.flags = IB_PATH_GMP | IB_PATH_PRIMARY |
+				  IB_PATH_BIDIRECTIONAL;
+			pack_path(&rep, (uint8_t *)p.path_rec);
+			memcpy(r + sizeof(h), &p, sizeof(p));
+			len = sizeof(r);
+		}
+		memcpy(r, &h, sizeof(h));
+		return put(c->response, &r, len, out);
+	}
+	struct rdma_ucm_query_addr_resp r = { 0 };
+
+	r.node_guid = htobe64(rep.guid);
+	r.port_num = rep.guid ? 1 : 0;
+	r.pkey = htobe16(0xffff);
+	r.ibdev_index = UINT32_MAX;
+	if (c->option == RDMA_USER_CM_QUERY_GID) {
+		r.src_size = sizeof(struct cm_sockaddr_ib);
+		r.dst_size = sizeof(struct cm_sockaddr_ib);
+		gid_addr_out(&rep.src, rep.ps, &r.src_addr);
+		gid_addr_out(&rep.dst, rep.ps, &r.dst_addr);
+	} else {
 		r.src_size = sizeof(struct sockaddr_in);
 		addr_out(&rep.src, &r.src_addr);
 		if (rep.dst.set) {
 			r.dst_size = sizeof(struct sockaddr_in);
 			addr_out(&rep.dst, &r.dst_addr);
 		}
-		r.ibdev_index = UINT32_MAX;
-		return put(c->response, &r, sizeof(r), out);
 	}
-	case RDMA_USER_CM_QUERY_PATH: {
-		struct rdma_ucm_query_path_resp r = { 0 };
-
-		return put(c->response, &r, sizeof(r), out);
-	}
-	default:
-		return -EINVAL; /* GID: AF_IB only, which is refused */
-	}
+	return put(c->response, &r, sizeof(r), out);
 }
 
 static void qp_attr_of(const struct ovr_ctl_cm_qp_attr *a,

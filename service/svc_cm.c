@@ -953,6 +953,9 @@ static void fill_rep(struct svc *s, const struct svc_cm_id *i,
 		     struct ovr_ctl_cm_rep *rep)
 {
 	rep->id = i->id;
+	rep->ps = i->ps;
+	rep->routed = i->dst_ip && i->state >= CMS_ROUTE &&
+		      i->state != CMS_LISTEN;
 	rep->guid = i->dev >= 0 ? s->devs[i->dev].d.guid : 0;
 	rep->src = (struct ovr_ctl_cm_addr){ i->src_ip, i->src_port, 1 };
 	if (i->dst_ip)
@@ -1026,8 +1029,9 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 			return svc_status(c, r->h, rc);
 	} else if (q->cmd != OVR_CM_CREATE_ID) {
 		i = id_of(s, c, q->id);
-		if (!i)
-			return svc_status(c, r->h, -EINVAL);
+		if (!i) /* as the kernel's ucma: another file's, or none */
+			return svc_status(
+				c, r->h, id_find(s, q->id) ? -EINVAL : -ENOENT);
 	}
 	switch (q->cmd) {
 	case OVR_CM_CREATE_ID:

@@ -41,8 +41,10 @@
  * image the pid runs by then, and refuse the fd as malformed);
  * 9: a QP's or SRQ's own dataplane core: OPEN's wake fd per core and the
  * create replies' wake_mask (a version-8 client would write one core's
- * wake fd for QPs of another, which could sleep through its doorbells) */
-#define OVR_CTL_VERSION 9u
+ * wake fd for QPs of another, which could sleep through its doorbells);
+ * 10: the CM reply's port space and whether the id has a route (a
+ * version-9 service sends zeros there: no path to any peer) */
+#define OVR_CTL_VERSION 10u
 #define OVR_CTL_SOCK_DEFAULT "/run/ovrdma/ovrdmad.sock"
 /* where ovrdmad publishes its devices (sysfs =), and the interposer
  * looks for them when nothing names the tree (docs/PROVIDER.md) */
@@ -682,7 +684,10 @@ struct ovr_ctl_cm_qp_attr {
 
 struct ovr_ctl_cm_rep {
 	uint32_t id;
-	uint32_t rsvd;
+	uint16_t ps; /* the id's port space (enum ovr_cm_ps) */
+	uint8_t routed; /* a path to the peer is known (route resolved,
+			 * or the id came from a REQ) */
+	uint8_t rsvd;
 	uint64_t guid; /* the device the id is bound to (0: none yet) */
 	struct ovr_ctl_cm_addr src, dst;
 	struct ovr_ctl_cm_qp_attr qp;

@@ -5,8 +5,8 @@
  *
  *   cm_errors server PORT pdata|sidr|connerr|die|slow|reject-late|abandoned|
  *                         hold|hold-kill|cycles N|quiet S
- *   cm_errors client ADDR PORT pdata|sidr|connerr|rejected|peerdead|owndead|
- *                         local|expect EVENT SECONDS|cycles N
+ *   cm_errors client ADDR PORT pdata|sidr|connerr|query|rejected|peerdead|
+ *                         owndead|local|expect EVENT SECONDS|cycles N
  *
  * server pdata      takes two requests: the first carries 56 bytes of
  *                   private data (checked), is accepted after an accept
@@ -26,6 +26,16 @@
  * client sidr       the other side: a UD connect with 181 bytes fails
  *                   EINVAL, with 180 it resolves: ESTABLISHED with the
  *                   136 bytes of the SIDR_REP, the peer's QPN and Q_Key.
+ * client query      no peer needed: the ucma ABI written directly on a
+ *                   channel's fd, as librdmacm would with AF_IB: an id
+ *                   resolved to ADDR:PORT answers QUERY ADDR (its IPv4
+ *                   addresses, GUID, port 1, P_Key), QUERY GID (AF_IB
+ *                   addresses: the vIPs' GIDs and the ports' service IDs)
+ *                   and QUERY PATH (no path before the route is
+ *                   resolved, then one record whose fields are those
+ *                   librdmacm gives an id resolved to the same address);
+ *                   a response too short: ENOSPC; another option:
+ *                   ENOSYS; a handle never issued: ENOENT.
  * client connerr    connects and moves its QP to ERROR before it reads
  *                   the reply: librdmacm cannot take the QP to RTR, so
  *                   the event is CONNECT_ERROR (status < 0); it then
@@ -107,6 +117,8 @@
 #include <unistd.h>
 
 #include <rdma/rdma_cma.h>
+
+#include "cm_raw.h"
 
 #define PD_REQ 56
 #define PD_REP 196
@@ -315,6 +327,39 @@ static int client_pdata(const char *addr, const char *port)
 	rdma_destroy_id(id);
 
 	return client_rejected(addr, port, dl);
+}
+
+/* client query: the ucma ABI written directly (cm_raw.c), its PATH
+ * record checked against librdmacm's route of the same address. */
+static int client_query(const char *addr, const char *port)
+{
+	struct rdma_event_channel *rch = rdma_create_event_channel();
+	struct ibv_sa_path_rec *ls;
+	struct rdma_cm_id *ref;
+	uint8_t rec[64];
+
+	if (!rch)
+		FAIL("rdma_create_event_channel: %s", strerror(errno));
+	cm_raw_query(rch->fd, addr, (uint16_t)atoi(port), rec);
+	ref = resolve(addr, port);
+	ls = ref->route.path_rec;
+	if (!ls || ref->route.num_paths != 1)
+		FAIL("librdmacm's route: %d paths", ref->route.num_paths);
+	if (memcmp(rec + 8, ls->dgid.raw, 16) ||
+	    memcmp(rec + 24, ls->sgid.raw, 16) || rec[47] != ls->hop_limit ||
+	    (rec[50] << 8 | rec[51]) != be16toh(ls->pkey) ||
+	    (rec[54] & 63) != ls->mtu || rec[54] >> 6 != ls->mtu_selector ||
+	    (rec[55] & 63) != ls->rate || rec[55] >> 6 != ls->rate_selector ||
+	    (rec[56] & 63) != ls->packet_life_time ||
+	    rec[56] >> 6 != ls->packet_life_time_selector)
+		FAIL("QUERY PATH: the record is not librdmacm's route");
+	printf("QUERY PATH: ok (mtu %u, rate %u, lifetime %u, hop limit "
+	       "%u)\n",
+	       ls->mtu, ls->rate, ls->packet_life_time, ls->hop_limit);
+	rdma_destroy_qp(ref);
+	rdma_destroy_id(ref);
+	rdma_destroy_event_channel(rch);
+	return 0;
 }
 
 /* Connects, moves the QP to ERROR before the reply is read: librdmacm
@@ -951,6 +996,8 @@ int main(int argc, char **argv)
 			return client_sidr(argv[2], argv[3]);
 		if (!strcmp(argv[4], "connerr"))
 			return client_connerr(argv[2], argv[3]);
+		if (!strcmp(argv[4], "query"))
+			return client_query(argv[2], argv[3]);
 		if (!strcmp(argv[4], "rejected"))
 			return client_rejected(argv[2], argv[3], now_s() + 20);
 		if (!strcmp(argv[4], "peerdead"))
@@ -970,7 +1017,8 @@ int main(int argc, char **argv)
 		"usage: cm_errors server PORT "
 		"pdata|sidr|connerr|die|slow|reject-late|abandoned|hold|"
 		"hold-kill|cycles N|quiet S\n"
-		"       cm_errors client ADDR PORT pdata|sidr|connerr|rejected|"
+		"       cm_errors client ADDR PORT pdata|sidr|connerr|query|"
+		"rejected|"
 		"peerdead|owndead|local|"
 		"expect EVENT SECONDS|cycles N\n");
 	return 2;

@@ -50,7 +50,8 @@
 #      the listener's application decides: its late accept fails; with
 #      no peer, an IPv6 destination or source refused EAFNOSUPPORT, the
 #      channel's fd O_NONBLOCK giving EAGAIN with nothing pending, epoll
-#      reporting it readable once an event waits;
+#      reporting it readable once an event waits; the ucma ABI's
+#      QUERY ADDR, GID and PATH (cm_errors query);
 #   7. with cm_errors, at 0 % and at 1 % loss: 2000 connect / SEND / disconnect
 #      cycles one after another (cm_errors cycles), each side holding
 #      no more fds after the last cycle than after the first, each node's
@@ -230,7 +231,7 @@ unfail() {
 }
 
 run_all() { # LABEL LOSSY
-	local l=$1 lossy=$2 a1
+	local l=$1 lossy=$2 a1 r
 	a1=$("$tb" addr 1)
 	mkdir -p "$out"
 	if pair "$l rping -C 1000 -V" 0 0 rping -s -a "$a1" -C 1000 -V -- \
@@ -282,11 +283,12 @@ run_all() { # LABEL LOSSY
 	for c in 500 2000; do
 		pair "$l cmtime -c $c" any 0 timeout 20 cmtime -- \
 			cmtime -s "$a1" -c $c
-		check "$l cmtime -c $c: every step" "$out/${#summary[@]}.cli" \
+		r=${#summary[@]}
+		check "$l cmtime -c $c: every step" "$out/$r.cli" \
 			'^(connect|disconnect|destroy) +:' 3
-		if grep -q -E 'error|fail' "$out/${#summary[@]}.cli"; then
+		if grep -q -E 'error|fail' "$out/$r.cli"; then
 			echo "== $l cmtime -c $c: FAIL (errors reported)"
-			grep -E 'error|fail' "$out/${#summary[@]}.cli" | head
+			grep -E 'error|fail' "$out/$r.cli" | head
 			nfail=$((nfail + 1))
 		fi
 	done
@@ -503,6 +505,11 @@ errors() {
 		"$cme" client "$a1" 7470 local
 	check "$l IPv6 refused" "$out/${#summary[@]}.cli" \
 		'^IPv6: EAFNOSUPPORT|^nothing pending: EAGAIN|^epoll readable: ADDR_RESOLVED' 3
+	# no peer: QUERY ADDR / GID / PATH through the ucma ABI
+	pair "$l QUERY ADDR, GID, PATH" any 0 sleep 1 -- \
+		"$cme" client "$a1" 7471 query
+	check "$l QUERY answered" "$out/${#summary[@]}.cli" \
+		'^QUERY (ADDR|GID|PATH): ok|^errors: ENOSPC, ENOSYS, ENOENT' 4
 	pair "$l peer killed when connected" 137 0 "$cme" server 7302 \
 		hold-kill -- "$cme" client "$a1" 7302 expect DISCONNECTED 15
 	# the listener's application takes 8 s to accept: the REQ's
