@@ -78,10 +78,11 @@
 #define CM_MRA_RESEND_NS (1000ull * 1000 * 1000)
 #define CM_MAX_IDS 65535u /* librdmacm's index map holds 0..65535 */
 /* Events of one id undelivered at once: ADDR_RESOLVED, ROUTE_RESOLVED,
- * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED; a passive
- * id: CONNECT_REQUEST, ESTABLISHED, DISCONNECTED. Twice that, for
- * programs that resolve again after an error. */
-#define SVC_CM_EVQ_PER_ID 8u
+ * CONNECT_RESPONSE (or REJECTED / UNREACHABLE), DISCONNECTED,
+ * TIMEWAIT_EXIT; a passive id: CONNECT_REQUEST, ESTABLISHED,
+ * DISCONNECTED, TIMEWAIT_EXIT. More, for programs that resolve again
+ * after an error. */
+#define SVC_CM_EVQ_PER_ID 10u
 /* What one event costs a Unix socket's send buffer: the 296-byte
  * message in an skb (measured: about 200 fit the default 212992 bytes
  * of net.core.wmem_default, so about 1 KiB); 2 KiB to be safe. */
