@@ -137,13 +137,6 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-#define FAIL(...)                                      \
-	do {                                           \
-		fprintf(stderr, "FAIL: " __VA_ARGS__); \
-		fprintf(stderr, "\n");                 \
-		exit(1);                               \
-	} while (0)
-
 static void pattern(uint8_t *p, unsigned int n, uint8_t seed)
 {
 	for (unsigned int k = 0; k < n; k++)

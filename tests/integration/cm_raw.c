@@ -19,13 +19,6 @@
 
 #include "cm_raw.h"
 
-#define RAW_FAIL(...)                                  \
-	do {                                           \
-		fprintf(stderr, "FAIL: " __VA_ARGS__); \
-		fprintf(stderr, "\n");                 \
-		exit(1);                               \
-	} while (0)
-
 /* librdmacm's sockaddr_ib (infiniband/ib.h) */
 struct t_sockaddr_ib {
 	uint16_t family, pkey;
@@ -55,9 +48,9 @@ static uint32_t raw_event(int fd)
 	int rc = raw(fd, RDMA_USER_CM_CMD_GET_EVENT, &g, sizeof(g), sizeof(r));
 
 	if (rc)
-		RAW_FAIL("GET_EVENT: %s", strerror(-rc));
+		FAIL("GET_EVENT: %s", strerror(-rc));
 	if (r.status)
-		RAW_FAIL("event %u status %d", r.event, r.status);
+		FAIL("event %u status %d", r.event, r.status);
 	return r.event;
 }
 
@@ -76,7 +69,7 @@ static void want_gid(const uint8_t *gid, uint32_t ip_be, const char *what)
 	static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
 
 	if (memcmp(gid, v4, 12) || memcmp(gid + 12, &ip_be, 4))
-		RAW_FAIL("%s: not the GID of the vIP", what);
+		FAIL("%s: not the GID of the vIP", what);
 }
 
 static uint64_t sid_of(uint16_t port)
@@ -109,95 +102,95 @@ void cm_raw_query(int fd, const char *addr, uint16_t port, uint8_t rec[64])
 	int rc;
 
 	if (inet_pton(AF_INET, addr, &dst.sin_addr) != 1)
-		RAW_FAIL("address %s", addr);
+		FAIL("address %s", addr);
 	rc = raw(fd, RDMA_USER_CM_CMD_CREATE_ID, &c, sizeof(c), sizeof(cr));
 	if (rc)
-		RAW_FAIL("CREATE_ID: %s", strerror(-rc));
+		FAIL("CREATE_ID: %s", strerror(-rc));
 	ri.id = rr.id = d.id = cr.id;
 	memcpy(&ri.dst_addr, &dst, sizeof(dst));
 	rc = raw(fd, RDMA_USER_CM_CMD_RESOLVE_IP, &ri, sizeof(ri), 0);
 	if (rc)
-		RAW_FAIL("RESOLVE_IP: %s", strerror(-rc));
+		FAIL("RESOLVE_IP: %s", strerror(-rc));
 	if (raw_event(fd) != 0 /* ADDR_RESOLVED */)
-		RAW_FAIL("not ADDR_RESOLVED");
+		FAIL("not ADDR_RESOLVED");
 	/* no path before the route is resolved */
 	memset(&path, 0xa5, sizeof(path));
 	rc = raw_query(fd, cr.id, RDMA_USER_CM_QUERY_PATH, &path, sizeof(path));
 	if (rc || path.h.num_paths != 0)
-		RAW_FAIL("QUERY PATH before the route: %s, %u paths",
-			 strerror(-rc), path.h.num_paths);
+		FAIL("QUERY PATH before the route: %s, %u paths", strerror(-rc),
+		     path.h.num_paths);
 	rc = raw(fd, RDMA_USER_CM_CMD_RESOLVE_ROUTE, &rr, sizeof(rr), 0);
 	if (rc)
-		RAW_FAIL("RESOLVE_ROUTE: %s", strerror(-rc));
+		FAIL("RESOLVE_ROUTE: %s", strerror(-rc));
 	if (raw_event(fd) != 2 /* ROUTE_RESOLVED */)
-		RAW_FAIL("not ROUTE_RESOLVED");
+		FAIL("not ROUTE_RESOLVED");
 
 	/* ADDR: the IPv4 addresses and the device */
 	memset(&a, 0xa5, sizeof(a));
 	rc = raw_query(fd, cr.id, RDMA_USER_CM_QUERY_ADDR, &a, sizeof(a));
 	if (rc)
-		RAW_FAIL("QUERY ADDR: %s", strerror(-rc));
+		FAIL("QUERY ADDR: %s", strerror(-rc));
 	memcpy(&src, &a.src_addr, sizeof(src));
 	if (a.src_size != sizeof(src) || src.sin_family != AF_INET ||
 	    !src.sin_addr.s_addr || !src.sin_port ||
 	    a.dst_size != sizeof(dst) ||
 	    memcmp(&a.dst_addr, &dst, sizeof(dst)) || !a.node_guid ||
 	    a.port_num != 1 || a.pkey != htobe16(0xffff))
-		RAW_FAIL("QUERY ADDR: sizes %u %u, port %u, pkey %#x",
-			 a.src_size, a.dst_size, a.port_num, a.pkey);
+		FAIL("QUERY ADDR: sizes %u %u, port %u, pkey %#x", a.src_size,
+		     a.dst_size, a.port_num, a.pkey);
 	printf("QUERY ADDR: ok\n");
 
 	/* GID: AF_IB addresses - the vIPs' GIDs, the ports' service IDs */
 	memset(&a, 0xa5, sizeof(a));
 	rc = raw_query(fd, cr.id, RDMA_USER_CM_QUERY_GID, &a, sizeof(a));
 	if (rc)
-		RAW_FAIL("QUERY GID: %s", strerror(-rc));
+		FAIL("QUERY GID: %s", strerror(-rc));
 	memcpy(&gs, &a.src_addr, sizeof(gs));
 	memcpy(&gd, &a.dst_addr, sizeof(gd));
 	if (a.src_size != sizeof(gs) || a.dst_size != sizeof(gd) ||
 	    gs.family != 27 /* AF_IB */ || gd.family != 27 ||
 	    gs.pkey != htobe16(0xffff) || gd.pkey != htobe16(0xffff))
-		RAW_FAIL("QUERY GID: sizes %u %u, families %u %u", a.src_size,
-			 a.dst_size, gs.family, gd.family);
+		FAIL("QUERY GID: sizes %u %u, families %u %u", a.src_size,
+		     a.dst_size, gs.family, gd.family);
 	want_gid(gs.gid, src.sin_addr.s_addr, "QUERY GID source");
 	want_gid(gd.gid, dst.sin_addr.s_addr, "QUERY GID destination");
 	if (be64toh(gs.sid) != sid_of(ntohs(src.sin_port)) ||
 	    be64toh(gd.sid) != sid_of(port))
-		RAW_FAIL("QUERY GID: service IDs %#llx %#llx",
-			 (unsigned long long)be64toh(gs.sid),
-			 (unsigned long long)be64toh(gd.sid));
+		FAIL("QUERY GID: service IDs %#llx %#llx",
+		     (unsigned long long)be64toh(gs.sid),
+		     (unsigned long long)be64toh(gd.sid));
 	printf("QUERY GID: ok\n");
 
 	/* PATH: one record (its fields: the caller compares them) */
 	memset(&path, 0xa5, sizeof(path));
 	rc = raw_query(fd, cr.id, RDMA_USER_CM_QUERY_PATH, &path, sizeof(path));
 	if (rc)
-		RAW_FAIL("QUERY PATH: %s", strerror(-rc));
+		FAIL("QUERY PATH: %s", strerror(-rc));
 	if (path.h.num_paths != 1 ||
 	    path.p[0].flags !=
 		    (IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL))
-		RAW_FAIL("QUERY PATH: %u paths, flags %#x", path.h.num_paths,
-			 path.p[0].flags);
+		FAIL("QUERY PATH: %u paths, flags %#x", path.h.num_paths,
+		     path.p[0].flags);
 	r = (const uint8_t *)path.p[0].path_rec;
 	memcpy(&sid, r, 8);
 	want_gid(r + 8, dst.sin_addr.s_addr, "QUERY PATH DGID");
 	want_gid(r + 24, src.sin_addr.s_addr, "QUERY PATH SGID");
 	if (be64toh(sid) != sid_of(port) || r[49] != 0x81 /* reversible, 1 */)
-		RAW_FAIL("QUERY PATH: service ID %#llx, byte 49 %#x",
-			 (unsigned long long)be64toh(sid), r[49]);
+		FAIL("QUERY PATH: service ID %#llx, byte 49 %#x",
+		     (unsigned long long)be64toh(sid), r[49]);
 	memcpy(rec, r, 64);
 
 	/* errors, as the kernel's ucma */
 	if (raw_query(fd, cr.id, RDMA_USER_CM_QUERY_ADDR, &a, 8) != -ENOSPC ||
 	    raw_query(fd, cr.id, RDMA_USER_CM_QUERY_PATH, &path, 4) != -ENOSPC)
-		RAW_FAIL("a short response: not ENOSPC");
+		FAIL("a short response: not ENOSPC");
 	if (raw_query(fd, cr.id, 9, &a, sizeof(a)) != -ENOSYS)
-		RAW_FAIL("option 9: not ENOSYS");
+		FAIL("option 9: not ENOSYS");
 	if (raw_query(fd, 0xfffff, RDMA_USER_CM_QUERY_ADDR, &a, sizeof(a)) !=
 	    -ENOENT)
-		RAW_FAIL("a handle never issued: not ENOENT");
+		FAIL("a handle never issued: not ENOENT");
 	printf("errors: ENOSPC, ENOSYS, ENOENT\n");
 	rc = raw(fd, RDMA_USER_CM_CMD_DESTROY_ID, &d, sizeof(d), sizeof(dr));
 	if (rc)
-		RAW_FAIL("DESTROY_ID: %s", strerror(-rc));
+		FAIL("DESTROY_ID: %s", strerror(-rc));
 }

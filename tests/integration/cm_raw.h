@@ -1,9 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* The ucma ABI written directly on a channel's fd (cm_raw.c). */
+/* The ucma ABI written directly on a channel's fd (cm_raw.c), and the
+ * tests' FAIL. */
 #ifndef OVRDMA_TESTS_CM_RAW_H
 #define OVRDMA_TESTS_CM_RAW_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* A step did not happen as wanted: say which, exit 1. */
+#define FAIL(...)                                      \
+	do {                                           \
+		fprintf(stderr, "FAIL: " __VA_ARGS__); \
+		fprintf(stderr, "\n");                 \
+		exit(1);                               \
+	} while (0)
 
 /*
  * On @fd (an rdma_cm channel's): an id resolved to ADDR:@port through

@@ -443,6 +443,17 @@ fabric() {
 }
 
 # errors LABEL: the error cases of item 6 (the tables are restored)
+# cme_pair NAME PORT MODE CLIENT_PATTERN N SERVER_PATTERN N: cm_errors
+# server PORT MODE on node 1 and client MODE on node 2, both exiting 0,
+# each output with at least N lines of its pattern
+cme_pair() {
+	local r
+	pair "$1" 0 0 "$cme" server "$2" "$3" -- "$cme" client "$a1" "$2" "$3"
+	r=${#summary[@]}
+	check "$1: client" "$out/$r.cli" "$4" "$5"
+	check "$1: server" "$out/$r.srv" "$6" "$7"
+}
+
 errors() {
 	local l=$1 a1 t=192.168.100.50
 	a1=$("$tb" addr 1)
@@ -480,21 +491,13 @@ errors() {
 		'^TIMEWAIT_EXIT after [0-9]+ ms' 1
 	check "$l TIMEWAIT_EXIT, passive side" "$out/$r.srv" \
 		'^TIMEWAIT_EXIT after [0-9]+ ms' 1
-	pair "$l UD private data limits" 0 0 "$cme" server 7303 sidr -- \
-		"$cme" client "$a1" 7303 sidr
-	r=${#summary[@]}
-	check "$l SIDR private data carried" "$out/$r.cli" \
-		'^SIDR_REP private data: [0-9]+ bytes verified|^UD connect with [0-9]+ bytes: EINVAL' 2
-	check "$l SIDR private data, passive" "$out/$r.srv" \
+	cme_pair "$l UD private data limits" 7303 sidr \
+		'^SIDR_REP private data: [0-9]+ bytes verified|^UD connect with [0-9]+ bytes: EINVAL' 2 \
 		'^SIDR_REQ private data: [0-9]+ bytes verified|^UD accept with [0-9]+ bytes: EINVAL' 2
 	# the active side's QP cannot go to RTR at the REP: CONNECT_ERROR;
 	# it destroys its id, the passive side is REJECTED 28
-	pair "$l QP in ERROR at the REP" 0 0 "$cme" server 7304 connerr -- \
-		"$cme" client "$a1" 7304 connerr
-	r=${#summary[@]}
-	check "$l CONNECT_ERROR" "$out/$r.cli" '^CONNECT_ERROR status -[0-9]+' 1
-	check "$l CONNECT_ERROR: passive REJECTED" "$out/$r.srv" \
-		'^REJECTED status 28' 1
+	cme_pair "$l QP in ERROR at the REP" 7304 connerr \
+		'^CONNECT_ERROR status -[0-9]+' 1 '^REJECTED status 28' 1
 	pair "$l listener killed at the REQ" 137 0 "$cme" server 7301 die -- \
 		"$cme" client "$a1" 7301 expect REJECTED 10
 	check "$l listener killed: REJECTED 28" "$out/${#summary[@]}.cli" \
