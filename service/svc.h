@@ -778,9 +778,11 @@ struct svc {
 	/* what the control thread and core 0's CM count (svc_counters_sum
 	 * adds the cores') */
 	struct svc_counters cnt;
-	/* the connection manager's ids, every channel's (svc_cm.c): O(N)
-	 * lookups, a list while connection counts are small */
+	/* the connection manager's ids, every channel's (svc_cm.c): a
+	 * list, and a table by id (CM_MAX_IDS + 1 entries, allocated with
+	 * the first id) */
 	struct svc_cm_id *cm_ids;
+	struct svc_cm_id **cm_by_id;
 	/* multicast groups with members here (svc_mcast.c) */
 	struct svc_mcast_grp *mcast;
 	uint32_t nmcast, mcast_cap, mcast_attached;

@@ -176,7 +176,7 @@ struct svc_cm_id {
 	bool mra; /* REQ_SENT: the peer sent MRA (slow resends) */
 	bool tw_exit; /* DISCONNECTED: TIMEWAIT_EXIT due at @at */
 	uint64_t mra_until; /* ... until then */
-	struct svc_cm_id *next;
+	struct svc_cm_id *next, **pprev; /* s->cm_ids */
 };
 
 /* An event its channel's socket could not take yet. */
@@ -189,10 +189,7 @@ struct svc_cm_ev {
 
 static struct svc_cm_id *id_find(struct svc *s, uint32_t id)
 {
-	for (struct svc_cm_id *i = s->cm_ids; i; i = i->next)
-		if (i->id == id)
-			return i;
-	return NULL;
+	return s->cm_by_id && id <= CM_MAX_IDS ? s->cm_by_id[id] : NULL;
 }
 
 /*
@@ -236,13 +233,34 @@ static void arm(struct svc *s, struct svc_cm_id *i, uint64_t at)
 		s->cm_next_at = at;
 }
 
+/* A new id, zeroed, with a free id number, in the list and the table;
+ * NULL: none left, or no memory. */
+static struct svc_cm_id *id_new(struct svc *s)
+{
+	struct svc_cm_id *i;
+
+	if (!s->cm_by_id)
+		s->cm_by_id = calloc(CM_MAX_IDS + 1, sizeof(*s->cm_by_id));
+	if (!s->cm_by_id || s->cnt.cm_ids >= CM_MAX_IDS - 1 ||
+	    !(i = calloc(1, sizeof(*i))))
+		return NULL;
+	i->id = new_id(s);
+	s->cm_by_id[i->id] = i;
+	i->next = s->cm_ids;
+	if (i->next)
+		i->next->pprev = &i->next;
+	i->pprev = &s->cm_ids;
+	s->cm_ids = i;
+	s->cnt.cm_ids++;
+	return i;
+}
+
 static void id_free(struct svc *s, struct svc_cm_id *i)
 {
-	for (struct svc_cm_id **pp = &s->cm_ids; *pp; pp = &(*pp)->next)
-		if (*pp == i) {
-			*pp = i->next;
-			break;
-		}
+	*i->pprev = i->next;
+	if (i->next)
+		i->next->pprev = i->pprev;
+	s->cm_by_id[i->id] = NULL;
 	free(i);
 	s->cnt.cm_ids--;
 }
@@ -1040,18 +1058,13 @@ int svc_do_cm(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 		     q->arg != OVR_CM_PS_IB) ||
 		    (q->arg2 != OVR_QPT_RC && q->arg2 != OVR_QPT_UD))
 			return svc_status(c, r->h, -EINVAL);
-		i = s->cnt.cm_ids < CM_MAX_IDS - 1 ? calloc(1, sizeof(*i)) :
-						     NULL;
+		i = id_new(s);
 		if (!i)
 			return svc_status(c, r->h, -ENOMEM);
-		i->id = new_id(s);
-		s->cnt.cm_ids++;
 		own(i, c);
 		i->ps = (uint16_t)q->arg;
 		i->qp_type = (uint8_t)q->arg2;
 		i->dev = -1;
-		i->next = s->cm_ids;
-		s->cm_ids = i;
 		break;
 	case OVR_CM_DESTROY_ID:
 		id_release(s, i, now);
@@ -1216,16 +1229,13 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 			l = i;
 	if (l && refused(s, vni, src, dst, m, false))
 		l = NULL; /* a copy of a REQ refused before: refused again */
-	if (!l || s->cnt.cm_ids >= CM_MAX_IDS - 1 ||
-	    !(i = calloc(1, sizeof(*i)))) {
+	if (!l || !(i = id_new(s))) {
 		if (!l)
 			refused(s, vni, src, dst, m, true);
 		answer(s, vni, dst, src, m, ud ? CM_SIDR_REP : CM_REJ,
 		       ud ? 1 : OVR_CM_REJ_INVALID_SERVICE_ID);
 		return;
 	}
-	i->id = new_id(s);
-	s->cnt.cm_ids++;
 	own(i, l->ctx);
 	i->ps = l->ps;
 	i->qp_type = l->qp_type;
@@ -1249,8 +1259,6 @@ static void rx_req(struct svc *s, uint32_t vni, uint32_t src, uint32_t dst,
 	/* librdmacm moves the QP to RTS before it writes ACCEPT */
 	i->psn = rand24();
 	i->state = CMS_REQ_RCVD;
-	i->next = s->cm_ids;
-	s->cm_ids = i;
 	event(s, i, OVR_CM_EV_CONNECT_REQUEST, 0, m);
 	/* the application decides: the peer waits for it (CM_MRA_NS) */
 	if (!ud)

@@ -634,12 +634,14 @@ static void core_loop(struct svc_core *core)
 		work = svc_dp_round(core, now, &next);
 		core->last_round = work ? SVC_ROUND_BUSY : SVC_ROUND_POLL;
 		if (core->idx == 0) {
-			if (s->cm_next_at <= now || s->cm_next_at < next) {
-				uint64_t t = svc_cm_poll(s, now);
+			/* the CM's timers: run when one is due (a walk of
+			 * every id), else only its deadline kept in mind */
+			uint64_t t = s->cm_next_at <= now ?
+					     svc_cm_poll(s, now) :
+					     s->cm_next_at;
 
-				if (t < next)
-					next = t;
-			}
+			if (t < next)
+				next = t;
 			heartbeat(s, now);
 		}
 		copying = core->dev_closed != core->dev_done;
