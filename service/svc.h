@@ -760,6 +760,16 @@ struct svc {
 	 */
 	pthread_mutex_t stw_lock;
 	_Atomic uint32_t stw;
+	/* whether the stop changed what a sleeping core must see, so that
+	 * svc_stw_exit wakes it (a stop's default); the control thread
+	 * clears it for requests of the connection manager only, which
+	 * touch no core's state; the CM's earliest timer (stw_cm_at, as
+	 * the stop began) coming sooner, or a frame queued (stw_tx), sets
+	 * it again */
+	bool stw_wake;
+	uint64_t stw_cm_at;
+	uint64_t stw_tx; /* core 0's tx_frames as the stop began: frames
+			  * the stop queued wait for a core's round */
 	int ndev_fd; /* rtnetlink reports for the tree's netdevs; -1: none */
 	int svc_fd; /* the service page's memfd */
 	struct ovr_ring_svc *page;

@@ -239,6 +239,7 @@ static void ctx_destroy(struct svc *s, struct svc_ctx *c)
 					 SVC_OBJ_MW,	  SVC_OBJ_MR,
 					 SVC_OBJ_CHANNEL, SVC_OBJ_PD };
 
+	s->stw_wake = true; /* its QPs, and their cores */
 	svc_proc_forget(s, c); /* (none queued between rounds) */
 	if (c->cm_ev_fd >= 0) {
 		svc_cm_ctx_gone(s, c);
@@ -375,6 +376,10 @@ static int dispatch(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 
 	if (r->h->version != OVR_CTL_VERSION)
 		return svc_status(c, r->h, -EPROTO);
+	/* the connection manager's requests touch no core's state (its
+	 * timers: svc_stw_exit sees them); others may */
+	if (op != OVR_CTL_CM && op != OVR_CTL_CM_OPEN)
+		s->stw_wake = true;
 	if (op >= OVR_CTL_ADM_TENANT_ADD)
 		return svc_do_adm(s, c, r);
 	if (op != OVR_CTL_HELLO && !c->hello)

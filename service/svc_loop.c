@@ -268,9 +268,11 @@ static void ctl_events(struct svc *s, struct epoll_event *ev, int n)
 
 		switch (tag) {
 		case SVC_EV_LISTEN:
+			s->stw_wake = true;
 			svc_ctl_accept(s);
 			break;
 		case SVC_EV_NDEV:
+			s->stw_wake = true;
 			svc_sysfs_ndev_event(s);
 			break;
 		case SVC_EV_STOP:
@@ -398,6 +400,9 @@ static void dp_park(struct svc_core *core)
  * -ETIMEDOUT with the request withdrawn. stw_lock is held. */
 static int stw_wait(struct svc *s, uint64_t deadline)
 {
+	s->stw_wake = true;
+	s->stw_cm_at = s->cm_next_at;
+	s->stw_tx = s->core[0].cnt.tx_frames;
 	atomic_store(&s->stw, 1);
 	for (uint32_t i = 0; i < s->ncores; i++)
 		while (atomic_load(&s->core[i].active)) {
@@ -427,7 +432,10 @@ void svc_stw_exit(struct svc *s)
 	atomic_store(&s->stw, 0);
 	futex_wake(&s->stw);
 	/* asleep: its timers and its view of the work may be stale now */
-	asleep = atomic_load(&s->page->sleeping);
+	asleep = s->stw_wake || s->cm_next_at < s->stw_cm_at ||
+				 s->core[0].cnt.tx_frames != s->stw_tx ?
+			 atomic_load(&s->page->sleeping) :
+			 0;
 	for (; asleep; asleep &= asleep - 1) {
 		uint32_t i = (uint32_t)__builtin_ctz(asleep);
 
@@ -528,6 +536,7 @@ static void *ctl_main(void *arg)
 			break;
 		}
 		svc_stw_enter(s);
+		s->stw_wake = false; /* what the events need says */
 		for (uint32_t i = 0; i < s->ncores; i++)
 			s->core[i].vt = s->ctl_vt;
 		ovr_vpc_thread_online();
