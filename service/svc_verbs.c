@@ -1092,11 +1092,17 @@ int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	const struct ovr_ctl_handle_req *q =
 		SVC_BODY(c, r, struct ovr_ctl_handle_req);
 
-	(void)s;
-	/* UD WQEs already handed to the engine carry the address itself:
-	 * an AH may go while sends that named it are in flight */
+	/* UD WQEs already handed to the engine carry the address itself;
+	 * those still in a send ring name the AH by handle, so the cores
+	 * with this context's QPs take them first (a NIC's WQE holds a
+	 * copy of the address from the post on): sends posted before the
+	 * destroy go out to it (rdmacm-utils' mckey destroys its AH right
+	 * after posting, without waiting for a completion) */
 	if (!svc_obj_get(c, q->handle, SVC_OBJ_AH))
 		return svc_status(c, r->h, -ENOENT);
+	for (uint32_t k = 0; c->nqp && k < s->ncores; k++)
+		if (c->db_words[k])
+			svc_dp_settle(&s->core[k]);
 	svc_ah_destroy(c, q->handle);
 	return svc_status(c, r->h, 0);
 }

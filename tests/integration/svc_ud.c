@@ -477,6 +477,50 @@ int main(int argc, char **argv)
 		       "tenants apart\n");
 	}
 
+	/* 6. the AH destroyed right after sends that name it were posted,
+	 * before any completion (rdmacm-utils' mckey does so): they still
+	 * go out to its address, as a NIC's WQE carries a copy of it */
+	{
+		struct ovr_cl_sge sg = { .addr = (uint64_t)(uintptr_t)b.buf,
+					 .length = PAYLOAD,
+					 .lkey = b.mr->lkey };
+		struct ovr_cl_send_wr wr = { .opcode = OVR_WR_SEND,
+					     .sg_list = &sg,
+					     .num_sge = 1,
+					     .remote_qpn = ovr_cl_qp_num(a.qp),
+					     .remote_qkey = QKEY };
+		int ok = 0;
+
+		post_recvs(&a, 100, NRECV);
+		CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0, "destroy_ah");
+		make_ah(&b, a.dev.vip);
+		wr.ud_peer = b.ah;
+		for (uint32_t i = 0; i < PAYLOAD; i++)
+			b.buf[i] = (uint8_t)(70 * 7 + i);
+		ovr_cl_send_start(b.qp);
+		for (uint32_t i = 0; i < NRECV; i++) {
+			wr.wr_id = 700 + i;
+			CHECK(ovr_cl_send_add(b.qp, &wr) == 0, "send_add");
+		}
+		ovr_cl_send_complete(b.qp);
+		CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0,
+		      "destroy_ah with its sends posted");
+		got = reap(&a, wc, NRECV, 3000);
+		for (int i = 0; i < got; i++)
+			ok += wc[i].status == OVR_WC_SUCCESS &&
+			      wc[i].byte_len == 40 + PAYLOAD &&
+			      a.buf[(wc[i].wr_id - 1000) * 2048 + 40 + 7] ==
+				      (uint8_t)(70 * 7 + 7);
+		CHECK(got == (int)NRECV && ok == (int)NRECV,
+		      "every send posted before destroy_ah arrived");
+		CHECK(ovr_cl_poll_cq(b.cq, 1, wc) == 0,
+		      "no error completion at the sender");
+		make_ah(&b, a.dev.vip);
+		printf("svc_ud: AH destroyed with its sends posted: %d of %u "
+		       "arrived\n",
+		       got, NRECV);
+	}
+
 	/* teardown in order; closing reclaims the rest */
 	CHECK(ovr_cl_destroy_ah(b.cl, b.ah) == 0, "destroy_ah");
 	CHECK(ovr_cl_destroy_qp(a.cl, a.qp, NULL) == 0, "destroy_qp");
