@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libovrdma-rdmav34.so: the ovrdma verbs provider, registration and
+ * libovrdma-rdmav<PABI>.so: the ovrdma verbs provider, registration and
  * device/context objects (docs/PROVIDER.md). libibverbs loads it through
  * /etc/libibverbs.d/ovrdma.driver or RDMAV_DRIVERS; its constructor
  * checks the libibverbs it was loaded into and registers; the devices
@@ -295,5 +295,5 @@ static __attribute__((constructor)) void ovrdma_register(void)
 			OVRDMA_IBVERBS_MIN, OVRDMA_IBVERBS_MAX);
 		return;
 	}
-	verbs_register_driver_34(&ovrdma_dev_ops);
+	verbs_register_driver(&ovrdma_dev_ops);
 }

@@ -1,19 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libibverbs' private provider ABI, IBVERBS_PRIVATE_34, as ovrdma's own
- * declarations (docs/PROVIDER.md section 2).
+ * libibverbs' private provider ABI, IBVERBS_PRIVATE_<PABI>, as ovrdma's
+ * own declarations (docs/PROVIDER.md section 2).
  *
  * rdma-core does not install the header that defines these structures
  * (libibverbs/driver.h): a provider built outside its tree has to declare
  * them itself, byte for byte, because libibverbs and the provider
  * exchange them by pointer and read each other's fields by offset. The
- * layouts here are those of rdma-core v36.0 to v56.x, the releases whose
- * private ABI is IBVERBS_PRIVATE_34 with identical structure bodies (v34
- * and v35 carry the same ABI name with other bodies, v57 renames it).
- * ovrdma.c checks the version of the libibverbs it was loaded into and
- * refuses anything else (OVRDMA_IBVERBS_MIN/MAX below); a layout drift
- * is caught by tests/unit/test_provider_abi.c, which drives the
- * installed libibverbs through these declarations.
+ * layouts here are those of rdma-core v36.0 to v64.x, chosen by the
+ * release of the libibverbs the provider is compiled against
+ * (OVRDMA_IBVERBS_RELEASE, which provider/meson.build defines with
+ * ibverbs_dep). Every structure but verbs_context_ops is the same
+ * in all of them; verbs_context_ops gains verbs in v59, v62 and v64, and
+ * the private ABI's name (the PABI, OVRDMA_IBVERBS_PABI) is 34 for
+ * v36-v56, 57 for v57-v58, 59 for v59-v63 (v62 adds verbs without a new
+ * name) and 64 for v64. v34 and v35 carry PABI 34 with other bodies.
+ * ovrdma.c checks the release of the libibverbs it was loaded into and
+ * refuses any outside the range of its layout (OVRDMA_IBVERBS_MIN/MAX
+ * below); a layout drift is caught by tests/unit/test_provider_abi.c,
+ * which drives the libibverbs built against through these declarations.
  *
  * Only what the provider uses is declared; every structure that
  * libibverbs allocates or reads is complete.
@@ -30,9 +35,45 @@
 
 #include <infiniband/verbs.h>
 
-/* rdma-core releases whose private ABI these declarations describe */
+/* OVRDMA_IBVERBS_RELEASE and OVRDMA_IBVERBS_PABI of the libibverbs built
+ * against: provider/meson.build defines them with ibverbs_dep */
+#if !defined(OVRDMA_IBVERBS_RELEASE) || !defined(OVRDMA_IBVERBS_PABI)
+#error "OVRDMA_IBVERBS_RELEASE/PABI undefined: build with meson's ibverbs_dep"
+#endif
+
+/* rdma-core releases whose private ABI these declarations describe: those
+ * with the verbs_context_ops of OVRDMA_IBVERBS_RELEASE, and its PABI */
+#if OVRDMA_IBVERBS_RELEASE >= 36 && OVRDMA_IBVERBS_RELEASE <= 56
 #define OVRDMA_IBVERBS_MIN 36
 #define OVRDMA_IBVERBS_MAX 56
+#define OVRDMA_PABI_OF_RELEASE 34
+#elif OVRDMA_IBVERBS_RELEASE >= 57 && OVRDMA_IBVERBS_RELEASE <= 58
+#define OVRDMA_IBVERBS_MIN 57
+#define OVRDMA_IBVERBS_MAX 58
+#define OVRDMA_PABI_OF_RELEASE 57
+#elif OVRDMA_IBVERBS_RELEASE >= 59 && OVRDMA_IBVERBS_RELEASE <= 61
+#define OVRDMA_IBVERBS_MIN 59
+#define OVRDMA_IBVERBS_MAX 61
+#define OVRDMA_PABI_OF_RELEASE 59
+#elif OVRDMA_IBVERBS_RELEASE >= 62 && OVRDMA_IBVERBS_RELEASE <= 63
+#define OVRDMA_IBVERBS_MIN 62
+#define OVRDMA_IBVERBS_MAX 63
+#define OVRDMA_PABI_OF_RELEASE 59
+#elif OVRDMA_IBVERBS_RELEASE == 64
+#define OVRDMA_IBVERBS_MIN 64
+#define OVRDMA_IBVERBS_MAX 64
+#define OVRDMA_PABI_OF_RELEASE 64
+#else
+#error "rdma-core release without a declared private ABI (36..64)"
+#endif
+#if OVRDMA_IBVERBS_PABI != OVRDMA_PABI_OF_RELEASE
+#error "libibverbs' private ABI is not that of its release"
+#endif
+
+/* verbs in verbs_context_ops since rdma-core v59, v62 and v64 */
+#define OVRDMA_OPS_V59 (OVRDMA_IBVERBS_RELEASE >= 59)
+#define OVRDMA_OPS_V62 (OVRDMA_IBVERBS_RELEASE >= 62)
+#define OVRDMA_OPS_V64 (OVRDMA_IBVERBS_RELEASE >= 64)
 
 /* Lengths of the sysfs names and paths libibverbs keeps per device. */
 #define OVRDMA_SYSFS_NAME_MAX 64
@@ -167,8 +208,16 @@ struct verbs_context_ops {
 	int (*advise_mr)(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 			 uint32_t flags, struct ibv_sge *sg_list,
 			 uint32_t num_sges);
+#if OVRDMA_OPS_V64
+	void *(*alloc_buf)(struct ibv_pd *pd, size_t size,
+			   struct ibv_buf **buf);
+#endif
 	struct ibv_dm *(*alloc_dm)(struct ibv_context *context,
 				   struct ibv_alloc_dm_attr *attr);
+#if OVRDMA_OPS_V59
+	struct ibv_dmah *(*alloc_dmah)(struct ibv_context *context,
+				       struct ibv_dmah_init_attr *attr);
+#endif
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_mr *(*alloc_null_mr)(struct ibv_pd *pd);
 	struct ibv_pd *(*alloc_parent_domain)(
@@ -216,6 +265,9 @@ struct verbs_context_ops {
 					 struct ibv_srq_init_attr_ex *attr);
 	struct ibv_wq *(*create_wq)(struct ibv_context *context,
 				    struct ibv_wq_init_attr *attr);
+#if OVRDMA_OPS_V59
+	int (*dealloc_dmah)(struct ibv_dmah *dmah);
+#endif
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dealloc_td)(struct ibv_td *td);
@@ -231,6 +283,12 @@ struct verbs_context_ops {
 	int (*destroy_wq)(struct ibv_wq *wq);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid,
 			    uint16_t lid);
+#if OVRDMA_OPS_V62
+	int (*dm_export_dmabuf_fd)(struct ibv_dm *dm);
+#endif
+#if OVRDMA_OPS_V64
+	void (*free_buf)(struct ibv_buf *buf);
+#endif
 	void (*free_context)(struct ibv_context *context);
 	int (*free_dm)(struct ibv_dm *dm);
 	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
@@ -269,6 +327,10 @@ struct verbs_context_ops {
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
+#if OVRDMA_OPS_V62
+	int (*query_port_speed)(struct ibv_context *context, uint32_t port_num,
+				uint64_t *speed);
+#endif
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 			int attr_mask, struct ibv_qp_init_attr *init_attr);
 	int (*query_qp_data_in_order)(struct ibv_qp *qp, enum ibv_wr_opcode op,
@@ -287,6 +349,10 @@ struct verbs_context_ops {
 					int access);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
+#if OVRDMA_OPS_V59
+	struct ibv_mr *(*reg_mr_ex)(struct ibv_pd *pd,
+				    struct ibv_mr_init_attr *mr_init_attr);
+#endif
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*rereg_mr)(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 			void *addr, size_t length, int access);
@@ -297,10 +363,22 @@ struct verbs_context_ops {
 	void (*unimport_pd)(struct ibv_pd *pd);
 };
 
-/* ---- what libibverbs exports to providers (version IBVERBS_PRIVATE_34) */
+/* Verbs in verbs_context_ops: 76 up to v58, 3 more from v59, 2 from v62,
+ * 2 from v64. */
+#define OVRDMA_NOPS \
+	(76 + 3 * OVRDMA_OPS_V59 + 2 * OVRDMA_OPS_V62 + 2 * OVRDMA_OPS_V64)
+
+/* ---- what libibverbs exports to providers (version
+ * IBVERBS_PRIVATE_<PABI>) */
+
+#define OVRDMA_CONCAT_(a, b) a##b
+#define OVRDMA_CONCAT(a, b) OVRDMA_CONCAT_(a, b)
+/* verbs_register_driver_<PABI>, as rdma-core's driver.h names it */
+#define verbs_register_driver \
+	OVRDMA_CONCAT(verbs_register_driver_, OVRDMA_IBVERBS_PABI)
 
 /* Adds a provider; its devices are matched at the next device scan. */
-void verbs_register_driver_34(const struct verbs_device_ops *ops);
+void verbs_register_driver(const struct verbs_device_ops *ops);
 
 /*
  * Allocates @size zeroed bytes holding a struct verbs_context at
@@ -331,7 +409,7 @@ _Static_assert(sizeof(struct verbs_sysfs_dev) == 992, "verbs_sysfs_dev");
 _Static_assert(sizeof(struct verbs_device_ops) == 72, "verbs_device_ops");
 _Static_assert(offsetof(struct verbs_device, ops) == sizeof(struct ibv_device),
 	       "verbs_device");
-_Static_assert(sizeof(struct verbs_context_ops) == 76 * sizeof(void *),
+_Static_assert(sizeof(struct verbs_context_ops) == OVRDMA_NOPS * sizeof(void *),
 	       "verbs_context_ops: one pointer per verb");
 _Static_assert(offsetof(struct verbs_qp, comp_mask) == sizeof(struct ibv_qp_ex),
 	       "verbs_qp");

@@ -130,7 +130,7 @@ print("torch", torch.__version__, "cuda", torch.version.cuda,
 	local f bad=0
 	for f in "$build/service/ovrdmad" "$build/tools/ovrdma-fabric" \
 		"$build/tests/integration/verbs_gdr" \
-		"$build/provider/libovrdma-rdmav34.so" $OVRDMA_EAL_EXTRA; do
+		"$build"/provider/libovrdma-rdmav*.so $OVRDMA_EAL_EXTRA; do
 		[ "$f" = -d ] && continue
 		if ldd "$f" | grep -q 'not found'; then
 			echo "unresolved in $f:"

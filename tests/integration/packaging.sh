@@ -145,9 +145,12 @@ for p in ovrdma ovrdma-provider ovrdma-tools; do
 	dpkg-query -W -f='${Status}\n' $p | grep -q 'install ok installed' || fail "$p not installed"
 done
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+# the private ABI of the libibverbs installed (IBVERBS_PRIVATE_<PABI>)
+pabi=$(objdump -T /usr/lib/$multiarch/libibverbs.so.1 |
+	sed -n 's/.*IBVERBS_PRIVATE_\([0-9][0-9]*\).*/\1/p' | head -n 1)
 for f in /usr/sbin/ovrdmad /usr/bin/ovrdmactl /usr/bin/ovrdma-run /usr/bin/ovrdma-fabric \
 	/usr/bin/ovrdma-testbed /usr/libexec/ovrdma/ovrdmad-prepare \
-	/usr/lib/$multiarch/libibverbs/libovrdma-rdmav34.so \
+	/usr/lib/$multiarch/libibverbs/libovrdma-rdmav"$pabi".so \
 	/usr/lib/$multiarch/ovrdma/libovrdma-preload.so \
 	/etc/libibverbs.d/ovrdma.driver /etc/ovrdma/ovrdmad.conf \
 	/lib/systemd/system/ovrdmad.service /usr/share/ovrdma/ovrdma-app.conf; do

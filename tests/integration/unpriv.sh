@@ -74,7 +74,7 @@ as_user=(setpriv --reuid="$usr" --regid=nogroup --init-groups)
 # of step 4; a directory of the user's own for files (TMPDIR).
 chmod 0755 "$tmp"
 mkdir -p "$tmp/build/provider" "$tmp/build/tools" "$tmp/suid" "$tmp/home"
-cp "$build/provider/libovrdma-rdmav34.so" "$build/provider/libovrdma-preload.so" \
+cp "$build"/provider/libovrdma-rdmav*.so "$build/provider/libovrdma-preload.so" \
 	"$tmp/build/provider/"
 cp "$build/tools/ovrdma-run" "$tmp/build/tools/"
 cp "$verbs_mem" "$probe" "$tmp/build/"
