@@ -92,10 +92,14 @@ void cm_raw_query(int fd, const char *addr, uint16_t port, uint8_t rec[64])
 	struct rdma_ucm_destroy_id_resp dr;
 	struct rdma_ucm_destroy_id d = { .response = (uintptr_t)&dr };
 	struct rdma_ucm_query_addr_resp a;
-	struct {
+	/* the response and room for two records (the header ends in a
+	 * flexible array: a buffer, not a struct around it) */
+	union {
 		struct rdma_ucm_query_path_resp h;
-		struct ib_path_rec_data p[2];
+		uint8_t b[sizeof(struct rdma_ucm_query_path_resp) +
+			  2 * sizeof(struct ib_path_rec_data)];
 	} path;
+	struct ib_path_rec_data p0;
 	struct t_sockaddr_ib gs, gd;
 	const uint8_t *r;
 	uint64_t sid;
@@ -166,12 +170,12 @@ void cm_raw_query(int fd, const char *addr, uint16_t port, uint8_t rec[64])
 	rc = raw_query(fd, cr.id, RDMA_USER_CM_QUERY_PATH, &path, sizeof(path));
 	if (rc)
 		FAIL("QUERY PATH: %s", strerror(-rc));
+	memcpy(&p0, path.b + sizeof(path.h), sizeof(p0));
 	if (path.h.num_paths != 1 ||
-	    path.p[0].flags !=
-		    (IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL))
+	    p0.flags != (IB_PATH_GMP | IB_PATH_PRIMARY | IB_PATH_BIDIRECTIONAL))
 		FAIL("QUERY PATH: %u paths, flags %#x", path.h.num_paths,
-		     path.p[0].flags);
-	r = (const uint8_t *)path.p[0].path_rec;
+		     p0.flags);
+	r = (const uint8_t *)p0.path_rec;
 	memcpy(&sid, r, 8);
 	want_gid(r + 8, dst.sin_addr.s_addr, "QUERY PATH DGID");
 	want_gid(r + 24, src.sin_addr.s_addr, "QUERY PATH SGID");
