@@ -869,6 +869,9 @@ static inline uint32_t svc_core_rxq(const struct svc_core *core, uint32_t j)
 	return core->idx + j * core->s->ncores;
 }
 void svc_dp_settle(struct svc_core *core);
+/* svc_dp_settle for each core serving a QP of @c: what its rings hold
+ * is taken before the context (or an object its WQEs name) goes */
+void svc_dp_settle_ctx(struct svc *s, struct svc_ctx *c);
 /* Work a round of @core would find (checked before sleeping). */
 bool svc_dp_pending(struct svc_core *core);
 /* Hand what the application posted in the rings to the engine now. */

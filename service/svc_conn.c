@@ -496,9 +496,7 @@ void svc_ctl_input(struct svc *s, struct svc_ctx *c)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) { /* hang-up: the application is gone */
-			for (uint32_t k = 0; c->nqp && k < s->ncores; k++)
-				if (c->db_words[k])
-					svc_dp_settle(&s->core[k]);
+			svc_dp_settle_ctx(s, c);
 			ctx_destroy(s, c);
 			return;
 		}

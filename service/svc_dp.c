@@ -2122,6 +2122,13 @@ void svc_dp_settle(struct svc_core *core)
 		svc_dp_round(core, svc_now(), &next);
 }
 
+void svc_dp_settle_ctx(struct svc *s, struct svc_ctx *c)
+{
+	for (uint32_t k = 0; c->nqp && k < s->ncores; k++)
+		if (c->db_words[k])
+			svc_dp_settle(&s->core[k]);
+}
+
 /* What @core's port queues received (up to RX_BURST, from each of its
  * queues in turn, a different one first each round). */
 static unsigned int port_rx(struct svc_core *core, void **bufs,

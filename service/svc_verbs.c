@@ -1100,9 +1100,7 @@ int svc_do_destroy_ah(struct svc *s, struct svc_ctx *c, struct svc_req *r)
 	 * after posting, without waiting for a completion) */
 	if (!svc_obj_get(c, q->handle, SVC_OBJ_AH))
 		return svc_status(c, r->h, -ENOENT);
-	for (uint32_t k = 0; c->nqp && k < s->ncores; k++)
-		if (c->db_words[k])
-			svc_dp_settle(&s->core[k]);
+	svc_dp_settle_ctx(s, c);
 	svc_ah_destroy(c, q->handle);
 	return svc_status(c, r->h, 0);
 }

@@ -14,18 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <infiniband/ib.h>
 #include <rdma/ib_user_sa.h>
 #include <rdma/rdma_user_cm.h>
 
 #include "cm_raw.h"
-
-/* librdmacm's sockaddr_ib (infiniband/ib.h) */
-struct t_sockaddr_ib {
-	uint16_t family, pkey;
-	uint32_t flowinfo;
-	uint8_t gid[16];
-	uint64_t sid, sid_mask, scope_id;
-};
 
 /* One command on @fd: 0, or -errno. */
 static int raw(int fd, uint32_t cmd, const void *body, uint16_t in,
@@ -100,7 +93,7 @@ void cm_raw_query(int fd, const char *addr, uint16_t port, uint8_t rec[64])
 			  2 * sizeof(struct ib_path_rec_data)];
 	} path;
 	struct ib_path_rec_data p0;
-	struct t_sockaddr_ib gs, gd;
+	struct sockaddr_ib gs, gd;
 	const uint8_t *r;
 	uint64_t sid;
 	int rc;
@@ -152,17 +145,18 @@ void cm_raw_query(int fd, const char *addr, uint16_t port, uint8_t rec[64])
 	memcpy(&gs, &a.src_addr, sizeof(gs));
 	memcpy(&gd, &a.dst_addr, sizeof(gd));
 	if (a.src_size != sizeof(gs) || a.dst_size != sizeof(gd) ||
-	    gs.family != 27 /* AF_IB */ || gd.family != 27 ||
-	    gs.pkey != htobe16(0xffff) || gd.pkey != htobe16(0xffff))
+	    gs.sib_family != AF_IB || gd.sib_family != AF_IB ||
+	    gs.sib_pkey != htobe16(0xffff) || gd.sib_pkey != htobe16(0xffff))
 		FAIL("QUERY GID: sizes %u %u, families %u %u", a.src_size,
-		     a.dst_size, gs.family, gd.family);
-	want_gid(gs.gid, src.sin_addr.s_addr, "QUERY GID source");
-	want_gid(gd.gid, dst.sin_addr.s_addr, "QUERY GID destination");
-	if (be64toh(gs.sid) != sid_of(ntohs(src.sin_port)) ||
-	    be64toh(gd.sid) != sid_of(port))
+		     a.dst_size, gs.sib_family, gd.sib_family);
+	want_gid(gs.sib_addr.sib_raw, src.sin_addr.s_addr, "QUERY GID source");
+	want_gid(gd.sib_addr.sib_raw, dst.sin_addr.s_addr,
+		 "QUERY GID destination");
+	if (be64toh(gs.sib_sid) != sid_of(ntohs(src.sin_port)) ||
+	    be64toh(gd.sib_sid) != sid_of(port))
 		FAIL("QUERY GID: service IDs %#llx %#llx",
-		     (unsigned long long)be64toh(gs.sid),
-		     (unsigned long long)be64toh(gd.sid));
+		     (unsigned long long)be64toh(gs.sib_sid),
+		     (unsigned long long)be64toh(gd.sib_sid));
 	printf("QUERY GID: ok\n");
 
 	/* PATH: one record (its fields: the caller compares them) */
