@@ -443,6 +443,12 @@ static bool handover(struct svc_core *core, struct svc_core *to,
 		return false;
 	}
 	core->cnt.xcore_frames++;
+	/* named in @to's word after the frame is in the ring: a read-
+	 * modify-write each time (a load that saw the bit still set could
+	 * pass our store to the ring's tail, and @to, clearing the bit,
+	 * then miss the frame) */
+	atomic_fetch_or_explicit(&to->handed, 1u << core->idx,
+				 memory_order_release);
 	core->kick |= 1u << to->idx;
 	return true;
 }
@@ -1938,9 +1944,12 @@ int svc_dp_init(struct svc *s)
 	s->port_nq = s->port_qs < s->ncores ? s->port_qs : s->ncores;
 	while ((1u << tag_bits) < s->ncores)
 		tag_bits++;
-	s->core = calloc(s->ncores, sizeof(*s->core));
+	/* aligned as struct svc_core asks (its handed word's line) */
+	s->core = aligned_alloc(_Alignof(struct svc_core),
+				s->ncores * sizeof(*s->core));
 	if (!s->core)
 		return -ENOMEM;
+	memset(s->core, 0, s->ncores * sizeof(*s->core));
 	for (uint32_t i = 0; i < s->ncores; i++) {
 		core = &s->core[i];
 		core->s = s;
@@ -2183,12 +2192,21 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 	for (unsigned int i = 0; i < n; i++)
 		rx_frame(core, frames[i], lens[i], now, NULL, false);
 	work = n > 0;
-	for (uint32_t j = 0; j < s->ncores; j++) {
-		if (core->in[j])
-			work |= xring_drain(core, core->in[j], take_handed);
-		if (!core->idx && s->core[j].to_port)
-			work |= xring_drain(core, s->core[j].to_port,
-					    take_to_port);
+	/* the rings of the cores that say they handed us frames */
+	if (atomic_load_explicit(&core->handed, memory_order_relaxed)) {
+		uint32_t h = atomic_exchange_explicit(&core->handed, 0,
+						      memory_order_acquire);
+
+		for (; h; h &= h - 1) {
+			uint32_t j = (uint32_t)__builtin_ctz(h);
+
+			if (core->in[j])
+				work |= xring_drain(core, core->in[j],
+						    take_handed);
+			if (!core->idx && s->core[j].to_port)
+				work |= xring_drain(core, s->core[j].to_port,
+						    take_to_port);
+		}
 	}
 	work |= loop_receive(core, now);
 	work |= db_scan(core, now);
