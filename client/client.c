@@ -1154,8 +1154,64 @@ static struct ovr_cl_qp *qp_lookup(struct ovr_cl *cl, uint32_t qpn)
 	return qp;
 }
 
-/* The service is gone: every outstanding WR of @cq's QPs completes with
- * WR_FLUSH_ERR, once. */
+/*
+ * The service is gone: the receives still posted on @qp's SRQ complete
+ * with WR_FLUSH_ERR on @qp's receive CQ, in the order they were posted,
+ * at most @n into @wc (the first QP of the SRQ whose CQ is polled takes
+ * them; each once). A posted receive is a tag not on the free stack; its
+ * WQE is the newest of the ring's last depth slots that names it (a tag
+ * completed and posted again appears twice).
+ */
+static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
+{
+	struct ovr_cl_srq *q = qp->srq;
+	uint32_t *at = NULL, first;
+	int k = 0;
+
+	pthread_spin_lock(&q->lock);
+	if (q->outstanding)
+		at = calloc(q->depth, sizeof(*at));
+	if (!at) {
+		pthread_spin_unlock(&q->lock);
+		return 0;
+	}
+	/* at[tag]: 1 + the posting that holds it (0: free, or not seen) */
+	first = q->prod > q->depth ? q->prod - q->depth : 0;
+	for (uint32_t p = q->prod; p-- > first;) {
+		const struct ovr_ring_rwqe *w =
+			(const void *)(q->slots + (size_t)(p & (q->depth - 1)) *
+							  q->stride);
+
+		if (w->tag < q->depth && !at[w->tag])
+			at[w->tag] = p - first + 1;
+	}
+	for (uint32_t i = 0; i < q->nfree; i++)
+		at[q->free_tag[i]] = 0;
+	for (uint32_t p = first; p != q->prod && k < n; p++) {
+		const struct ovr_ring_rwqe *w =
+			(const void *)(q->slots + (size_t)(p & (q->depth - 1)) *
+							  q->stride);
+		uint32_t t = w->tag;
+
+		if (t >= q->depth || at[t] != p - first + 1 || !q->outstanding)
+			continue;
+		wc[k++] = (struct ovr_cl_wc){
+			.wr_id = q->wrid[t],
+			.status = OVR_WC_WR_FLUSH_ERR,
+			.opcode = OVR_WC_RECV,
+			.qp_num = qp->qpn,
+			.qp_user = qp->user_handle,
+		};
+		q->outstanding--;
+		q->free_tag[q->nfree++] = t;
+	}
+	free(at);
+	pthread_spin_unlock(&q->lock);
+	return k;
+}
+
+/* The service is gone: every outstanding WR of @cq's QPs (and of their
+ * SRQs) completes with WR_FLUSH_ERR, once. */
 static int flush_dead(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 {
 	struct ovr_cl *cl = cq->cl;
@@ -1187,6 +1243,8 @@ static int flush_dead(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 					.qp_user = qp->user_handle,
 				};
 			}
+			if (qp->rcq == cq && qp->srq && k < n)
+				k += flush_dead_srq(qp, n - k, wc + k);
 		}
 	return k;
 }

@@ -10,7 +10,8 @@
 #   fake   the gdr test (two testbed nodes, WRITE/READ/SEND between
 #          fake-GPU buffers byte-exact, the error cases) on the fake
 #          CUDA driver;
-#   gdr, nccl, copy   skip: no GPU there.
+#   gdr, nccl, copy   skip: no GPU there;
+# then again with --deadline 5: env runs, fake is skipped (the deadline).
 # usage: carry-check.sh [CARRY_DIR]   (default: a temporary one)
 # Needs root, debootstrap and a Debian mirror (OVRDMA_DEBIAN_MIRROR,
 # default http://deb.debian.org/debian); skips (77) without them.
@@ -88,7 +89,8 @@ unshare -m --propagation private bash -c '
 	mkdir -p "$r/run/netns" || exit 1
 	exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root OUT=/tmp/out \
-		/bin/bash -c "cd /src/ovrdma && tests/gpu/device-run.sh env fake gdr nccl copy"
+		/bin/bash -c "cd /src/ovrdma && tests/gpu/device-run.sh env fake gdr nccl copy;
+			tests/gpu/device-run.sh --deadline 5 env fake"
 ' _ "$root" 2>&1 | tee "$work/run.log"
 rm -rf "$dst" "$root/opt/ovrdma-carry"
 
@@ -101,6 +103,8 @@ want() { # pattern what
 }
 want '^device-run: env: passed; fake: passed; gdr: skipped; nccl: skipped; copy: skipped$' \
 	"device-run's summary: env and fake pass, the GPU steps skip"
+want '^device-run: env: passed; fake: skipped \(deadline\)$' \
+	"device-run --deadline 5: the steps after it skipped"
 want '^ip utility, iproute2' "the carried iproute2 runs"
 want 'librte_eal.so.23 => /opt/ovrdma-carry/' "ovrdmad loads the carried DPDK"
 want '^gdr: ok$' "the gdr test passed on the carried build"

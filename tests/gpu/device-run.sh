@@ -5,7 +5,7 @@
 # machine"), from the repository root, as root, with what
 # tools/gpu-carry packed here:
 #
-#   tests/gpu/device-run.sh [--carry DIR] [STEP...]
+#   tests/gpu/device-run.sh [--carry DIR] [--deadline SECONDS] [STEP...]
 #
 # Steps (default: env gdr nccl copy bench):
 #   env     what the machine has: GPU, driver, PyTorch, NCCL, the
@@ -23,6 +23,17 @@
 #   nccl    the gpu suite's nccl: all-reduce 8 B to 1 GB through ovrdma0
 #   copy    bench-gdr-copy: the copy engine's GB/s each way
 #   bench   bench/nccl-bench.sh: ovrdma0 against NCCL's socket transport
+#   routes  bench/svc-bench.sh --mem both on the direct wire, one run
+#           (issue 22: the process route's 64 KB goodput against the
+#           object route's where each has CPUs of its own), about 2
+#           minutes
+#
+# --deadline SECONDS: the steps share that much wall time from the
+# start: each runs under `timeout` for what is left, and one that would
+# start with less than 10 s left is skipped (env, a second, while any
+# is left) (the device tool kills a command at its limit,
+# losing the summary; a deadline a little below it keeps it). Logs are
+# written as the steps go, so a step cut short leaves what it printed.
 #
 # The Debian 12 packages are unpacked with dpkg -x into a prefix
 # (OVRDMA_CARRY_PREFIX, default /opt/ovrdma-carry), never into /. A
@@ -32,11 +43,18 @@
 # per step; the last line says which steps passed, failed or skipped.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-carry=.carry
-if [ "${1:-}" = --carry ]; then
-	carry=$2
-	shift 2
-fi
+carry=.carry deadline=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--carry) carry=$2 && shift 2 ;;
+	--deadline) deadline=$2 && shift 2 ;;
+	*) break ;;
+	esac
+done
+[ -z "$deadline" ] || [[ "$deadline" =~ ^[0-9]+$ ]] || {
+	echo "device-run: --deadline SECONDS" >&2
+	exit 2
+}
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(env gdr nccl copy bench)
 prefix=${OVRDMA_CARRY_PREFIX:-/opt/ovrdma-carry}
@@ -99,8 +117,20 @@ tb=$PWD/tools/ovrdma-testbed
 
 declare -A result=()
 step() { # name command...
-	local name=$1 rc t0=$SECONDS
+	local name=$1 rc t0=$SECONDS left=
 	shift
+	if [ -n "$deadline" ]; then
+		left=$((deadline - SECONDS))
+		# a function of this script (env: a second) runs as it is,
+		# while time is left; a program only with 10 s or more
+		if [ "$left" -le 0 ] ||
+			{ ! declare -F "$1" >/dev/null && [ "$left" -lt 10 ]; }; then
+			echo "device-run: $name: skipped (the deadline)"
+			result[$name]="skipped (deadline)"
+			return
+		fi
+		declare -F "$1" >/dev/null || set -- timeout -k 5 "$left" "$@"
+	fi
 	echo "device-run: $name: $*"
 	set -o pipefail
 	"$@" 2>&1 | tee "$logs/$name.log"
@@ -109,6 +139,7 @@ step() { # name command...
 	case $rc in
 	0) result[$name]=passed ;;
 	77) result[$name]=skipped ;;
+	124 | 137) result[$name]="cut at the deadline ($rc)" ;;
 	*) result[$name]="failed ($rc)" ;;
 	esac
 	echo "device-run: $name: ${result[$name]} in $((SECONDS - t0)) s"
@@ -175,6 +206,10 @@ for s in "${steps[@]}"; do
 		fi
 		;;
 	bench) step bench bench/nccl-bench.sh "$build" ;;
+	routes)
+		step routes env OVRDMA_BUILD="$build" bench/svc-bench.sh \
+			--runs 1 --seconds 3 --no-reg --mem both --fabric direct
+		;;
 	*)
 		echo "device-run: unknown step $s" >&2
 		exit 2
@@ -186,7 +221,7 @@ summary=
 status=0
 for s in "${steps[@]}"; do
 	summary+=" $s: ${result[$s]};"
-	case ${result[$s]} in failed*) status=1 ;; esac
+	case ${result[$s]} in failed* | cut*) status=1 ;; esac
 done
 echo "device-run:${summary%;}" | tee "$logs/summary"
 exit $status

@@ -24,7 +24,8 @@
 #   4. verbs_api alone on node 2: IBV_EVENT_SRQ_LIMIT_REACHED through
 #      ibv_get_async_event, then node 2's ovrdmad killed with -9 while
 #      the program waits for events: IBV_EVENT_DEVICE_FATAL, posts EIO,
-#      everything destroyed without error.
+#      the SRQ's receives still posted flushed (WR_FLUSH_ERR, in order,
+#      once), everything destroyed without error.
 # usage: verbs-api.sh TESTBED VERBS_API [COUNT]
 set -u
 tb=$1 prog=$2 count=${3:-2000}
@@ -194,7 +195,7 @@ if grep -q "waiting for DEVICE_FATAL" "$work/alone.log"; then
 fi
 wait $apid
 arc=$?
-echo "verbs-api: alone: exit $arc; $(grep -E 'SRQ_LIMIT|DEVICE_FATAL$' "$work/alone.log" | sed 's/^verbs_api: alone: //' | paste -sd ';' -)"
+echo "verbs-api: alone: exit $arc; $(grep -E 'SRQ_LIMIT|DEVICE_FATAL$|flushed' "$work/alone.log" | sed 's/^verbs_api: alone: //' | paste -sd ';' -)"
 if [ $arc -ne 0 ]; then
 	fail "verbs_api alone (SRQ limit, DEVICE_FATAL)"
 	cat "$work/alone.log"
