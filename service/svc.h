@@ -52,6 +52,8 @@
 #define SVC_MAX_CORES 16
 /* ctx.db_owner of a doorbell word that holds no QP or SRQ */
 #define SVC_DB_NONE 0xffu
+/* CQs a round checks for events at its end (more: checked at once) */
+#define SVC_NOTIFY_MAX 32u
 /* frames one core hands another at once (struct svc_xring) */
 #define SVC_XRING_DEPTH 1024u
 #define SVC_MAX_TENANT_VIPS 256
@@ -332,6 +334,10 @@ struct svc_cq {
 	uint32_t cores;
 	bool multi;
 	_Atomic bool sol_seen;
+	/* the ring's cons as last read: read again only when the slots up
+	 * to it are all taken (the client writes cons at every poll, so a
+	 * read per CQE would fetch its line each time) */
+	_Atomic uint32_t cons_seen;
 };
 
 struct svc_srq {
@@ -710,6 +716,14 @@ struct svc_core {
 	struct ovr_vpc_host mcast_hosts[SVC_MCAST_HOSTS];
 	/* cores to wake at the round's end: frames were handed to them */
 	uint32_t kick;
+	/* CQs written this round, whose arm is checked at its end (once
+	 * each, not at every CQE: svc_dp.c, cq_notify); sol: one of their
+	 * CQEs was solicited or an error */
+	struct {
+		struct svc_cq *cq;
+		bool sol;
+	} notify[SVC_NOTIFY_MAX];
+	uint32_t nnotify;
 	struct svc_counters cnt;
 	/*
 	 * Bit j: core j handed this core frames (in[j]; for core 0 also

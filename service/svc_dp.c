@@ -122,6 +122,57 @@ static bool lost_fail(struct svc_core *core)
 }
 
 /*
+ * One event per arm. A solicited-only arm (arm & 1) fires on a receive
+ * of a message sent solicited and on any error completion
+ * (ibv_req_notify_cq(3)); other completions wait in the ring for the
+ * application's next poll. @sol: a CQE written since the last check
+ * was one (with several producers, sol_seen as well).
+ */
+static void cq_notify(struct svc_cq *cq, bool sol)
+{
+	uint32_t arm, last;
+
+	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
+	last = atomic_load_explicit(&cq->last_arm, memory_order_relaxed);
+	if (arm && arm != last && cq->chan_fd >= 0 &&
+	    (!(arm & 1) || sol ||
+	     (cq->multi &&
+	      atomic_load_explicit(&cq->sol_seen, memory_order_relaxed))) &&
+	    atomic_compare_exchange_strong_explicit(&cq->last_arm, &last, arm,
+						    memory_order_relaxed,
+						    memory_order_relaxed)) {
+		struct ovr_ctl_comp_event ev = { .cq_handle = cq->user_handle };
+
+		if (cq->multi)
+			atomic_store_explicit(&cq->sol_seen, false,
+					      memory_order_relaxed);
+		if (write(cq->chan_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
+			atomic_fetch_add_explicit(&cq->ctx->async_dropped, 1,
+						  memory_order_relaxed);
+	}
+}
+
+/*
+ * The events of the CQs this round wrote: after their CQEs, once per CQ.
+ * Dekker with ovr_cl_req_notify_cq(), which stores the arm word then
+ * polls: either it sees the CQEs or we see its arm. Within a round a
+ * solicited-only arm may so fire for a solicited CQE written before it
+ * (the application's poll after the arm finds that CQE then); verbs
+ * allow such an event.
+ */
+static void cq_notify_round(struct svc_core *core)
+{
+	uint32_t n = core->nnotify;
+
+	if (!n)
+		return;
+	core->nnotify = 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (uint32_t i = 0; i < n; i++)
+		cq_notify(core->notify[i].cq, core->notify[i].sol);
+}
+
+/*
  * QPs of several dataplane cores may share a CQ (cq->multi, set when a
  * second core's QP takes it): each completion then takes its slot with
  * a compare-and-swap of cq->prod (checked against the ring's cons; one
@@ -139,18 +190,30 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 		     const struct ovr_eng_wc *wc)
 {
 	uint32_t prod = atomic_load_explicit(&cq->prod, memory_order_relaxed);
-	uint32_t cons, rp, arm, last;
+	uint32_t cons, rp;
 	struct ovr_ring_cqe *e;
 	bool sol = (wc->wc_flags & OVR_WC_SOLICITED) ||
 		   wc->status != OVR_WC_SUCCESS;
 
 	/* one producer (every QP of the CQ on one core): plain stores */
 	for (;;) {
-		cons = atomic_load_explicit(&cq->ring->cons,
-					    memory_order_acquire);
+		/* the client's cons only grows: room below the last value
+		 * read is room (what it freed there it had read) */
+		cons = atomic_load_explicit(&cq->cons_seen,
+					    memory_order_relaxed);
 		if (prod - cons >= cq->depth) {
-			cq_lost(core, cq, wc);
-			return;
+			cons = atomic_load_explicit(&cq->ring->cons,
+						    memory_order_acquire);
+			atomic_store_explicit(&cq->cons_seen, cons,
+					      memory_order_release);
+			if (prod - cons >= cq->depth) {
+				cq_lost(core, cq, wc);
+				return;
+			}
+		} else {
+			/* what the client read before the cons that core
+			 * (this or another) took, with its release */
+			atomic_thread_fence(memory_order_acquire);
 		}
 		if (!cq->multi) {
 			atomic_store_explicit(&cq->prod, prod + 1,
@@ -206,34 +269,21 @@ static void cq_write(struct svc_core *core, struct svc_cq *cq,
 			atomic_store_explicit(&cq->sol_seen, true,
 					      memory_order_relaxed);
 	}
-
-	/*
-	 * One event per arm. A solicited-only arm (arm & 1) fires on a
-	 * receive of a message sent solicited and on any error completion
-	 * (ibv_req_notify_cq(3)); other completions wait in the ring for
-	 * the application's next poll.
-	 */
-	/* Dekker with ovr_cl_req_notify_cq(), which stores the arm word
-	 * then polls: either it sees this CQE or we see its arm */
-	atomic_thread_fence(memory_order_seq_cst);
-	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
-	last = atomic_load_explicit(&cq->last_arm, memory_order_relaxed);
-	if (arm && arm != last && cq->chan_fd >= 0 &&
-	    (!(arm & 1) || sol ||
-	     (cq->multi &&
-	      atomic_load_explicit(&cq->sol_seen, memory_order_relaxed))) &&
-	    atomic_compare_exchange_strong_explicit(&cq->last_arm, &last, arm,
-						    memory_order_relaxed,
-						    memory_order_relaxed)) {
-		struct ovr_ctl_comp_event ev = { .cq_handle = cq->user_handle };
-
-		if (cq->multi)
-			atomic_store_explicit(&cq->sol_seen, false,
-					      memory_order_relaxed);
-		if (write(cq->chan_fd, &ev, sizeof(ev)) != (ssize_t)sizeof(ev))
-			atomic_fetch_add_explicit(&cq->ctx->async_dropped, 1,
-						  memory_order_relaxed);
+	if (cq->chan_fd < 0)
+		return; /* no channel: never an event */
+	/* in a round: checked at its end, once per CQ (cq_notify_round) */
+	if (core->in_round && core->nnotify &&
+	    core->notify[core->nnotify - 1].cq == cq) {
+		core->notify[core->nnotify - 1].sol |= sol;
+		return;
 	}
+	if (core->in_round && core->nnotify < SVC_NOTIFY_MAX) {
+		core->notify[core->nnotify].cq = cq;
+		core->notify[core->nnotify++].sol = sol;
+		return;
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	cq_notify(cq, sol);
 }
 
 static void eng_cqe(void *ctx, uint32_t cqn, const struct ovr_eng_wc *wc)
@@ -2234,6 +2284,7 @@ bool svc_dp_round(struct svc_core *core, uint64_t now, uint64_t *next)
 	}
 	if (lost_fail(core))
 		*next = now; /* what the flushes and TERMINATE need */
+	cq_notify_round(core);
 	port_flush(core);
 	if (core->kick)
 		kick_cores(core);
