@@ -1156,45 +1156,61 @@ static struct ovr_cl_qp *qp_lookup(struct ovr_cl *cl, uint32_t qpn)
 
 /*
  * The service is gone: the receives still posted on @qp's SRQ complete
- * with WR_FLUSH_ERR on @qp's receive CQ, in the order they were posted,
- * at most @n into @wc (the first QP of the SRQ whose CQ is polled takes
- * them; each once). A posted receive is a tag not on the free stack; its
- * WQE is the newest of the ring's last depth slots that names it (a tag
- * completed and posted again appears twice).
+ * with WR_FLUSH_ERR on @qp's receive CQ, at most @n into @wc (the first
+ * QP of the SRQ whose CQ is polled takes them; each once), in the order
+ * they were posted: a posted receive is a tag not on the free stack, its
+ * WQE the newest of the ring's last depth slots that names it (a tag
+ * completed and posted again appears twice). One the ring no longer
+ * holds (taken by a QP long ago while newer ones came and went) comes
+ * last.
  */
+/* the tag of @q's WQE of posting @p (in its ring's slot of it) */
+static uint32_t srq_tag(const struct ovr_cl_srq *q, uint32_t p)
+{
+	const uint8_t *slot =
+		q->slots + (size_t)(p & (q->depth - 1)) * q->stride;
+
+	return ((const struct ovr_ring_rwqe *)slot)->tag;
+}
+
 static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
 {
+	const uint32_t done = UINT32_MAX;
 	struct ovr_cl_srq *q = qp->srq;
-	uint32_t *at = NULL, first;
+	uint32_t *at, first;
 	int k = 0;
 
 	pthread_spin_lock(&q->lock);
-	if (q->outstanding)
-		at = calloc(q->depth, sizeof(*at));
-	if (!at) {
-		pthread_spin_unlock(&q->lock);
+	first = q->outstanding; /* (what follows reads all again) */
+	pthread_spin_unlock(&q->lock);
+	if (!first)
 		return 0;
-	}
-	/* at[tag]: 1 + the posting that holds it (0: free, or not seen) */
+	at = calloc(q->depth, sizeof(*at));
+	if (!at)
+		return 0;
+	pthread_spin_lock(&q->lock);
+	/* at[tag]: done (free), 1 + the posting that holds it, 0: unseen */
+	for (uint32_t i = 0; i < q->nfree; i++)
+		at[q->free_tag[i]] = done;
 	first = q->prod > q->depth ? q->prod - q->depth : 0;
 	for (uint32_t p = q->prod; p-- > first;) {
-		const struct ovr_ring_rwqe *w =
-			(const void *)(q->slots + (size_t)(p & (q->depth - 1)) *
-							  q->stride);
+		uint32_t t = srq_tag(q, p);
 
-		if (w->tag < q->depth && !at[w->tag])
-			at[w->tag] = p - first + 1;
+		if (t < q->depth && !at[t])
+			at[t] = p - first + 1;
 	}
-	for (uint32_t i = 0; i < q->nfree; i++)
-		at[q->free_tag[i]] = 0;
-	for (uint32_t p = first; p != q->prod && k < n; p++) {
-		const struct ovr_ring_rwqe *w =
-			(const void *)(q->slots + (size_t)(p & (q->depth - 1)) *
-							  q->stride);
-		uint32_t t = w->tag;
-
-		if (t >= q->depth || at[t] != p - first + 1 || !q->outstanding)
-			continue;
+	for (uint32_t p = first, t; p != q->prod + q->depth && k < n; p++) {
+		if (p - first < q->prod - first) {
+			t = srq_tag(q, p);
+			if (t >= q->depth || at[t] != p - first + 1)
+				continue;
+		} else {
+			/* then the tags no slot named */
+			t = p - q->prod;
+			if (at[t])
+				continue;
+		}
+		at[t] = done;
 		wc[k++] = (struct ovr_cl_wc){
 			.wr_id = q->wrid[t],
 			.status = OVR_WC_WR_FLUSH_ERR,
@@ -1205,8 +1221,8 @@ static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
 		q->outstanding--;
 		q->free_tag[q->nfree++] = t;
 	}
-	free(at);
 	pthread_spin_unlock(&q->lock);
+	free(at);
 	return k;
 }
 

@@ -16,7 +16,12 @@
  *      completions published out of index order (each core writes the
  *      slot it took) are polled in index order, never past a slot not
  *      yet written; a doorbell writes the wake fd of its QP's core (OPEN
- *      passes one per core), and only while that core sleeps.
+ *      passes one per core), and only while that core sleeps;
+ *   4. the service dies (last): the receives still posted on an SRQ
+ *      complete WR_FLUSH_ERR, each once, in the order posted, on the
+ *      receive CQ of its QP, also when some completed out of order and
+ *      one was posted more than a ring's depth of posts ago; two at a
+ *      time when the poll asks for two.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -60,7 +65,12 @@ static struct {
 	struct ovr_ring_svc *page; /* the service page */
 	int wake[2]; /* the two cores' wake eventfds (OPEN passes them) */
 	struct ovr_ring_qp *qp_ring[3]; /* by QP handle */
+	bool die; /* the next request: no answer, the socket closed */
+	struct ovr_ring_srq *srq_ring; /* the SRQ's (one) */
 } svc;
+
+/* the fake SRQ's WQE size: one SGE */
+#define SRQ_STRIDE (sizeof(struct ovr_ring_rwqe) + sizeof(struct ovr_ring_sge))
 
 static void reply(int fd, const struct ovr_ctl_hdr *q, int32_t status,
 		  const void *body, size_t len, const int *fds, int nfds)
@@ -178,6 +188,8 @@ static void *service(void *arg)
 				}
 			}
 		memcpy(&h, buf, sizeof(h));
+		if (svc.die)
+			break;
 		if (h.op == OVR_CTL_HELLO) {
 			struct ovr_ctl_hello_rep r = {
 				.ring_abi = OVR_RING_ABI_VERSION,
@@ -231,6 +243,24 @@ static void *service(void *arg)
 			fds[0] = shared(r.map_len, &map);
 			if (svc.nqp < 3)
 				svc.qp_ring[svc.nqp] = map;
+			reply(fd, &h, 0, &r, sizeof(r), fds, 1);
+			close(fds[0]);
+		} else if (h.op == OVR_CTL_CREATE_SRQ) {
+			/* 4 receives of one SGE in a ring of 4 slots */
+			struct ovr_ctl_create_srq_rep r = {
+				.srq = 1,
+				.srqn = 7,
+				.attr = { .max_wr = 4, .max_sge = 1 },
+				.depth = 4,
+				.stride = SRQ_STRIDE,
+				.slots_off = sizeof(struct ovr_ring_srq),
+				.map_len = PG,
+				.db_index = 3,
+				.wake_mask = 1,
+			};
+
+			fds[0] = shared(r.map_len, &map);
+			svc.srq_ring = map;
 			reply(fd, &h, 0, &r, sizeof(r), fds, 1);
 			close(fds[0]);
 		} else if (h.op == OVR_CTL_RESIZE_CQ) {
@@ -494,6 +524,89 @@ static void test_wake_per_core(void **state)
 	atomic_store(&svc.page->sleeping, 0);
 }
 
+static void srq_post(struct ovr_cl_srq *srq, uint64_t id)
+{
+	struct ovr_cl_sge sge = { .addr = 0x1000, .length = 64, .lkey = 1 };
+	struct ovr_cl_recv_wr wr = { .wr_id = id,
+				     .sg_list = &sge,
+				     .num_sge = 1 };
+
+	assert_int_equal(ovr_cl_post_srq_recv(srq, &wr), 0);
+}
+
+/* The service completes on the CQ, for QP @qpn, the SRQ receive of
+ * posting @p: the tag its WQE names (a ring of 4 slots). */
+static void srq_complete(uint32_t qpn, uint32_t p)
+{
+	const struct ovr_ring_rwqe *w =
+		(const void *)((uint8_t *)svc.srq_ring +
+			       sizeof(struct ovr_ring_srq) +
+			       (size_t)(p & 3u) * SRQ_STRIDE);
+	struct ovr_ring_cqe *e = slot(svc.cq, svc.depth, svc.prod);
+
+	e->wqe_idx = w->tag;
+	e->qp_num = qpn;
+	e->status = 0;
+	e->opcode = OVR_WC_RECV;
+	e->byte_len = 64;
+	e->flags = OVR_CQE_RECV | OVR_CQE_SRQ;
+	atomic_store_explicit(&e->gen, svc.prod / svc.depth + 1,
+			      memory_order_release);
+	svc.prod++;
+}
+
+static void test_dead_srq_flush(void **state)
+{
+	static const uint64_t want[] = { 14, 15, 16, 10 };
+	struct ovr_ctl_srq_attr sa = { .max_wr = 4, .max_sge = 1 };
+	struct ovr_ctl_qp_cap cap = { 16, 16, 1, 1, 0, 0 };
+	struct ovr_ctl_qp_attr a = { .qp_state = OVR_QPS_RESET };
+	uint32_t qpn, got[32];
+	struct ovr_cl_srq *srq;
+	struct ovr_cl_wc wc[2];
+	struct ovr_cl_qp *qp;
+	unsigned int n = 0;
+
+	(void)state;
+	drain(got, 32);
+	srq = ovr_cl_create_srq(t.cl, 1, &sa, 0);
+	assert_non_null(srq);
+	qp = ovr_cl_create_qp_ex(t.cl, 1, t.cq, t.cq, srq, OVR_QPT_RC, &cap,
+				 false, 0);
+	assert_non_null(qp);
+	qpn = ovr_cl_qp_num(qp);
+	/* posts 0-3 (ids 10-13); 0 is taken and stays so; 2, 1 and 3
+	 * complete, out of order, and posts 4-6 (ids 14-16) reuse their
+	 * tags: post 0's slot is then post 4's, more than the ring's depth
+	 * of posts behind */
+	for (uint32_t i = 0; i < 4; i++)
+		srq_post(srq, 10 + i);
+	srq_complete(qpn, 2);
+	srq_complete(qpn, 1);
+	srq_complete(qpn, 3);
+	assert_int_equal(drain(got, 32), 3);
+	for (uint32_t i = 4; i < 7; i++)
+		srq_post(srq, 10 + i);
+	/* the service dies: the request gets no answer */
+	svc.die = true;
+	assert_int_not_equal(ovr_cl_modify_qp(t.cl, qp, &a, OVR_QP_STATE), 0);
+	for (int polls = 0; polls < 20000 && n < 8; polls++) {
+		int k = ovr_cl_poll_cq(t.cq, 2, wc);
+
+		assert_true(k >= 0 && k <= 2);
+		for (int i = 0; i < k; i++) {
+			assert_int_equal(wc[i].status, OVR_WC_WR_FLUSH_ERR);
+			if (wc[i].qp_num != qpn)
+				continue; /* the other QPs' sends, flushed */
+			assert_int_equal(wc[i].opcode, OVR_WC_RECV);
+			assert_true(n < 4);
+			assert_int_equal(wc[i].wr_id, want[n]);
+			n++;
+		}
+	}
+	assert_int_equal(n, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +614,7 @@ int main(void)
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_out_of_order),
 		cmocka_unit_test(test_wake_per_core),
+		cmocka_unit_test(test_dead_srq_flush), /* last: it kills */
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
