@@ -605,6 +605,9 @@ static void test_dead_srq_flush(void **state)
 		}
 	}
 	assert_int_equal(n, 4);
+	/* what is left goes on this side alone */
+	assert_int_equal(ovr_cl_destroy_qp(t.cl, qp, NULL), 0);
+	assert_int_equal(ovr_cl_destroy_srq(t.cl, srq, NULL), 0);
 }
 
 int main(void)
