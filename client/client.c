@@ -1164,6 +1164,19 @@ static struct ovr_cl_qp *qp_lookup(struct ovr_cl *cl, uint32_t qpn)
  * holds (taken by a QP long ago while newer ones came and went) comes
  * last.
  */
+/* A WR of @qp flushed: WR_FLUSH_ERR (@opcode: OVR_WC_RECV or 0). */
+static struct ovr_cl_wc flushed(const struct ovr_cl_qp *qp, uint64_t wr_id,
+				uint32_t opcode)
+{
+	return (struct ovr_cl_wc){
+		.wr_id = wr_id,
+		.status = OVR_WC_WR_FLUSH_ERR,
+		.opcode = opcode,
+		.qp_num = qp->qpn,
+		.qp_user = qp->user_handle,
+	};
+}
+
 /* the tag of @q's WQE of posting @p (in its ring's slot of it) */
 static uint32_t srq_tag(const struct ovr_cl_srq *q, uint32_t p)
 {
@@ -1211,13 +1224,7 @@ static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
 				continue;
 		}
 		at[t] = done;
-		wc[k++] = (struct ovr_cl_wc){
-			.wr_id = q->wrid[t],
-			.status = OVR_WC_WR_FLUSH_ERR,
-			.opcode = OVR_WC_RECV,
-			.qp_num = qp->qpn,
-			.qp_user = qp->user_handle,
-		};
+		wc[k++] = flushed(qp, q->wrid[t], OVR_WC_RECV);
 		q->outstanding--;
 		q->free_tag[q->nfree++] = t;
 	}
@@ -1240,24 +1247,14 @@ static int flush_dead(struct ovr_cl_cq *cq, int n, struct ovr_cl_wc *wc)
 			       k < n) {
 				uint32_t i = qp->sq_done++ & (qp->sq_depth - 1);
 
-				wc[k++] = (struct ovr_cl_wc){
-					.wr_id = qp->sq_wrid[i],
-					.status = OVR_WC_WR_FLUSH_ERR,
-					.qp_num = qp->qpn,
-					.qp_user = qp->user_handle,
-				};
+				wc[k++] = flushed(qp, qp->sq_wrid[i], 0);
 			}
 			while (qp->rcq == cq && qp->rq_done != qp->rq_prod &&
 			       k < n) {
 				uint32_t i = qp->rq_done++ & (qp->rq_depth - 1);
 
-				wc[k++] = (struct ovr_cl_wc){
-					.wr_id = qp->rq_wrid[i],
-					.status = OVR_WC_WR_FLUSH_ERR,
-					.opcode = OVR_WC_RECV,
-					.qp_num = qp->qpn,
-					.qp_user = qp->user_handle,
-				};
+				wc[k++] = flushed(qp, qp->rq_wrid[i],
+						  OVR_WC_RECV);
 			}
 			if (qp->rcq == cq && qp->srq && k < n)
 				k += flush_dead_srq(qp, n - k, wc + k);
