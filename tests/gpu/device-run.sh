@@ -25,8 +25,8 @@
 #   bench   bench/nccl-bench.sh: ovrdma0 against NCCL's socket transport
 #   routes  bench/svc-bench.sh --mem both on the direct wire, one run
 #           (issue 22: the process route's 64 KB goodput against the
-#           object route's where each has CPUs of its own), about 2
-#           minutes
+#           object route's where each has CPUs of its own), 40 s on
+#           the 2-vCPU VM
 #
 # --deadline SECONDS: the steps share that much wall time from the
 # start: each runs under `timeout` for what is left, and one that would
