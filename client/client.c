@@ -93,6 +93,7 @@ struct ovr_cl_srq {
 	uint64_t *wrid; /* by tag */
 	uint32_t *free_tag; /* a stack of depth tags */
 	uint32_t nfree;
+	uint32_t *flush_at; /* by tag: flush_dead_srq's scratch */
 	pthread_spinlock_t lock; /* posting and completing */
 };
 
@@ -1154,16 +1155,6 @@ static struct ovr_cl_qp *qp_lookup(struct ovr_cl *cl, uint32_t qpn)
 	return qp;
 }
 
-/*
- * The service is gone: the receives still posted on @qp's SRQ complete
- * with WR_FLUSH_ERR on @qp's receive CQ, at most @n into @wc (the first
- * QP of the SRQ whose CQ is polled takes them; each once), in the order
- * they were posted: a posted receive is a tag not on the free stack, its
- * WQE the newest of the ring's last depth slots that names it (a tag
- * completed and posted again appears twice). One the ring no longer
- * holds (taken by a QP long ago while newer ones came and went) comes
- * last.
- */
 /* A WR of @qp flushed: WR_FLUSH_ERR (@opcode: OVR_WC_RECV or 0). */
 static struct ovr_cl_wc flushed(const struct ovr_cl_qp *qp, uint64_t wr_id,
 				uint32_t opcode)
@@ -1186,22 +1177,29 @@ static uint32_t srq_tag(const struct ovr_cl_srq *q, uint32_t p)
 	return ((const struct ovr_ring_rwqe *)slot)->tag;
 }
 
+/*
+ * The service is gone: the receives still posted on @qp's SRQ complete
+ * with WR_FLUSH_ERR on @qp's receive CQ, at most @n into @wc (the first
+ * QP of the SRQ whose CQ is polled takes them; each once), in the order
+ * they were posted: a posted receive is a tag not on the free stack, its
+ * WQE the newest of the ring's last depth slots that names it (a tag
+ * completed and posted again appears twice). One the ring no longer
+ * holds (taken by a QP long ago while newer ones came and went) comes
+ * last.
+ */
 static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
 {
 	const uint32_t done = UINT32_MAX;
 	struct ovr_cl_srq *q = qp->srq;
-	uint32_t *at, first;
+	uint32_t *at = q->flush_at, first;
 	int k = 0;
 
 	pthread_spin_lock(&q->lock);
-	first = q->outstanding; /* (what follows reads all again) */
-	pthread_spin_unlock(&q->lock);
-	if (!first)
+	if (!q->outstanding) {
+		pthread_spin_unlock(&q->lock);
 		return 0;
-	at = calloc(q->depth, sizeof(*at));
-	if (!at)
-		return 0;
-	pthread_spin_lock(&q->lock);
+	}
+	memset(at, 0, q->depth * sizeof(*at));
 	/* at[tag]: done (free), 1 + the posting that holds it, 0: unseen */
 	for (uint32_t i = 0; i < q->nfree; i++)
 		at[q->free_tag[i]] = done;
@@ -1229,7 +1227,6 @@ static int flush_dead_srq(struct ovr_cl_qp *qp, int n, struct ovr_cl_wc *wc)
 		q->free_tag[q->nfree++] = t;
 	}
 	pthread_spin_unlock(&q->lock);
-	free(at);
 	return k;
 }
 
@@ -1896,9 +1893,10 @@ struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
 	if (srq && r.depth && !(r.depth & (r.depth - 1))) {
 		srq->wrid = calloc(r.depth, sizeof(uint64_t));
 		srq->free_tag = calloc(r.depth, sizeof(uint32_t));
+		srq->flush_at = calloc(r.depth, sizeof(uint32_t));
 	}
 	if (p == MAP_FAILED || !srq || !srq->wrid || !srq->free_tag ||
-	    r.attr.max_wr > r.depth ||
+	    !srq->flush_at || r.attr.max_wr > r.depth ||
 	    r.stride < sizeof(struct ovr_ring_rwqe) +
 			       r.attr.max_sge * sizeof(struct ovr_ring_sge) ||
 	    r.slots_off < sizeof(struct ovr_ring_srq) ||
@@ -1909,6 +1907,7 @@ struct ovr_cl_srq *ovr_cl_create_srq(struct ovr_cl *cl, uint32_t pd,
 		if (srq) {
 			free(srq->wrid);
 			free(srq->free_tag);
+			free(srq->flush_at);
 		}
 		free(srq);
 		handle_op(cl, OVR_CTL_DESTROY_SRQ, r.srq);
@@ -1996,6 +1995,7 @@ int ovr_cl_destroy_srq(struct ovr_cl *cl, struct ovr_cl_srq *srq,
 	pthread_spin_destroy(&srq->lock);
 	free(srq->wrid);
 	free(srq->free_tag);
+	free(srq->flush_at);
 	free(srq);
 	return 0;
 }

@@ -727,11 +727,11 @@ struct svc_core {
 	struct svc_counters cnt;
 	/*
 	 * Bit j: core j handed this core frames (in[j]; for core 0 also
-	 * core j's to_port) since this core last looked. Set by core j at
-	 * the end of its round, before it wakes this one; cleared by this
-	 * core, which drains only the rings named. A round reads this one
-	 * word, not the other cores' ring tails. A line of its own: the
-	 * others write it.
+	 * core j's to_port) since this core last looked. Set by core j
+	 * with each frame it puts in the ring (svc_dp.c, handover);
+	 * cleared by this core, which drains only the rings named. A round
+	 * reads this one word, not the other cores' ring tails. A line of
+	 * its own: the others write it.
 	 */
 	_Alignas(64) _Atomic uint32_t handed;
 };

@@ -130,11 +130,12 @@ static bool lost_fail(struct svc_core *core)
  */
 static void cq_notify(struct svc_cq *cq, bool sol)
 {
+	/* (only a CQ with a channel comes here: cq_write) */
 	uint32_t arm, last;
 
 	arm = atomic_load_explicit(&cq->ring->arm, memory_order_acquire);
 	last = atomic_load_explicit(&cq->last_arm, memory_order_relaxed);
-	if (arm && arm != last && cq->chan_fd >= 0 &&
+	if (arm && arm != last &&
 	    (!(arm & 1) || sol ||
 	     (cq->multi &&
 	      atomic_load_explicit(&cq->sol_seen, memory_order_relaxed))) &&

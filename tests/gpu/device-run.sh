@@ -117,19 +117,19 @@ tb=$PWD/tools/ovrdma-testbed
 
 declare -A result=()
 step() { # name command...
-	local name=$1 rc t0=$SECONDS left=
+	local name=$1 rc t0=$SECONDS left= min=10
 	shift
 	if [ -n "$deadline" ]; then
 		left=$((deadline - SECONDS))
 		# a function of this script (env: a second) runs as it is,
-		# while time is left; a program only with 10 s or more
-		if [ "$left" -le 0 ] ||
-			{ ! declare -F "$1" >/dev/null && [ "$left" -lt 10 ]; }; then
+		# while time is left; a program under timeout, with 10 s
+		declare -F "$1" >/dev/null && min=1
+		if [ "$left" -lt "$min" ]; then
 			echo "device-run: $name: skipped (the deadline)"
 			result[$name]="skipped (deadline)"
 			return
 		fi
-		declare -F "$1" >/dev/null || set -- timeout -k 5 "$left" "$@"
+		[ "$min" = 1 ] || set -- timeout -k 5 "$left" "$@"
 	fi
 	echo "device-run: $name: $*"
 	set -o pipefail

@@ -126,19 +126,27 @@ static struct ovr_ring_cqe *slot(struct ovr_ring_cq *r, uint32_t depth,
 	       (i & (depth - 1));
 }
 
-/* A CQE at index @i of ring @r as ovrdmad writes it: body, then gen. */
-static void put(struct ovr_ring_cq *r, uint32_t depth, uint32_t i, uint32_t qpn,
-		uint32_t mark, uint32_t flags)
+/* A CQE at index @i of ring @r as ovrdmad writes it: body, then gen;
+ * @wqe_idx (an SRQ receive's tag) in put_idx, 0 in put. */
+static void put_idx(struct ovr_ring_cq *r, uint32_t depth, uint32_t i,
+		    uint32_t qpn, uint32_t mark, uint32_t flags,
+		    uint32_t wqe_idx)
 {
 	struct ovr_ring_cqe *e = slot(r, depth, i);
 
-	e->wqe_idx = 0;
+	e->wqe_idx = wqe_idx;
 	e->qp_num = qpn;
 	e->status = 0;
 	e->opcode = flags & OVR_CQE_RECV ? OVR_WC_RECV : OVR_WC_SEND;
 	e->byte_len = mark;
 	e->flags = flags;
 	atomic_store_explicit(&e->gen, i / depth + 1, memory_order_release);
+}
+
+static void put(struct ovr_ring_cq *r, uint32_t depth, uint32_t i, uint32_t qpn,
+		uint32_t mark, uint32_t flags)
+{
+	put_idx(r, depth, i, qpn, mark, flags, 0);
 }
 
 /* The service's next completion on the CQ. */
@@ -542,17 +550,9 @@ static void srq_complete(uint32_t qpn, uint32_t p)
 		(const void *)((uint8_t *)svc.srq_ring +
 			       sizeof(struct ovr_ring_srq) +
 			       (size_t)(p & 3u) * SRQ_STRIDE);
-	struct ovr_ring_cqe *e = slot(svc.cq, svc.depth, svc.prod);
 
-	e->wqe_idx = w->tag;
-	e->qp_num = qpn;
-	e->status = 0;
-	e->opcode = OVR_WC_RECV;
-	e->byte_len = 64;
-	e->flags = OVR_CQE_RECV | OVR_CQE_SRQ;
-	atomic_store_explicit(&e->gen, svc.prod / svc.depth + 1,
-			      memory_order_release);
-	svc.prod++;
+	put_idx(svc.cq, svc.depth, svc.prod++, qpn, 64,
+		OVR_CQE_RECV | OVR_CQE_SRQ, w->tag);
 }
 
 static void test_dead_srq_flush(void **state)
